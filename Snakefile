@@ -1,0 +1,27 @@
+# tcbench: do Tensor Cores speed up CNN training on this GPU, and if not, why not?
+# Thin on purpose: the matrix lives in workflow/rules/common.smk, the work in the tcbench package.
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+container: config["container"]
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

@@ -1,0 +1,10 @@
+rule mnist_format_random:
+    output:
+        expand("resources/mnist-format-random/MNIST/raw/{f}", f=matrix.MNIST_RAW),
+    log:
+        "logs/mnist_format_random.log",
+    params:
+        src=TCBENCH_SRC,
+    shell:
+        "PYTHONPATH={params.src:q} python -m tcbench.data random-mnist "
+        "resources/mnist-format-random > {log:q} 2>&1"

@@ -1,0 +1,33 @@
+rule train:
+    input:
+        job_inputs,
+    output:
+        "results/{run}/records/{experiment}/{cell}.json",
+    log:
+        "logs/{run}/train/{experiment}/{cell}.log",
+    benchmark:
+        "benchmarks/{run}/train/{experiment}/{cell}.tsv"
+    params:
+        spec=job_spec,
+        src=TCBENCH_SRC,
+    resources:
+        gpu=1,
+    shell:
+        "PYTHONPATH={params.src:q} python -m tcbench.run --spec {params.spec:q} "
+        "--out {output:q} > {log:q} 2>&1"
+
+
+rule calibrate:
+    output:
+        "results/{run}/calibration.json",
+    log:
+        "logs/{run}/calibrate.log",
+    params:
+        size=config.get("calibrate", {}).get("size", 8192),
+        iterations=config.get("calibrate", {}).get("iterations", 20),
+        src=TCBENCH_SRC,
+    resources:
+        gpu=1,
+    shell:
+        "PYTHONPATH={params.src:q} python -m tcbench.calibrate --out {output:q} "
+        "--size {params.size} --iterations {params.iterations} > {log:q} 2>&1"

@@ -1,0 +1,216 @@
+"""Data: MNIST-format files, the seed's DataLoader and the faster ways to feed a GPU.
+
+Loader kinds (the ``loader`` axis):
+
+``dataloader``        the seed's ``DataLoader(shuffle=True, num_workers=2)``, nothing else
+``dataloader-tuned``  pinned memory, persistent workers, deeper prefetch, a worker per core
+``gpu-resident``      the whole dataset passed through the same transforms once, kept on the
+                      device, and indexed by a fresh permutation every epoch
+``synthetic``         random tensors of the dataset's shape already on the device: no input
+                      pipeline at all, the compute-only bound
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from pathlib import Path
+
+import numpy as np
+import torch
+
+LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+MNIST_FILES = {
+    "train-images-idx3-ubyte": (60000, (28, 28)),
+    "train-labels-idx1-ubyte": (60000, ()),
+    "t10k-images-idx3-ubyte": (10000, (28, 28)),
+    "t10k-labels-idx1-ubyte": (10000, ()),
+}
+
+
+class DataMissingError(FileNotFoundError):
+    """The data a job needs is not where the configuration says it is."""
+
+
+# ----------------------------------------------------------------------------------- IDX files
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """Write a uint8 array in the IDX format MNIST ships in (big-endian header, then raw bytes)."""
+    array = np.ascontiguousarray(array, dtype=np.uint8)
+    header = struct.pack(">BBBB", 0, 0, 0x08, array.ndim) + struct.pack(f">{array.ndim}I",
+                                                                          *array.shape)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(header)
+        f.write(array.tobytes())
+    os.replace(tmp, path)
+
+
+def write_mnist_format(root: Path, train_images, train_labels, test_images, test_labels) -> Path:
+    """Lay out IDX files where ``torchvision.datasets.MNIST(root)`` looks for them."""
+    raw = Path(root) / "MNIST" / "raw"
+    write_idx(raw / "train-images-idx3-ubyte", train_images)
+    write_idx(raw / "train-labels-idx1-ubyte", train_labels)
+    write_idx(raw / "t10k-images-idx3-ubyte", test_images)
+    write_idx(raw / "t10k-labels-idx1-ubyte", test_labels)
+    return raw
+
+
+def write_random_mnist(root: Path, seed: int = 0, train_samples: int = 60000,
+                       test_samples: int = 10000) -> Path:
+    """MNIST-shaped random images and labels, as IDX files: read back through torchvision's
+    MNIST class they cost the input pipeline exactly what real MNIST costs."""
+    rng = np.random.default_rng(seed)
+    return write_mnist_format(
+        root,
+        rng.integers(0, 256, (train_samples, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, train_samples, dtype=np.uint8),
+        rng.integers(0, 256, (test_samples, 28, 28), dtype=np.uint8),
+        rng.integers(0, 10, test_samples, dtype=np.uint8),
+    )
+
+
+def mnist_datasets(root: Path, download: bool = False):
+    """The seed's MNIST: ``ToTensor()`` then ``Normalize((0.1307,), (0.3081,))``."""
+    from torchvision import datasets, transforms
+
+    transform = transforms.Compose([transforms.ToTensor(),
+                                    transforms.Normalize((MNIST_MEAN,), (MNIST_STD,))])
+    try:
+        train = datasets.MNIST(root, train=True, download=download, transform=transform)
+        test = datasets.MNIST(root, train=False, download=download, transform=transform)
+    except RuntimeError as exc:
+        raw = Path(root).resolve() / "MNIST" / "raw"
+        raise DataMissingError(
+            f"MNIST not found under {raw} ({exc}). Put the four uncompressed IDX files there "
+            f"({', '.join(MNIST_FILES)}), or set the workload parameter download: true on a "
+            f"machine with internet access, or use data: mnist-format-random to measure the same "
+            f"input pipeline on random MNIST-format files.") from exc
+    return train, test
+
+
+# ----------------------------------------------------------------------------------- digits
+def digits_datasets(seed: int = 0, test_fraction: float = 0.2):
+    """scikit-learn's bundled handwritten digits (1,797 real 8x8 images), upsampled to 28x28 and
+    normalised like MNIST so the seed's CNN runs on them unchanged. Fixed stratified split."""
+    import torch.nn.functional as F
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    digits = load_digits()
+    images = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16.0
+    images = F.interpolate(images, size=(28, 28), mode="bilinear", align_corners=False)
+    images = (images - MNIST_MEAN) / MNIST_STD
+    labels = torch.tensor(digits.target, dtype=torch.long)
+    idx_train, idx_test = train_test_split(np.arange(len(labels)), test_size=test_fraction,
+                                           random_state=seed, stratify=digits.target)
+    train = torch.utils.data.TensorDataset(images[idx_train], labels[idx_train])
+    test = torch.utils.data.TensorDataset(images[idx_test], labels[idx_test])
+    return train, test
+
+
+# ----------------------------------------------------------------------------------- loaders
+class GpuResidentLoader:
+    """Whole dataset on the device; each epoch walks a fresh permutation in batch-sized slices."""
+
+    def __init__(self, dataset, batch_size: int, device: torch.device, seed: int,
+                 drop_last: bool = False):
+        xs, ys = materialise(dataset)
+        self.x, self.y = xs.to(device), ys.to(device)
+        self.batch_size, self.drop_last = batch_size, drop_last
+        self.generator = torch.Generator(device=device).manual_seed(seed)
+
+    def __len__(self):
+        n = len(self.y)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        perm = torch.randperm(len(self.y), device=self.x.device, generator=self.generator)
+        for i in range(len(self)):
+            idx = perm[i * self.batch_size:(i + 1) * self.batch_size]
+            yield self.x[idx], self.y[idx]
+
+
+class SyntheticLoader:
+    """``batches`` per epoch of fixed random tensors already on the device. A few distinct
+    batches are cycled so repeated steps do not all hit the same cache lines."""
+
+    def __init__(self, sample_shape, num_classes: int, batch_size: int, batches: int,
+                 device: torch.device, seed: int, distinct: int = 4, last_batch: int | None = None,
+                 target_shape=None, target_dtype=torch.long):
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        self.batches = batches
+        self.data = []
+        for _ in range(min(distinct, batches)):
+            x = torch.randn((batch_size, *sample_shape), generator=g)
+            if target_shape is None:
+                y = torch.randint(0, num_classes, (batch_size,), generator=g, dtype=target_dtype)
+            else:
+                y = torch.randn((batch_size, *target_shape), generator=g)
+            self.data.append((x.to(device), y.to(device)))
+        self.last_batch = last_batch
+
+    def __len__(self):
+        return self.batches
+
+    def __iter__(self):
+        for i in range(self.batches):
+            x, y = self.data[i % len(self.data)]
+            if self.last_batch and i == self.batches - 1:
+                x, y = x[:self.last_batch], y[:self.last_batch]
+            yield x, y
+
+
+def materialise(dataset) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every sample passed through the dataset's own transforms, stacked (done once, untimed)."""
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4096, shuffle=False, num_workers=0)
+    xs, ys = zip(*loader)
+    return torch.cat(xs), torch.cat(ys)
+
+
+def make_loader(kind: str, dataset, batch_size: int, device: torch.device, seed: int,
+                num_workers: int = 2):
+    """A loader of the given kind over ``dataset``; every kind yields (data, target) batches."""
+    if kind == "dataloader":
+        # The seed's loader, exactly: no pinning, no persistent workers, default prefetch.
+        g = torch.Generator().manual_seed(seed)
+        return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
+                                           num_workers=num_workers, generator=g)
+    if kind == "dataloader-tuned":
+        g = torch.Generator().manual_seed(seed)
+        workers = max(1, min(8, (os.cpu_count() or 2) - 1))
+        return torch.utils.data.DataLoader(
+            dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
+            pin_memory=device.type == "cuda", persistent_workers=True, prefetch_factor=4,
+            generator=g)
+    if kind == "gpu-resident":
+        return GpuResidentLoader(dataset, batch_size, device, seed)
+    if kind == "synthetic":
+        x0, _ = dataset[0]
+        n = len(dataset)
+        rem = n % batch_size
+        return SyntheticLoader(tuple(x0.shape), 10, batch_size, -(-n // batch_size), device,
+                               seed, last_batch=rem or None)
+    raise ValueError(f"unknown loader {kind!r}; known: {', '.join(LOADERS)}")
+
+
+def main(argv=None) -> int:
+    """python -m tcbench.data random-mnist ROOT [--seed N]: write MNIST-format random files."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tcbench.data")
+    sub = ap.add_subparsers(dest="command", required=True)
+    rm = sub.add_parser("random-mnist", help="random images/labels as MNIST IDX files")
+    rm.add_argument("root", type=Path, help="written to ROOT/MNIST/raw/")
+    rm.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    raw = write_random_mnist(args.root, args.seed)
+    print(f"wrote random MNIST-format files to {raw}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,134 @@
+"""Where a record was measured: device, driver, libraries, host, container, code version.
+
+``device_slug()`` names a result set after the hardware (``nvidia-h200``, ``cpu-amd-epyc-...``)
+without importing torch, so the workflow can resolve it cheaply at parse time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def slugify(text: str) -> str:
+    text = re.sub(r"\((r|tm)\)|\bcpu\b|@.*$", " ", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")[:60] or "unknown"
+
+
+def _run(cmd: list[str], timeout: float = 20) -> str | None:
+    if not shutil.which(cmd[0]):
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    except (subprocess.SubprocessError, OSError):
+        return None
+    return out.stdout.strip() or None
+
+
+def nvidia_gpus() -> list[str]:
+    """GPU names as nvidia-smi lists them; empty when there is no usable NVIDIA GPU."""
+    out = _run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
+    return [line.strip() for line in out.splitlines() if line.strip()] if out else []
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def device_slug() -> str:
+    gpus = nvidia_gpus()
+    if gpus:
+        return slugify(gpus[0])
+    return "cpu-" + slugify(cpu_model())
+
+
+def git_info() -> dict:
+    commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
+    status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+    return {"git_commit": commit, "git_dirty": bool(status) if commit else None}
+
+
+def container_info() -> dict:
+    """Apptainer/Singularity export these inside every container they start."""
+    env = os.environ
+    image = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
+    name = env.get("APPTAINER_NAME") or env.get("SINGULARITY_NAME")
+    inside = bool(image or name or Path("/.singularity.d").exists()
+                  or Path("/.dockerenv").exists())
+    runtime = ("apptainer" if "APPTAINER_CONTAINER" in env or "APPTAINER_NAME" in env else
+               "singularity" if "SINGULARITY_CONTAINER" in env else
+               "docker" if Path("/.dockerenv").exists() else None)
+    return {"in_container": inside, "container_runtime": runtime, "container_image": image,
+            "container_name": name, "container_image_ref": env.get("TCBENCH_IMAGE"),
+            "container_image_digest": env.get("TCBENCH_IMAGE_DIGEST")}
+
+
+def config_hash(spec: dict) -> str:
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def collect(device) -> dict:
+    """Everything about the machine and software a record should carry."""
+    import torch
+    import torchvision
+
+    from . import __version__
+
+    env = {
+        "hostname": socket.gethostname(),
+        "timestamp_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "python_version": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "torch_version": torch.__version__,
+        "torchvision_version": torchvision.__version__,
+        "cuda_runtime_version": torch.version.cuda,
+        "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available()
+        else None,
+        "tcbench_version": __version__,
+        "device_type": device.type,
+        "device_name": cpu_model() if device.type == "cpu" else torch.cuda.get_device_name(device),
+        "gpu_index": None, "gpu_uuid": None, "compute_capability": None, "sm_count": None,
+        "gpu_memory_total_bytes": None, "driver_version": None,
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+    }
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        uuid = str(props.uuid)
+        env |= {
+            "gpu_index": device.index if device.index is not None else torch.cuda.current_device(),
+            "gpu_uuid": uuid if uuid.startswith("GPU-") else f"GPU-{uuid}",
+            "compute_capability": f"{props.major}.{props.minor}",
+            "sm_count": props.multi_processor_count,
+            "gpu_memory_total_bytes": int(props.total_memory),
+            "driver_version": _driver_version(),
+        }
+    return env | git_info() | container_info()
+
+
+def _driver_version() -> str | None:
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        v = pynvml.nvmlSystemGetDriverVersion()
+        return v.decode() if isinstance(v, bytes) else v
+    except Exception:  # noqa: BLE001 - fall back to the command line tool
+        out = _run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+        return out.splitlines()[0].strip() if out else None

@@ -1,0 +1,272 @@
+"""Measurement: the seed's wall clock and peak memory, per-step timing, GPU telemetry, FLOPs.
+
+Everything here observes a training run without changing what it computes. On a CUDA device
+step times come from ``torch.cuda.Event`` pairs read only after the loop ends, so timing adds no
+host synchronisation inside the timed region.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+
+# ----------------------------------------------------------------------------------- wall clock
+class WallClock:
+    """The seed's timer: collect garbage, empty the cache, reset the peak, synchronise, start;
+    stop after a synchronise. Peak memory is ``torch.cuda.max_memory_allocated`` since the reset."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.start_s: float | None = None
+        self.total_time_s: float | None = None
+
+    def _sync(self):
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def start(self):
+        gc.collect()
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self._sync()
+        self.start_s = time.perf_counter()
+
+    def stop(self) -> float:
+        self._sync()
+        self.total_time_s = time.perf_counter() - self.start_s
+        return self.total_time_s
+
+
+def memory_stats(device: torch.device) -> dict:
+    if device.type != "cuda":
+        return {"max_memory_allocated_bytes": None, "max_memory_reserved_bytes": None,
+                "memory_allocated_bytes": None,
+                "memory_note": "torch.cuda memory statistics exist only on CUDA devices"}
+    return {
+        "max_memory_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
+        "max_memory_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
+        "memory_allocated_bytes": int(torch.cuda.memory_allocated(device)),
+        "memory_note": None,
+    }
+
+
+# ----------------------------------------------------------------------------------- step timer
+class StepTimer:
+    """Splits every training step into *data wait* and *compute*.
+
+    Three marks per step: before asking the loader for the next batch, once the batch is on the
+    device, and after the optimiser step has been issued. On CUDA the marks are events on the
+    current stream, so the intervals are GPU-timeline intervals: ``data_wait`` is how long the GPU
+    sat with nothing queued while the host fetched and copied the batch, ``compute`` is from the
+    batch's arrival to the end of the step's kernels. On the CPU the marks are host clocks (CPU
+    execution is synchronous, so the two views coincide).
+    """
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self._marks: list[tuple] = []
+
+    def _mark(self):
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def fetch(self):
+        self._current = [self._mark()]
+
+    def data_ready(self):
+        self._current.append(self._mark())
+
+    def step_done(self):
+        self._current.append(self._mark())
+        self._marks.append(tuple(self._current))
+
+    def __len__(self):
+        return len(self._marks)
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(data_wait_s, compute_s), one entry per step. Synchronises on CUDA: call after the loop."""
+        if self.cuda:
+            torch.cuda.synchronize()
+            wait = [a.elapsed_time(b) / 1e3 for a, b, _ in self._marks]
+            comp = [b.elapsed_time(c) / 1e3 for _, b, c in self._marks]
+        else:
+            wait = [b - a for a, b, _ in self._marks]
+            comp = [c - b for _, b, c in self._marks]
+        return np.asarray(wait, dtype=float), np.asarray(comp, dtype=float)
+
+
+def step_statistics(data_wait_s: np.ndarray, compute_s: np.ndarray, samples: list[int],
+                    warmup_steps: int, input_bound_share: float) -> dict:
+    """Step-time distribution, steady-state throughput and input-pipeline attribution.
+
+    The first ``warmup_steps`` steps carry CUDA context set-up, cuDNN autotuning and compilation;
+    they are reported on their own and excluded from everything else.
+    """
+    step_s = data_wait_s + compute_s
+    n = len(step_s)
+    w = min(warmup_steps, max(n - 1, 0))  # keep at least one steady step
+    steady, wait, comp = step_s[w:], data_wait_s[w:], compute_s[w:]
+    steady_samples = int(sum(samples[w:]))
+    total = float(steady.sum())
+    share = float(wait.sum() / total) if total > 0 else None
+    return {
+        "steps": n,
+        "warmup_steps": w,
+        "warmup_time_s": float(step_s[:w].sum()),
+        "first_step_time_s": float(step_s[0]) if n else None,
+        "steady_steps": int(len(steady)),
+        "steady_time_s": total,
+        "step_time_median_s": float(np.median(steady)) if len(steady) else None,
+        "step_time_p10_s": float(np.percentile(steady, 10)) if len(steady) else None,
+        "step_time_p90_s": float(np.percentile(steady, 90)) if len(steady) else None,
+        "throughput_samples_per_s": steady_samples / total if total > 0 else None,
+        "data_wait_s": float(wait.sum()),
+        "compute_s": float(comp.sum()),
+        "data_wait_share": share,
+        "input_bound_threshold": input_bound_share,
+        "input_bound": bool(share is not None and share >= input_bound_share),
+    }
+
+
+# ----------------------------------------------------------------------------------- telemetry
+@dataclass
+class _Samples:
+    t: list = field(default_factory=list)
+    power_w: list = field(default_factory=list)
+    sm_clock_mhz: list = field(default_factory=list)
+    temperature_c: list = field(default_factory=list)
+    memory_used_bytes: list = field(default_factory=list)
+    throttle: int = 0
+
+
+class NvmlSampler:
+    """Samples power, SM clock, temperature, memory and clock-event (throttle) reasons from a
+    background thread while the timed region runs; energy comes from the GPU's own cumulative
+    counter where it has one, else from integrating the sampled power."""
+
+    def __init__(self, device: torch.device, interval_s: float = 0.05):
+        self.interval_s = interval_s
+        self.handle = None
+        self.reason: str | None = None
+        self._stop = threading.Event()
+        self._samples = _Samples()
+        if device.type != "cuda":
+            self.reason = "no CUDA device: NVML telemetry does not apply"
+            return
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            uuid = str(torch.cuda.get_device_properties(device).uuid)
+            uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+            self.handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
+            self.nvml = pynvml
+        except Exception as exc:  # noqa: BLE001 - any NVML failure only nulls the telemetry
+            self.reason = f"NVML unavailable: {type(exc).__name__}: {exc}"
+            self.handle = None
+
+    def _energy_mj(self):
+        try:
+            return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
+        except Exception:  # noqa: BLE001 - counter absent on older GPUs
+            return None
+
+    def _throttle(self):
+        fn = getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            self.nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        return int(fn(self.handle))
+
+    def _run(self):
+        nv, h, s = self.nvml, self.handle, self._samples
+        while not self._stop.is_set():
+            try:
+                s.t.append(time.perf_counter())
+                s.power_w.append(nv.nvmlDeviceGetPowerUsage(h) / 1e3)
+                s.sm_clock_mhz.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
+                s.temperature_c.append(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+                s.memory_used_bytes.append(nv.nvmlDeviceGetMemoryInfo(h).used)
+                s.throttle |= self._throttle()
+            except Exception:  # noqa: BLE001 - a failed sample is skipped, not fatal
+                pass
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self):
+        if self.handle is not None:
+            self._e0 = self._energy_mj()
+            self._t0 = time.perf_counter()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.handle is not None:
+            self._stop.set()
+            self._thread.join()
+            self._t1 = time.perf_counter()
+            self._e1 = self._energy_mj()
+        return False
+
+    def result(self, samples: int | None = None) -> dict:
+        keys = ("energy_j", "energy_source", "power_mean_w", "power_max_w", "sm_clock_mean_mhz",
+                "temperature_max_c", "nvml_memory_used_max_bytes", "throttle_reasons",
+                "energy_per_sample_j", "telemetry_samples")
+        if self.handle is None:
+            return dict.fromkeys(keys) | {"telemetry_note": self.reason}
+        s = self._samples
+        if self._e0 is not None and self._e1 is not None:
+            energy, source = (self._e1 - self._e0) / 1e3, "nvml_total_energy_counter"
+        elif len(s.t) > 1:
+            energy, source = float(np.trapezoid(s.power_w, s.t)), "integrated_power_samples"
+        else:
+            energy, source = None, None
+        return {
+            "energy_j": energy,
+            "energy_source": source,
+            "power_mean_w": float(np.mean(s.power_w)) if s.power_w else None,
+            "power_max_w": float(np.max(s.power_w)) if s.power_w else None,
+            "sm_clock_mean_mhz": float(np.mean(s.sm_clock_mhz)) if s.sm_clock_mhz else None,
+            "temperature_max_c": int(np.max(s.temperature_c)) if s.temperature_c else None,
+            "nvml_memory_used_max_bytes": int(np.max(s.memory_used_bytes))
+            if s.memory_used_bytes else None,
+            "throttle_reasons": throttle_names(s.throttle, self.nvml),
+            "energy_per_sample_j": energy / samples if energy is not None and samples else None,
+            "telemetry_samples": len(s.t),
+            "telemetry_note": None,
+        }
+
+
+def throttle_names(mask: int, nvml) -> list[str]:
+    names = []
+    for attr in dir(nvml):
+        for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason"):
+            if attr.startswith(prefix) and attr[len(prefix):] not in ("All", "None", "Unknown"):
+                bit = getattr(nvml, attr)
+                if isinstance(bit, int) and bit and mask & bit:
+                    names.append(attr[len(prefix):])
+    return sorted(set(names))
+
+
+# ----------------------------------------------------------------------------------- FLOPs
+def count_training_flops(model: torch.nn.Module, loss_fn, example: tuple) -> int:
+    """FLOPs of one forward + backward pass, counted by ``torch.utils.flop_counter`` on a copy of
+    the model on the meta device: exact for matmuls and convolutions, costs no device time and
+    leaves the real model and the GPU's autotuning state untouched."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    meta_model = copy.deepcopy(model).to("meta")
+    data, target = (t.to("meta") for t in example)
+    counter = FlopCounterMode(display=False)
+    with counter:
+        loss = loss_fn(meta_model(data), target)
+        loss.backward()
+    return int(counter.get_total_flops())

@@ -1,0 +1,90 @@
+"""Precision modes: what each one switches on, and whether a device can run it.
+
+A mode is a small immutable object. ``apply()`` sets the process-wide backend flags
+(TF32 for matmul and cuDNN) and returns the flags actually in force, which go into the
+record verbatim, so nobody has to trust the mode's name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Precision:
+    name: str
+    description: str
+    autocast_dtype: torch.dtype | None = None
+    use_scaler: bool = False
+    allow_tf32: bool = False
+
+    def supported(self, device: torch.device) -> tuple[bool, str | None]:
+        """(True, None) if ``device`` can run this mode, else (False, reason)."""
+        if device.type == "cuda":
+            major, minor = torch.cuda.get_device_capability(device)
+            if self.allow_tf32 and major < 8:
+                return False, (f"TF32 needs compute capability >= 8.0 (Ampere); this GPU is "
+                               f"{major}.{minor}")
+            if self.autocast_dtype is torch.bfloat16 and not torch.cuda.is_bf16_supported(
+                    including_emulation=False):
+                return False, (f"bfloat16 needs compute capability >= 8.0 (Ampere); this GPU is "
+                               f"{major}.{minor}")
+            return True, None
+        if device.type == "cpu":
+            if self.allow_tf32:
+                return False, "TF32 is a Tensor Core format of NVIDIA GPUs; the device is a CPU"
+            return True, None
+        return False, f"device type {device.type!r} is not supported by tcbench"
+
+    def apply(self) -> dict:
+        """Set the backend flags for this mode and return the flags in force."""
+        torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
+        torch.backends.cudnn.allow_tf32 = self.allow_tf32
+        # benchmark=True as in every serious training script: cuDNN autotunes per shape; the
+        # cost lands in the first steps, which the step statistics report as warm-up.
+        torch.backends.cudnn.benchmark = True
+        return backend_flags()
+
+    def autocast(self, device: torch.device):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.amp.autocast(device.type, dtype=self.autocast_dtype)
+
+    def scaler(self, device: torch.device) -> torch.amp.GradScaler:
+        # A disabled scaler is a no-op pass-through, so one training loop serves every mode,
+        # exactly as the PyTorch AMP recipe writes it.
+        return torch.amp.GradScaler(device.type, enabled=self.use_scaler)
+
+
+def backend_flags() -> dict:
+    return {
+        "cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
+        "cudnn_deterministic": bool(torch.backends.cudnn.deterministic),
+    }
+
+
+MODES: dict[str, Precision] = {
+    p.name: p
+    for p in (
+        Precision("fp32", "strict float32: TF32 off for matmul and cuDNN"),
+        Precision("tf32", "float32 storage, TF32 Tensor Core math for matmul and cuDNN",
+                  allow_tf32=True),
+        Precision("amp-fp16", "autocast to float16 with GradScaler (TF32 off elsewhere)",
+                  autocast_dtype=torch.float16, use_scaler=True),
+        Precision("amp-bf16", "autocast to bfloat16, no scaler (TF32 off elsewhere)",
+                  autocast_dtype=torch.bfloat16),
+    )
+}
+
+
+def get(name: str) -> Precision:
+    try:
+        return MODES[name]
+    except KeyError:
+        raise ValueError(f"unknown precision {name!r}; known: {', '.join(MODES)}") from None

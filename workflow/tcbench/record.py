@@ -1,0 +1,76 @@
+"""The record: one JSON document per training job, validated against its schema, written
+atomically (a temporary file in the same directory, fsync, rename), so a crash never leaves a
+half-written record where the workflow would take it for a result."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "record.schema.json"
+STATUSES = ("ok", "unsupported", "oom", "diverged", "error")
+
+
+class RecordError(ValueError):
+    """A record file that cannot be used; the message names the file."""
+
+
+@lru_cache(maxsize=1)
+def schema() -> dict:
+    return json.loads(SCHEMA_PATH.read_text())
+
+
+def _clean(value):
+    """JSON has no NaN or infinity: they become null (the status says what happened)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def validate(record: dict, source: str = "record") -> None:
+    import jsonschema
+
+    try:
+        jsonschema.validate(record, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise RecordError(f"{source}: does not match {SCHEMA_PATH.name} at {where}: "
+                          f"{exc.message}") from None
+
+
+def write(record: dict, path: Path) -> Path:
+    record = _clean(record)
+    validate(record, str(path))
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(record, f, indent=2, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read(path: Path) -> dict:
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"{path}: not a readable JSON record ({exc})") from None
+    validate(record, str(path))
+    return record

@@ -1,0 +1,110 @@
+"""Were the Tensor Cores used? Kernel-name evidence from ``torch.profiler``.
+
+NVIDIA's libraries encode the math unit and operand types in kernel names. The rules, in the
+order they are applied (first match wins):
+
+1. not a kernel (``Memcpy``, ``Memset``)                                      -> not Tensor Core
+2. ``ffma`` / ``fma_`` SIMT markers, or strict fp32 operands ``f32f32_f32f32``
+   without ``tf32`` (cuDNN/cuBLAS "xmma" kernels run SIMT this way on Hopper)  -> not Tensor Core
+3. ``nvjet`` (cuBLASLt on Hopper): type code after ``sm90_`` names A/B/C types;
+   ``s``-only codes (``sss``) are fp32 SIMT, any ``h``/``b``/``t``/``e`` code is
+   fp16/bf16/tf32/fp8 on the Tensor Cores                                     -> by code
+4. explicit Tensor Core instruction or tile markers: ``hmma``, ``wgmma``, ``gmma``,
+   ``imma``, ``tensorop``, ``16816``, ``1688``, ``884``, ``tf32``, ``_tc_``,
+   ``tensorcore``                                                             -> Tensor Core
+5. GEMM/convolution kernels (``xmma``, ``cutlass``, ``gemm``, ``conv``, ``fprop``, ``dgrad``,
+   ``wgrad``) whose names carry f16/bf16 operand types (``f16``, ``bf16``, ``fp16``,
+   ``half``, ``h16``)                                                        -> Tensor Core
+6. everything else (elementwise, reductions, optimiser, pooling, SIMT GEMMs)  -> not Tensor Core
+
+The rules are tested on kernel names collected from real profiles (tests/data/kernel_names.csv).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+
+_NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
+_SIMT = re.compile(r"ffma|(^|_)fma_|f32f32_f32f32(?!.*tf32)", re.I)
+_NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3})_", re.I)
+_TC_MARKERS = re.compile(r"hmma|wgmma|gmma|imma|tensorop|16816|1688|884|tf32|_tc_|tensorcore",
+                         re.I)
+_GEMM_LIKE = re.compile(r"xmma|cutlass|gemm|conv|fprop|dgrad|wgrad|implicit", re.I)
+_HALF_TYPES = re.compile(r"bf16|f16|fp16|half|h16", re.I)
+
+
+def classify(name: str) -> tuple[bool, str]:
+    """(uses_tensor_cores, rule) for one GPU kernel name."""
+    if _NOT_KERNEL.search(name):
+        return False, "not-a-kernel"
+    if _SIMT.search(name):
+        return False, "simt-fp32"
+    m = _NVJET.search(name)
+    if m:
+        code = m.group(1).lower()
+        return (True, "nvjet-tc") if set(code) & set("hbte") else (False, "nvjet-simt")
+    if _TC_MARKERS.search(name):
+        return True, "tc-marker"
+    if _GEMM_LIKE.search(name) and _HALF_TYPES.search(name):
+        return True, "half-gemm"
+    return False, "other"
+
+
+def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> dict:
+    """``kernels``: name -> (total device time in seconds, calls). Shares and the top kernels."""
+    total = sum(t for t, _ in kernels.values())
+    tc = 0.0
+    rows = []
+    for name, (t, calls) in kernels.items():
+        is_tc, rule = classify(name)
+        tc += t if is_tc else 0.0
+        rows.append({"name": name[:200], "time_s": t, "calls": calls, "tensor_core": is_tc,
+                     "rule": rule, "share": t / total if total else None})
+    rows.sort(key=lambda r: r["time_s"], reverse=True)
+    return {
+        "kernel_time_s": total,
+        "tensor_core_time_s": tc,
+        "tensor_core_share": tc / total if total else None,
+        "kernels_distinct": len(rows),
+        "top_kernels": rows[:top],
+    }
+
+
+def profile_kernels(step, steps: int, device) -> dict:
+    """Run ``step()`` ``steps`` times under ``torch.profiler`` and summarise its GPU kernels.
+
+    Also reports ``gpu_busy_share``: kernel time over the wall time of the profiled steps. A
+    step that keeps the GPU busy only a small share of the time is bound by the host (Python,
+    kernel launches, synchronisation), not by the GPU's arithmetic.
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    if device.type != "cuda":
+        return {"profiled": False, "profile_note": "kernel profiling needs a CUDA device"}
+    if steps <= 0:
+        return {"profiled": False, "profile_note": "profile_steps is 0"}
+    step()  # one unprofiled step so the profile holds steady-state kernels only
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    kernels: dict[str, list] = defaultdict(lambda: [0.0, 0])
+    for evt in prof.events():
+        if evt.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        us = getattr(evt, "device_time", None)
+        if us is None:
+            us = getattr(evt, "cuda_time", 0.0)
+        kernels[evt.name][0] += us / 1e6
+        kernels[evt.name][1] += 1
+    summary = summarise_kernels({k: (v[0], v[1]) for k, v in kernels.items()})
+    summary |= {"profiled": True, "profile_steps": steps, "profile_wall_s": wall,
+                "gpu_busy_share": min(summary["kernel_time_s"] / wall, 1.0) if wall else None,
+                "profile_note": None}
+    return summary

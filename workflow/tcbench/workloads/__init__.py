@@ -1,0 +1,92 @@
+"""Workloads: each module builds a model, its data, loss, optimiser and schedule.
+
+A workload module has ``DEFAULTS`` (every parameter it accepts, with its default),
+``LOADERS`` (the loader kinds it accepts) and ``build(params, batch_size, device) -> Workload``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import torch
+
+NAMES = ("amp_recipe", "mnist_cnn", "digits", "resnet50")
+
+# Parameters every workload accepts: how the run is measured rather than what it trains.
+COMMON_DEFAULTS: dict[str, Any] = {
+    "seed": 0,
+    "warmup_steps": 5,              # first steps reported on their own (init, autotuning)
+    "sync_loss_every_step": False,  # the seed's per-step loss.item(); a host sync each step
+    "loss_every": 10,               # loss curve resolution, in steps (read after the loop)
+    "input_bound_share": 0.2,       # data-wait share of step time that makes a run input bound
+    "memory_format": "contiguous",  # or channels_last (4-D inputs only)
+    "compile": "off",               # off | default | max-autotune (torch.compile mode)
+    "profile_steps": 5,             # steps profiled after the timed region for kernel evidence
+    "telemetry_interval_s": 0.05,
+}
+MEMORY_FORMATS = ("contiguous", "channels_last")
+COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
+
+
+@dataclass
+class Workload:
+    name: str
+    model: torch.nn.Module
+    loss_fn: Callable
+    optimizer: torch.optim.Optimizer
+    epochs: int
+    train_loader: Iterable            # iterated once per epoch, yields (data, target)
+    example_batch: tuple              # a representative (data, target), for FLOPs and profiling
+    data: dict                        # what data was used, for the record
+    scheduler: Any = None             # stepped once per epoch, like the seed's StepLR
+    non_blocking: bool = False        # host-to-device copies (pinned loaders only)
+    evaluate: Callable[[], dict] | None = None   # held-out metrics, where there is held-out data
+    notes: list[str] = field(default_factory=list)
+
+
+def module(name: str):
+    if name not in NAMES:
+        raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")
+    return importlib.import_module(f"tcbench.workloads.{name}")
+
+
+def resolve_params(name: str, overrides: dict | None) -> dict:
+    """Defaults merged with ``overrides``; an unknown key or an out-of-range value is an error
+    that names it, raised before anything is built."""
+    mod = module(name)
+    defaults = COMMON_DEFAULTS | mod.DEFAULTS
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise ValueError(f"workload {name!r}: unknown parameter(s) {', '.join(map(repr, unknown))};"
+                         f" accepted: {', '.join(sorted(defaults))}")
+    params = defaults | overrides
+    if params["memory_format"] not in MEMORY_FORMATS:
+        raise ValueError(f"workload {name!r}: memory_format={params['memory_format']!r}; "
+                         f"choose one of {MEMORY_FORMATS}")
+    if params["compile"] not in COMPILE_MODES:
+        raise ValueError(f"workload {name!r}: compile={params['compile']!r}; "
+                         f"choose one of {COMPILE_MODES}")
+    loader = params.get("loader")
+    if loader is not None and loader not in mod.LOADERS:
+        raise ValueError(f"workload {name!r}: loader={loader!r} is not available; "
+                         f"choose one of {mod.LOADERS}")
+    for key in ("warmup_steps", "loss_every", "profile_steps"):
+        if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < 0:
+            raise ValueError(f"workload {name!r}: {key}={params[key]!r} must be an integer >= 0")
+    if hasattr(mod, "check"):
+        mod.check(params)
+    return params
+
+
+def build(name: str, params: dict, batch_size: int, device: torch.device) -> Workload:
+    return module(name).build(params, batch_size, device)
+
+
+def positive_int(workload: str, params: dict, *keys: str) -> None:
+    for key in keys:
+        v = params[key]
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"workload {workload!r}: {key}={v!r} must be a positive integer")
