@@ -1,0 +1,54 @@
+"""Shared fixtures: the repository, and a throw-away copy of the workflow to run Snakemake in."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "containers")
+
+
+def copy_workflow(dest: Path) -> Path:
+    """The workflow, configs and profiles copied to ``dest`` (results and logs stay behind)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif src.exists():
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float = 600,
+              check: bool = True) -> subprocess.CompletedProcess:
+    """Run the Snakemake CLI of this interpreter's environment in ``workdir``."""
+    full_env = os.environ | {"PYTHONPATH": str(workdir / "workflow")} | (env or {})
+    exe = Path(sys.executable).with_name("snakemake")
+    cmd = [str(exe) if exe.exists() else "snakemake", *args]
+    proc = subprocess.run(cmd, cwd=workdir, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+    return proc
+
+
+@pytest.fixture
+def workflow_copy(tmp_path) -> Path:
+    return copy_workflow(tmp_path / "wf")
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """The CPU smoke study, run once per test session in a temporary copy; returns its
+    result-set folder (results/<run>)."""
+    wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
+    snakemake(wd, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "run=smoke")
+    return wd / "results" / "smoke"
