@@ -1,0 +1,29 @@
+"""A handful of GEMMs and convolutions per precision mode, for Nsight Compute to count
+tensor-pipe activity on: run under `ncu --clock-control none --metrics ...` (see device script).
+Each op is launched once after a warm-up that ncu skips via NVTX-free launch counting."""
+
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, "workflow")
+from tcbench import precision as P  # noqa: E402
+
+device = torch.device("cuda")
+a = torch.randn(2048, 2048, device=device)
+b = torch.randn(2048, 2048, device=device)
+x = torch.randn(32, 64, 56, 56, device=device)
+w = torch.randn(64, 64, 3, 3, device=device)
+for name, mode in P.MODES.items():
+    mode.apply()
+    torch.backends.cudnn.benchmark = False  # autotuning would launch dozens of candidates
+    with mode.autocast(device):
+        torch.cuda.nvtx.range_push(f"{name}:matmul")
+        (a @ b)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_push(f"{name}:conv")
+        F.conv2d(x, w, padding=1)
+        torch.cuda.nvtx.range_pop()
+    torch.cuda.synchronize()
+print("done")

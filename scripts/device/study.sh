@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs part of a study on the lent GPU machine and packs what it produced into $OUT.
+#   scripts/device/study.sh CONFIGFILE SECONDS [snakemake targets or options...]
+# Snakemake reruns only what is missing, so a study too long for one call is finished by the
+# next call with the records of the previous ones copied back into results/ first.
+# Extra steps, each optional, by environment variable: KERNELS=1 (collect kernel names),
+# NCU=1 (Nsight Compute tensor-pipe cross-check).
+set -uo pipefail
+cfg=$1; budget=$2; shift 2
+python3 -m pip install -q --no-index --find-links .whl snakemake==9.27.1 || exit 1
+mkdir -p /tmp/bin && ln -sf "$(command -v python3)" /tmp/bin/python && export PATH=/tmp/bin:$PATH
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/extra"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv | tee "$OUT/extra/nvidia-smi.csv"
+start=$(date +%s)
+if [ "${KERNELS:-0}" = 1 ]; then
+  python3 scripts/device/collect_kernels.py "$OUT/extra/kernel_names.csv" 2>&1 | tail -20
+fi
+if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+  ncu --query-metrics 2>/dev/null | grep -iE 'pipe_tensor' > "$OUT/extra/ncu_tensor_metrics.txt"
+  metrics=$(grep -oE '^sm__(inst_executed_pipe_tensor[a-z_0-9]*|pipe_tensor[a-z_0-9]*cycles_active)' "$OUT/extra/ncu_tensor_metrics.txt" | sort -u | sed 's/$/.sum/' | paste -sd, -)
+  echo "ncu metrics: $metrics"
+  timeout 120 ncu --clock-control none --metrics "$metrics" --csv python3 scripts/device/ncu_kernels.py > "$OUT/extra/ncu.csv" 2> "$OUT/extra/ncu.err"
+  echo "ncu exit $?"; tail -3 "$OUT/extra/ncu.err"
+fi
+left=$(( budget - ($(date +%s) - start) ))
+timeout --signal=TERM --kill-after=20 "$left" snakemake --cores 16 --resources gpu=1 \
+  --configfile "$cfg" --keep-going --rerun-triggers mtime "$@" > "$OUT/extra/snakemake.log" 2>&1
+echo "snakemake exit $? after $(( $(date +%s) - start )) s"
+grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$OUT/extra/snakemake.log" | tail -5
+tar czf "$OUT/results.tgz" results logs benchmarks .snakemake/log 2>/dev/null
+ls -la "$OUT"

@@ -1,0 +1,87 @@
+"""Aggregation arithmetic on records with known numbers."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from tcbench import aggregate as A
+from tcbench import record as R
+from tcbench import run
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    out = tmp_path_factory.mktemp("t") / "r.json"
+    spec = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
+            "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
+                       "warmup_steps": 0}}
+    assert run.main(["--spec", json.dumps(spec), "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def make(template, precision, repeat, time_s, thr, mem, status="ok"):
+    r = copy.deepcopy(template)
+    r |= {"precision": precision, "repeat": repeat, "cell": f"{precision}_bs8_r{repeat}",
+          "experiment": "e", "run": "t"}
+    if status != "ok":
+        r |= {"status": status, "status_reason": "because", "metrics": None, "telemetry": None,
+              "tensor_cores": None, "precision_flags": None, "data": None}
+        return r
+    r["metrics"] |= {"total_time_s": time_s, "throughput_samples_per_s": thr,
+                     "max_memory_allocated_bytes": mem}
+    return r
+
+
+@pytest.fixture
+def records_dir(tmp_path, template):
+    rows = [("fp32", 1, 10.0, 100.0, 1000), ("fp32", 2, 12.0, 90.0, 1000),
+            ("fp32", 3, 11.0, 95.0, 1000),
+            ("amp-fp16", 1, 5.0, 200.0, 400), ("amp-fp16", 2, 5.5, 180.0, 400),
+            ("amp-fp16", 3, 4.0, 210.0, 400)]
+    for p, rep, t, thr, mem in rows:
+        R.write(make(template, p, rep, t, thr, mem), tmp_path / "rec" / "e" / f"{p}_{rep}.json")
+    R.write(make(template, "tf32", 1, 0, 0, 0, status="unsupported"),
+            tmp_path / "rec" / "e" / "tf32_1.json")
+    return tmp_path
+
+
+def test_summary_speedup_and_memory_ratio(records_dir):
+    out = A.aggregate(records_dir / "rec", records_dir / "out")
+    s = out["summary"].set_index("precision")
+    assert s.loc["fp32", "total_time_s_median"] == 11.0
+    assert s.loc["fp32", "total_time_s_q1"] == 10.5 and s.loc["fp32", "total_time_s_q3"] == 11.5
+    lo, hi = s.loc["fp32", "total_time_s_ci_low"], s.loc["fp32", "total_time_s_ci_high"]
+    assert 10.0 <= lo <= 11.0 <= hi <= 12.0
+    assert s.loc["fp32", "total_time_s_cv"] == pytest.approx(np.std([10, 12, 11], ddof=1) / 11)
+    sp = out["speedup"].set_index("precision")
+    assert sp.loc["amp-fp16", "speedup_total_time"] == pytest.approx(11.0 / 5.0)
+    assert sp.loc["amp-fp16", "speedup_throughput"] == pytest.approx(200.0 / 95.0)
+    assert sp.loc["amp-fp16", "memory_ratio"] == pytest.approx(0.4)
+    assert sp.loc["fp32", "speedup_total_time"] == 1.0
+    assert sp.loc["tf32", "status"] == "unsupported"
+    assert np.isnan(sp.loc["tf32", "speedup_total_time"]) or sp.loc["tf32", "speedup_total_time"] is None
+    for f in ("metrics.csv", "summary.csv", "speedup.csv", "speedup.md"):
+        assert (records_dir / "out" / f).exists()
+    md = (records_dir / "out" / "speedup.md").read_text()
+    assert "| e | amp-fp16 | 8 |" in md and "unsupported" in md
+
+
+def test_mfu_uses_the_calibrated_ceiling(records_dir):
+    cal = records_dir / "cal.json"
+    cal.write_text(json.dumps({"modes": {"fp32": {"tflops": 2.0}, "amp-fp16": {"tflops": 4.0}}}))
+    df = A.aggregate(records_dir / "rec", records_dir / "out", calibration=cal)["metrics"]
+    row = df[df["precision"] == "amp-fp16"].iloc[0]
+    assert row["mfu"] == pytest.approx(row["achieved_tflops"] / 4.0)
+
+
+def test_missing_expected_record_is_an_error(records_dir):
+    with pytest.raises(R.RecordError, match="missing"):
+        A.aggregate(records_dir / "rec", records_dir / "out",
+                    expected=[records_dir / "rec" / "e" / "nope.json"])
+
+
+def test_bootstrap_ci_degenerate_cases():
+    assert A.bootstrap_ci([1.0]) == (None, None)
+    assert A.bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)

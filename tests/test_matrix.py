@@ -1,0 +1,76 @@
+import pytest
+import yaml
+
+from tcbench import matrix as M
+
+REPO_CONFIGS = ["config/config.yaml", "config/smoke.yaml"]
+
+
+def exp(**kw):
+    return {"workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8]} | kw
+
+
+def test_cross_product_and_cell_names():
+    jobs = M.expand({"repeats": 2, "experiments": [exp(precisions=["fp32", "amp-bf16"],
+                                                       batch_sizes=[8, 16])]})
+    assert len(jobs) == 2 * 2 * 2
+    assert "amp_recipe/amp-bf16_bs16_r2" in jobs
+    job = jobs["amp_recipe/fp32_bs8_r1"]
+    spec = job.spec("myrun")
+    assert spec["run"] == "myrun" and spec["params"]["in_size"] == 4096
+
+
+def test_axes_and_exclude():
+    jobs = M.expand({"experiments": [{
+        "name": "m", "workload": "mnist_cnn", "precisions": ["fp32", "tf32"],
+        "batch_sizes": [512, 1024], "axes": {"loader": ["gpu-resident", "synthetic"]},
+        "exclude": [{"precision": "tf32", "batch_size": 1024}],
+        "params": {"data": "mnist-format-random"}}]})
+    assert len(jobs) == 2 * 2 * 2 - 2
+    assert "m/fp32_bs1024_synthetic_r1" in jobs and "m/tf32_bs1024_gpu-resident_r1" not in jobs
+    job = jobs["m/tf32_bs512_gpu-resident_r1"]
+    assert dict(job.params)["loader"] == "gpu-resident"
+    assert job.inputs()[0].endswith("resources/mnist-format-random/MNIST/raw/train-images-idx3-ubyte")
+
+
+def test_yaml_off_is_the_compile_mode_off():
+    cfg = yaml.safe_load("experiments: [{workload: resnet50, precisions: [fp32], "
+                         "batch_sizes: [2], axes: {compile: [off, default]}}]")
+    jobs = M.expand(cfg)
+    assert {dict(j.params)["compile"] for j in jobs.values()} == {"off", "default"}
+
+
+@pytest.mark.parametrize("cfg,culprit", [
+    ({"experiments": []}, "empty"),
+    ({"experiments": [exp(workload="vgg")]}, "workload='vgg'"),
+    ({"experiments": [exp(precisions=["fp8"])]}, "'fp8'"),
+    ({"experiments": [exp(batch_sizes=[0])]}, "batch_sizes: 0"),
+    ({"experiments": [exp(batch_sizes=[8, 8])]}, "duplicate"),
+    ({"experiments": [exp(), exp()]}, "used twice"),
+    ({"experiments": [exp(params={"nope": 1})]}, "'nope'"),
+    ({"experiments": [exp(repeats=0)]}, "repeats=0"),
+    ({"experiments": [exp(name="../up")]}, "name='../up'"),
+    ({"experiments": [exp(exclude=[{"precision": "fp32"}])]}, "every cell is excluded"),
+])
+def test_bad_configs_name_the_culprit(cfg, culprit):
+    with pytest.raises(M.ConfigError, match=None) as err:
+        M.expand(cfg)
+    assert culprit in str(err.value)
+
+
+@pytest.mark.parametrize("run", ["../x", "a/b", ".hidden", ""])
+def test_run_names_cannot_escape_results(run):
+    with pytest.raises(M.ConfigError):
+        M.resolve_run({"run": run})
+
+
+def test_auto_run_is_a_device_slug():
+    run = M.resolve_run({"run": "auto"})
+    assert M.NAME_RE.match(run) and "/" not in run
+
+
+@pytest.mark.parametrize("path", REPO_CONFIGS)
+def test_shipped_configs_expand(path):
+    from conftest import REPO
+    cfg = yaml.safe_load((REPO / path).read_text())
+    assert len(M.expand(cfg)) > 5

@@ -1,0 +1,83 @@
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from tcbench import measure as M
+from tcbench.workloads.amp_recipe import make_model
+
+
+def test_step_statistics_on_known_steps():
+    wait = np.array([1.0, 0.1, 0.1, 0.1, 0.1])
+    comp = np.array([2.0, 0.3, 0.3, 0.5, 0.3])
+    s = M.step_statistics(wait, comp, [10] * 5, warmup_steps=1, input_bound_share=0.2)
+    assert s["warmup_time_s"] == pytest.approx(3.0)
+    assert s["steady_steps"] == 4 and s["steady_time_s"] == pytest.approx(1.8)
+    assert s["step_time_median_s"] == pytest.approx(0.4)
+    assert s["throughput_samples_per_s"] == pytest.approx(40 / 1.8)
+    assert s["data_wait_share"] == pytest.approx(0.4 / 1.8)
+    assert s["input_bound"] is True
+    assert M.step_statistics(wait, comp, [10] * 5, 1, 0.5)["input_bound"] is False
+
+
+def test_timer_attributes_a_slow_loader_to_data_wait():
+    timer = M.StepTimer(torch.device("cpu"))
+
+    def slow_loader():
+        for _ in range(5):
+            time.sleep(0.05)
+            yield torch.ones(2)
+    it = iter(slow_loader())
+    for _ in range(5):
+        timer.fetch()
+        next(it)
+        timer.data_ready()
+        time.sleep(0.01)
+        timer.step_done()
+    wait, comp = timer.intervals()
+    assert len(wait) == 5
+    assert np.all(wait >= 0.045) and np.all(wait < 0.2)
+    assert np.all(comp >= 0.009) and np.all(comp < 0.05)
+    s = M.step_statistics(wait, comp, [2] * 5, 1, 0.2)
+    assert s["input_bound"] and s["data_wait_share"] > 0.7
+
+
+def test_recipe_mlp_flops_match_the_hand_count():
+    # 3 Linear layers of 2*b*n*n FLOPs each forward; backward computes the weight gradient of
+    # every layer and the input gradient of layers 2 and 3 only (the data needs no gradient):
+    # 3 + 3 + 2 = 8 matmuls of 2*b*n*n, not the naive 3 x 3 = 9.
+    b, n = 512, 4096
+    model = make_model(n, n, 3)
+    flops = M.count_training_flops(model, torch.nn.MSELoss(),
+                                   (torch.randn(b, n), torch.randn(b, n)))
+    assert flops == 8 * 2 * b * n * n
+    # the real model is untouched (still on the CPU, no gradients)
+    assert next(model.parameters()).device.type == "cpu"
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_nvml_absent_gives_null_fields_and_a_reason():
+    s = M.NvmlSampler(torch.device("cpu"))
+    with s:
+        pass
+    r = s.result(samples=100)
+    assert r["energy_j"] is None and r["power_mean_w"] is None
+    assert "no CUDA device" in r["telemetry_note"]
+
+
+def test_nvml_failure_is_a_reason_not_a_crash(monkeypatch):
+    import pynvml
+
+    def boom():
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+    monkeypatch.setattr(pynvml, "nvmlInit", boom)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: None)
+    s = M.NvmlSampler(torch.device("cuda", 0))
+    assert s.handle is None and s.reason.startswith("NVML unavailable")
+    assert s.result(1)["energy_j"] is None
+
+
+def test_memory_stats_on_cpu_are_null_with_a_note():
+    m = M.memory_stats(torch.device("cpu"))
+    assert m["max_memory_allocated_bytes"] is None and "CUDA" in m["memory_note"]

@@ -1,0 +1,47 @@
+"""The Tensor Core classifier, on kernel names collected from real profiles."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tcbench.tensorcores import classify, summarise_kernels
+
+DATA = Path(__file__).parent / "data" / "kernel_names.csv"
+
+
+@pytest.mark.parametrize("name,expected", [
+    # the two H200 traps named in the issue
+    ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", False),
+    ("nvjet_sm90_hsh_128x256_64x4_1x2_h_bz_coopA_NNT", True),
+    ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNN", True),
+    ("nvjet_sm90_sss_128x64_64x4_2x1_v_bz_NNN", False),
+    ("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", True),
+    ("volta_sgemm_128x64_nn", False),
+    ("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize128x128x16", True),
+    ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize256x128x64_warpgroupsize2x1x1_execute_segment_k_off_kernel__5x_cudnn", True),
+    ("void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(Params)", True),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(int)", False),
+    ("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>", False),
+    ("Memcpy HtoD (Pageable -> Device)", False),
+    ("Memset (Device)", False),
+])
+def test_classify_known_names(name, expected):
+    assert classify(name)[0] is expected
+
+
+def test_summary_shares_and_top_kernels():
+    s = summarise_kernels({"nvjet_sm90_hsh_x": (3.0, 2), "elementwise_kernel": (1.0, 10)})
+    assert s["tensor_core_share"] == pytest.approx(0.75)
+    assert s["top_kernels"][0]["name"] == "nvjet_sm90_hsh_x"
+    assert s["top_kernels"][0]["calls"] == 2
+
+
+@pytest.mark.skipif(not DATA.exists(), reason="no collected kernel names yet")
+def test_collected_h200_kernels_classify_as_labelled():
+    """tests/data/kernel_names.csv: kernels profiled on an H200 (scripts/device/
+    collect_kernels.py), each labelled by hand or by Nsight Compute's tensor-pipe counters."""
+    rows = list(csv.DictReader(DATA.open()))
+    assert len(rows) > 50
+    wrong = [r["kernel"] for r in rows if classify(r["kernel"])[0] != (r["label"] == "True")]
+    assert not wrong, wrong[:5]
