@@ -17,15 +17,13 @@ if [ "${KERNELS:-0}" = 1 ]; then
   python3 scripts/device/collect_kernels.py "$OUT/extra/kernel_names.csv" 2>&1 | tail -20
 fi
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-  ncu --query-metrics 2>/dev/null | grep -iE 'pipe_tensor' > "$OUT/extra/ncu_tensor_metrics.txt"
-  metrics=$(grep -oE '^sm__(inst_executed_pipe_tensor[a-z_0-9]*|pipe_tensor[a-z_0-9]*cycles_active)' "$OUT/extra/ncu_tensor_metrics.txt" | sort -u | sed 's/$/.sum/' | paste -sd, -)
-  echo "ncu metrics: $metrics"
-  timeout 120 ncu --clock-control none --metrics "$metrics" --csv python3 scripts/device/ncu_kernels.py > "$OUT/extra/ncu.csv" 2> "$OUT/extra/ncu.err"
-  echo "ncu exit $?"; tail -3 "$OUT/extra/ncu.err"
+  bash scripts/device/ncu_crosscheck.sh "$OUT/extra/ncu_steps.csv"
+  echo "ncu cross-check: $(grep -c '^"' "$OUT/extra/ncu_steps.csv") metric rows"
 fi
 left=$(( budget - ($(date +%s) - start) ))
-timeout --signal=TERM --kill-after=20 "$left" snakemake --cores 16 --resources gpu=1 \
-  --configfile "$cfg" --keep-going --rerun-triggers mtime "$@" > "$OUT/extra/snakemake.log" 2>&1
+# targets first: --rerun-triggers takes several values and would swallow them
+timeout --signal=TERM --kill-after=20 "$left" snakemake "$@" --cores 16 --resources gpu=1 \
+  --configfile "$cfg" --keep-going --rerun-triggers mtime > "$OUT/extra/snakemake.log" 2>&1
 echo "snakemake exit $? after $(( $(date +%s) - start )) s"
 grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$OUT/extra/snakemake.log" | tail -5
 tar czf "$OUT/results.tgz" results logs benchmarks .snakemake/log 2>/dev/null

@@ -59,9 +59,15 @@ def device_slug() -> str:
 
 
 def git_info() -> dict:
+    """The code version. A copy of the tree without .git (a container build, a remote
+    machine) passes it in TCBENCH_GIT_COMMIT / TCBENCH_GIT_DIRTY instead."""
     commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
-    status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
-    return {"git_commit": commit, "git_dirty": bool(status) if commit else None}
+    if commit:
+        status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
+        return {"git_commit": commit, "git_dirty": bool(status)}
+    dirty = os.environ.get("TCBENCH_GIT_DIRTY")
+    return {"git_commit": os.environ.get("TCBENCH_GIT_COMMIT"),
+            "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
 
 
 def container_info() -> dict:

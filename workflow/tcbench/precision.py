@@ -39,13 +39,16 @@ class Precision:
             return True, None
         return False, f"device type {device.type!r} is not supported by tcbench"
 
-    def apply(self) -> dict:
-        """Set the backend flags for this mode and return the flags in force."""
+    def apply(self, cudnn_benchmark: bool = False) -> dict:
+        """Set the backend flags for this mode and return the flags in force.
+
+        ``cudnn_benchmark`` is not part of the mode: PyTorch's default (off) is what the seed
+        ran with; workloads that train on fixed shapes turn autotuning on, and its cost lands
+        in the first steps, which the step statistics report as warm-up."""
         torch.backends.cuda.matmul.allow_tf32 = self.allow_tf32
         torch.backends.cudnn.allow_tf32 = self.allow_tf32
-        # benchmark=True as in every serious training script: cuDNN autotunes per shape; the
-        # cost lands in the first steps, which the step statistics report as warm-up.
-        torch.backends.cudnn.benchmark = True
+        torch.set_float32_matmul_precision("high" if self.allow_tf32 else "highest")
+        torch.backends.cudnn.benchmark = cudnn_benchmark
         return backend_flags()
 
     def autocast(self, device: torch.device):

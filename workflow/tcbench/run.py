@@ -104,7 +104,7 @@ def run_job(spec: dict) -> dict:
         return record | {"status": "unsupported", "status_reason": reason}
 
     torch.manual_seed(params["seed"])
-    flags = mode.apply()
+    flags = mode.apply(params["cudnn_benchmark"])
     record["precision_flags"] = flags | {
         "autocast_dtype": str(mode.autocast_dtype).replace("torch.", "")
         if mode.autocast_dtype else None,

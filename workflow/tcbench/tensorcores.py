@@ -4,17 +4,19 @@ NVIDIA's libraries encode the math unit and operand types in kernel names. The r
 order they are applied (first match wins):
 
 1. not a kernel (``Memcpy``, ``Memset``)                                      -> not Tensor Core
-2. ``ffma`` / ``fma_`` SIMT markers, or strict fp32 operands ``f32f32_f32f32``
-   without ``tf32`` (cuDNN/cuBLAS "xmma" kernels run SIMT this way on Hopper)  -> not Tensor Core
+2. SIMT markers: ``ffma`` / ``fma_``, ``simt``, ``sgemm`` (cuDNN's legacy
+   ``implicit_convolve_sgemm`` runs without Tensor Cores even on half inputs), or
+   strict fp32 operands ``f32f32_f32f32`` without ``tf32`` (cuDNN/cuBLAS "xmma"
+   kernels run SIMT this way on Hopper)                                        -> not Tensor Core
 3. ``nvjet`` (cuBLASLt on Hopper): type code after ``sm90_`` names A/B/C types;
    ``s``-only codes (``sss``) are fp32 SIMT, any ``h``/``b``/``t``/``e`` code is
    fp16/bf16/tf32/fp8 on the Tensor Cores                                     -> by code
 4. explicit Tensor Core instruction or tile markers: ``hmma``, ``wgmma``, ``gmma``,
    ``imma``, ``tensorop``, ``16816``, ``1688``, ``884``, ``tf32``, ``_tc_``,
    ``tensorcore``                                                             -> Tensor Core
-5. GEMM/convolution kernels (``xmma``, ``cutlass``, ``gemm``, ``conv``, ``fprop``, ``dgrad``,
-   ``wgrad``) whose names carry f16/bf16 operand types (``f16``, ``bf16``, ``fp16``,
-   ``half``, ``h16``)                                                        -> Tensor Core
+5. GEMM/convolution engines (``xmma``, ``cutlass``, ``gemm``) whose names carry f16/bf16
+   operand types (``f16``, ``bf16``, ``fp16``, ``half``, ``h16``), unless they are
+   helpers around the GEMM (reductions, layout conversions, padding)             -> Tensor Core
 6. everything else (elementwise, reductions, optimiser, pooling, SIMT GEMMs)  -> not Tensor Core
 
 The rules are tested on kernel names collected from real profiles (tests/data/kernel_names.csv).
@@ -27,11 +29,12 @@ import time
 from collections import defaultdict
 
 _NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
-_SIMT = re.compile(r"ffma|(^|_)fma_|f32f32_f32f32(?!.*tf32)", re.I)
+_SIMT = re.compile(r"ffma|(^|_)fma_|simt|sgemm|f32f32_f32f32(?!.*tf32)", re.I)
 _NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3})_", re.I)
-_TC_MARKERS = re.compile(r"hmma|wgmma|gmma|imma|tensorop|16816|1688|884|tf32|_tc_|tensorcore",
-                         re.I)
-_GEMM_LIKE = re.compile(r"xmma|cutlass|gemm|conv|fprop|dgrad|wgrad|implicit", re.I)
+_TC_MARKERS = re.compile(r"hmma|wgmma|gmma|imma|tensorop|(?<!\d)(16816|1688|884)|tf32|_tc_|"
+                         r"tensorcore", re.I)
+_GEMM_LIKE = re.compile(r"xmma|cutlass|gemm", re.I)
+_HELPER = re.compile(r"reduc|helper|convert|transpose|nchwtonhwc|nhwctonchw|padding", re.I)
 _HALF_TYPES = re.compile(r"bf16|f16|fp16|half|h16", re.I)
 
 
@@ -47,7 +50,7 @@ def classify(name: str) -> tuple[bool, str]:
         return (True, "nvjet-tc") if set(code) & set("hbte") else (False, "nvjet-simt")
     if _TC_MARKERS.search(name):
         return True, "tc-marker"
-    if _GEMM_LIKE.search(name) and _HALF_TYPES.search(name):
+    if _GEMM_LIKE.search(name) and _HALF_TYPES.search(name) and not _HELPER.search(name):
         return True, "half-gemm"
     return False, "other"
 

@@ -1,0 +1,33 @@
+"""One training step of a workload under one precision mode, bracketed by
+cudaProfilerStart/Stop so that `ncu --profile-from-start off` measures exactly that step.
+
+    ncu --profile-from-start off --clock-control none --csv \
+        --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum \
+        python3 scripts/device/ncu_step.py resnet50 amp-bf16 32
+"""
+
+import sys
+
+import torch
+
+sys.path.insert(0, "workflow")
+from tcbench import precision as P  # noqa: E402
+from tcbench import train as T  # noqa: E402
+from tcbench import workloads as W  # noqa: E402
+
+name, mode_name, bs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+device = torch.device("cuda")
+mode = P.get(mode_name)
+mode.apply()
+params = W.resolve_params(name, {"data": "synthetic", "loader": "synthetic"} if name == "mnist_cnn" else {})
+w = W.build(name, params, bs, device)
+scaler = mode.scaler(device)
+x, y = w.example_batch
+for _ in range(5):
+    T.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
+torch.cuda.synchronize()
+torch.cuda.profiler.start()
+T.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
+torch.cuda.synchronize()
+torch.cuda.profiler.stop()
+print("done", name, mode_name, bs)
