@@ -8,7 +8,9 @@
 set -uo pipefail
 cfg=$1; budget=$2; shift 2
 python3 -m pip install -q --no-index --find-links .whl snakemake==9.27.1 || exit 1
-mkdir -p /tmp/bin && ln -sf "$(command -v python3)" /tmp/bin/python && export PATH=/tmp/bin:$PATH
+# the rules call `python`; that machine has only python3 (a venv's: a symlink would lose the venv)
+mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python && chmod +x /tmp/bin/python
+export PATH=/tmp/bin:$PATH; python -c "import numpy, torch" || exit 1
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/extra"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv | tee "$OUT/extra/nvidia-smi.csv"
