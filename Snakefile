@@ -15,6 +15,7 @@ container: config["container"]
 
 
 include: "workflow/rules/common.smk"
+include: "workflow/rules/container.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"

@@ -2,6 +2,7 @@ rule aggregate:
     input:
         records=lambda wc: record_paths(wc.run),
         calibration=calibration_path(),
+        image_python=ancient(IMAGE_PYTHON_READY),
     output:
         metrics="results/{run}/metrics.csv",
         summary="results/{run}/summary.csv",

@@ -1,4 +1,6 @@
 rule mnist_format_random:
+    input:
+        ancient(IMAGE_PYTHON_READY),
     output:
         expand("resources/mnist-format-random/MNIST/raw/{f}", f=matrix.MNIST_RAW),
     log:

@@ -2,6 +2,7 @@ rule figures:
     input:
         metrics="results/{run}/metrics.csv",
         speedup="results/{run}/speedup.csv",
+        image_python=ancient(IMAGE_PYTHON_READY),
     output:
         expand(
             "results/{{run}}/figures/{experiment}_{kind}.{ext}",

@@ -1,6 +1,7 @@
 rule train:
     input:
         job_inputs,
+        ancient(IMAGE_PYTHON_READY),
     output:
         "results/{run}/records/{experiment}/{cell}.json",
     log:
@@ -18,6 +19,8 @@ rule train:
 
 
 rule calibrate:
+    input:
+        ancient(IMAGE_PYTHON_READY),
     output:
         "results/{run}/calibration.json",
     log:

@@ -17,6 +17,8 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
+from . import container
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -65,24 +67,65 @@ def git_info() -> dict:
     if commit:
         status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
         return {"git_commit": commit, "git_dirty": bool(status)}
+    if not shutil.which("git"):
+        # no git in the container image: the commit can still be read, cleanliness cannot
+        head = _head_commit(REPO / ".git")
+        if head:
+            return {"git_commit": head, "git_dirty": None}
     dirty = os.environ.get("TCBENCH_GIT_DIRTY")
     return {"git_commit": os.environ.get("TCBENCH_GIT_COMMIT"),
             "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
 
 
+def _head_commit(git: Path) -> str | None:
+    """HEAD's commit read from the repository files, following a worktree's ``gitdir:`` link,
+    a symbolic ref and packed refs; None when any part is unreadable."""
+    try:
+        if git.is_file():
+            git = (git.parent / git.read_text().split("gitdir:", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head if re.fullmatch(r"[0-9a-f]{40,64}", head) else None
+        ref = head[4:].strip()
+        common = git
+        if (git / "commondir").is_file():
+            common = (git / (git / "commondir").read_text().strip()).resolve()
+        for base in (git, common):
+            if (base / ref).is_file():
+                return (base / ref).read_text().strip()
+        for line in (common / "packed-refs").read_text().splitlines():
+            sha, _, name = line.partition(" ")
+            if name.strip() == ref:
+                return sha
+    except (OSError, IndexError):
+        pass
+    return None
+
+
 def container_info() -> dict:
-    """Apptainer/Singularity export these inside every container they start."""
+    """Which container, if any, the job runs in. Apptainer/Singularity export the path of the
+    image file they run (a cache file, under Snakemake); the workflow adds the reference it was
+    configured with (TCBENCH_IMAGE, see tcbench.container), whose digest, when pinned, names
+    the image exactly. An image built from containers/ names its base (TCBENCH_BASE_IMAGE)."""
     env = os.environ
-    image = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
+    image_file = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
     name = env.get("APPTAINER_NAME") or env.get("SINGULARITY_NAME")
-    inside = bool(image or name or Path("/.singularity.d").exists()
+    apptainer = "APPTAINER_CONTAINER" in env or "APPTAINER_NAME" in env
+    singularity = "SINGULARITY_CONTAINER" in env or "SINGULARITY_NAME" in env
+    inside = bool(apptainer or singularity or Path("/.singularity.d").exists()
                   or Path("/.dockerenv").exists())
-    runtime = ("apptainer" if "APPTAINER_CONTAINER" in env or "APPTAINER_NAME" in env else
-               "singularity" if "SINGULARITY_CONTAINER" in env else
+    runtime = ("apptainer" if apptainer else "singularity" if singularity else
                "docker" if Path("/.dockerenv").exists() else None)
-    return {"in_container": inside, "container_runtime": runtime, "container_image": image,
-            "container_name": name, "container_image_ref": env.get("TCBENCH_IMAGE"),
-            "container_image_digest": env.get("TCBENCH_IMAGE_DIGEST")}
+    ours = apptainer or singularity  # the variables below are only ever set for these
+    ref = env.get("TCBENCH_IMAGE") if ours else None
+    return {"in_container": inside, "container_runtime": runtime,
+            "container_image": ref or image_file, "container_image_file": image_file,
+            "container_name": name, "container_image_ref": ref,
+            "container_image_digest": (env.get("TCBENCH_IMAGE_DIGEST")
+                                       or container.image_digest(ref)) if ours else None,
+            "container_base_image": env.get("TCBENCH_BASE_IMAGE") if inside else None,
+            "container_python_overlay": container.overlay_packages(env.get("PYTHONUSERBASE"))
+            if ref else None}
 
 
 def config_hash(spec: dict) -> str:
