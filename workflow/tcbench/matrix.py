@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-AXES = ("loader", "memory_format", "compile")
+AXES = ("loader", "memory_format", "compile", "cuda_graphs")
+# how an axis value reads inside a cell name (bare "on"/"off" would say nothing)
+CELL_PREFIX = {"compile": "compile-", "cuda_graphs": "graphs-"}
 RANDOM_MNIST_DIR = "resources/mnist-format-random"
 MNIST_RAW = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte")
@@ -56,6 +58,11 @@ class Job:
         return []
 
 
+def _onoff(value):
+    """YAML 1.1 reads bare off/on as booleans; these axes mean the words."""
+    return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
+
+
 def check_name(value, where: str) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value) or ".." in value:
         raise ConfigError(f"{where}={value!r}: use letters, digits, '.', '_' and '-' only, "
@@ -64,7 +71,8 @@ def check_name(value, where: str) -> str:
 
 
 def cell_name(precision: str, batch_size: int, axes: dict, repeat: int) -> str:
-    parts = [precision, f"bs{batch_size}", *(str(axes[a]) for a in AXES if a in axes), f"r{repeat}"]
+    parts = [precision, f"bs{batch_size}",
+             *(CELL_PREFIX.get(a, "") + str(axes[a]) for a in AXES if a in axes), f"r{repeat}"]
     return "_".join(parts)
 
 
@@ -114,11 +122,11 @@ def expand(config: dict) -> dict[str, Job]:
                 raise ConfigError(f"{where}.axes.{axis}={values!r}: a non-empty list without "
                                   f"duplicates")
         # YAML 1.1 reads a bare `off` as false; the compile axis means the string.
-        axes = {a: ["off" if v is False else v for v in vs] if a == "compile" else vs
-                for a, vs in axes.items()}
+        axes = {a: [_onoff(v) for v in vs] if a in CELL_PREFIX else vs for a, vs in axes.items()}
         params = dict(exp.get("params") or {})
-        if params.get("compile") is False:
-            params["compile"] = "off"
+        for key in CELL_PREFIX:
+            if key in params:
+                params[key] = _onoff(params[key])
         exclude = exp.get("exclude") or []
         for j, ex in enumerate(exclude):
             bad = sorted(set(ex) - {"precision", "batch_size", *AXES}) if isinstance(ex, dict) \
@@ -143,7 +151,7 @@ def expand(config: dict) -> dict[str, Job]:
             for precision, bs, rep in itertools.product(precisions, sizes,
                                                         range(1, repeats + 1)):
                 cell = {"precision": precision, "batch_size": bs} | axis_values
-                if any(all(cell.get(k) == ("off" if v is False else v) for k, v in ex.items())
+                if any(all(cell.get(k) == _onoff(v) for k, v in ex.items())
                        for ex in exclude):
                     continue
                 job = Job(name, cell_name(precision, bs, axis_values, rep), workload, precision,

@@ -123,6 +123,17 @@ def run_job(spec: dict) -> dict:
     if hook:
         w.model.register_forward_hook(hook)
     scaler = mode.scaler(device)
+    step = T.eager_step(model, w, scaler, mode, device)
+    graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
+    if graphs["requested"]:
+        ok, reason = T.graphs_supported(w, mode, device)
+        if not ok:
+            return record | {"status": "unsupported",
+                             "status_reason": f"cuda_graphs=on: {reason}"}
+        step = T.GraphedStep(model, w, mode, device,
+                             T.to_device(w.example_batch, device, False, channels_last))
+        graphs["captured"] = True
+    record["precision_flags"]["cuda_graphs"] = graphs
     timer = measure.StepTimer(device)
     clock = measure.WallClock(device)
     sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
@@ -130,7 +141,7 @@ def run_job(spec: dict) -> dict:
     clock.start()
     try:
         with sampler:
-            log = T.train(w, model, mode, device, timer, scaler, channels_last,
+            log = T.train(w, step, device, timer, scaler, channels_last,
                           params["sync_loss_every_step"])
             clock.stop()
     except torch.cuda.OutOfMemoryError as exc:
@@ -171,8 +182,7 @@ def run_job(spec: dict) -> dict:
                    "status_reason": f"loss became NaN/inf at step {bad_step}"}
 
     def one_step():
-        data, target = T.to_device(w.example_batch, device, False, channels_last)
-        T.train_step(model, w.loss_fn, w.optimizer, scaler, mode, device, data, target)
+        step(*T.to_device(w.example_batch, device, False, channels_last))
 
     record["tensor_cores"] = profile_kernels(one_step, params["profile_steps"], device)
     if w.evaluate is not None and record["status"] == "ok":

@@ -68,15 +68,79 @@ def train_step(model, loss_fn, optimizer, scaler, precision, device, data, targe
     return loss
 
 
-def train(w: Workload, model, precision: Precision, device: torch.device, timer: StepTimer,
+def eager_step(model, w: Workload, scaler, precision: Precision, device):
+    def step(data, target):
+        return train_step(model, w.loss_fn, w.optimizer, scaler, precision, device, data, target)
+    return step
+
+
+def graphs_supported(w: Workload, precision: Precision, device) -> tuple[bool, str | None]:
+    if device.type != "cuda":
+        return False, "CUDA graphs need a CUDA device"
+    if precision.use_scaler:
+        return False, ("GradScaler checks gradients for inf/NaN on the host every step; that "
+                       "synchronisation cannot be captured in a CUDA graph")
+    return True, None
+
+
+class GraphedStep:
+    """The whole training step (forward, loss, backward, optimiser step) captured once as a
+    CUDA graph, then replayed with the batch copied into static input tensors: one launch per
+    step instead of hundreds, for workloads bound by kernel-launch overhead.
+
+    Capture follows PyTorch's whole-network recipe: a few warm-up iterations on a side stream
+    (they train on the first batch, before the timed region), gradients set to None, then one
+    captured iteration. The optimiser is made capturable (its step counters live on the device)
+    and a learning rate that a scheduler changes becomes a device tensor updated in place, so the
+    replayed graph sees the schedule. A batch of another shape (an epoch's last, smaller batch)
+    runs eagerly.
+    """
+
+    def __init__(self, model, w: Workload, precision: Precision, device, example: tuple,
+                 warmup: int = 3):
+        self.model, self.w, self.precision, self.device = model, w, precision, device
+        for group in w.optimizer.param_groups:
+            if "capturable" in group:
+                group["capturable"] = True
+            if w.scheduler is not None and not torch.is_tensor(group["lr"]):
+                group["lr"] = torch.tensor(group["lr"], device=device)
+        x, y = example
+        self.x, self.y = x.clone(memory_format=torch.preserve_format), y.clone()
+        self.eager = eager_step(model, w, torch.amp.GradScaler(device.type, enabled=False),
+                                precision, device)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                self.eager(self.x, self.y)
+        torch.cuda.current_stream().wait_stream(side)
+        w.optimizer.zero_grad(set_to_none=True)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            with precision.autocast(device):
+                self.loss = w.loss_fn(model(self.x), self.y)
+            self.loss.backward()
+            w.optimizer.step()
+
+    def __call__(self, data, target):
+        if data.shape != self.x.shape or target.shape != self.y.shape:
+            return self.eager(data, target)
+        self.x.copy_(data)
+        self.y.copy_(target)
+        self.graph.replay()
+        return self.loss
+
+
+def train(w: Workload, step, device: torch.device, timer: StepTimer,
           scaler: torch.amp.GradScaler, channels_last: bool = False,
           sync_loss_every_step: bool = False) -> TrainLog:
-    """Train ``model`` (``w.model``, or its compiled wrapper) for ``w.epochs`` epochs."""
+    """Train for ``w.epochs`` epochs; ``step(data, target) -> loss`` is one training step
+    (``eager_step``: the readable loop body above; or a ``GraphedStep``)."""
     total_steps = w.epochs * len(w.train_loader)
     log = TrainLog(losses=torch.full((total_steps,), math.nan, device=device),
                    scales=torch.zeros(total_steps, device=device) if scaler.is_enabled() else None,
                    samples=[], initial_scale=scaler.get_scale() if scaler.is_enabled() else None)
-    model.train()
+    w.model.train()
     for epoch in range(w.epochs):
         batches = iter(w.train_loader)
         while True:
@@ -88,8 +152,7 @@ def train(w: Workload, model, precision: Precision, device: torch.device, timer:
             data, target = to_device(batch, device, w.non_blocking, channels_last)
             timer.data_ready()
 
-            loss = train_step(model, w.loss_fn, w.optimizer, scaler, precision, device,
-                              data, target)
+            loss = step(data, target)
 
             timer.step_done()
             log.losses[log.steps] = loss.detach()

@@ -22,13 +22,15 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "loss_every": 10,               # loss curve resolution, in steps (read after the loop)
     "input_bound_share": 0.2,       # data-wait share of step time that makes a run input bound
     "memory_format": "contiguous",  # or channels_last (4-D inputs only)
-    "compile": "off",               # off | default | max-autotune (torch.compile mode)
+    "compile": "off",               # off | default | reduce-overhead | max-autotune
+    "cuda_graphs": "off",           # on: capture the whole training step once, then replay
     "profile_steps": 5,             # steps profiled after the timed region for kernel evidence
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
     "cudnn_benchmark": False,       # PyTorch's default, as the seed ran
 }
 MEMORY_FORMATS = ("contiguous", "channels_last")
 COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
+CUDA_GRAPHS = ("off", "on")
 
 
 @dataclass
@@ -70,6 +72,9 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     if params["compile"] not in COMPILE_MODES:
         raise ValueError(f"workload {name!r}: compile={params['compile']!r}; "
                          f"choose one of {COMPILE_MODES}")
+    if params["cuda_graphs"] not in CUDA_GRAPHS:
+        raise ValueError(f"workload {name!r}: cuda_graphs={params['cuda_graphs']!r}; "
+                         f"choose one of {CUDA_GRAPHS}")
     loader = params.get("loader")
     if loader is not None and loader not in mod.LOADERS:
         raise ValueError(f"workload {name!r}: loader={loader!r} is not available; "
