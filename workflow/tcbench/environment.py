@@ -137,7 +137,10 @@ def gpu_identity(uuid: str, local_index: int, gpus=None) -> dict:
     claim = G.held()
     by = ("tcbench" if claim and claim.gpu.uuid == uuid else
           "environment" if "CUDA_VISIBLE_DEVICES" in os.environ else None)
-    known = {g.uuid: g.index for g in (G.discover() if gpus is None else gpus)}
+    try:
+        known = {g.uuid: g.index for g in (G.discover() if gpus is None else gpus)}
+    except ValueError:  # nvidia-smi output not understood: a record is still worth writing
+        known = {}
     # without nvidia-smi, the index CUDA uses is the best there is (physical when all are visible)
     return {"gpu_index": known.get(uuid, local_index), "gpu_pinned_by": by}
 
