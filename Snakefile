@@ -22,6 +22,14 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 
 
+# On a cluster (--profile profiles/slurm) only the GPU jobs are worth a batch job; these are
+# seconds of CPU work each and run where Snakemake runs.
+localrules:
+    mnist_format_random,
+    aggregate,
+    figures,
+
+
 rule all:
     input:
         all_targets(),

@@ -64,6 +64,9 @@ def measure(size: int, iterations: int, device) -> dict:
 
 
 def main(argv=None) -> int:
+    from . import gpus
+
+    gpus.pin()  # before torch initialises CUDA: the ceilings of a GPU no other job is using
     import torch
 
     from . import environment

@@ -157,19 +157,49 @@ def collect(device) -> dict:
         "gpu_index": None, "gpu_uuid": None, "compute_capability": None, "sm_count": None,
         "gpu_memory_total_bytes": None, "driver_version": None,
         "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "gpu_pinned_by": None,
+        **scheduler_info(),
     }
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         uuid = str(props.uuid)
+        uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
+        local = device.index if device.index is not None else torch.cuda.current_device()
         env |= {
-            "gpu_index": device.index if device.index is not None else torch.cuda.current_device(),
-            "gpu_uuid": uuid if uuid.startswith("GPU-") else f"GPU-{uuid}",
+            **gpu_identity(uuid, local),
+            "gpu_uuid": uuid,
             "compute_capability": f"{props.major}.{props.minor}",
             "sm_count": props.multi_processor_count,
             "gpu_memory_total_bytes": int(props.total_memory),
             "driver_version": _driver_version(),
         }
     return env | git_info() | container_info()
+
+
+def gpu_identity(uuid: str, local_index: int, gpus=None) -> dict:
+    """The physical index (nvidia-smi's, the same whatever CUDA_VISIBLE_DEVICES says) of the
+    device with this UUID, and who chose the device: ``tcbench`` (a lock claimed by
+    tcbench.gpus), ``environment`` (CUDA_VISIBLE_DEVICES set beforehand, e.g. by SLURM), or
+    None (every GPU was visible)."""
+    from . import gpus as G
+
+    claim = G.held()
+    by = ("tcbench" if claim and claim.gpu.uuid == uuid else
+          "environment" if "CUDA_VISIBLE_DEVICES" in os.environ else None)
+    try:
+        known = {g.uuid: g.index for g in (G.discover() if gpus is None else gpus)}
+    except ValueError:  # nvidia-smi output not understood: a record is still worth writing
+        known = {}
+    # without nvidia-smi, the index CUDA uses is the best there is (physical when all are visible)
+    return {"gpu_index": known.get(uuid, local_index), "gpu_pinned_by": by}
+
+
+def scheduler_info() -> dict:
+    """The batch job this ran in, if any: proof a job went through SLURM, and where to look."""
+    env = os.environ
+    return {"slurm_job_id": env.get("SLURM_JOB_ID"),
+            "slurm_job_partition": env.get("SLURM_JOB_PARTITION"),
+            "slurm_job_nodelist": env.get("SLURM_JOB_NODELIST")}
 
 
 def _driver_version() -> str | None:

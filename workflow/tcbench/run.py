@@ -191,7 +191,7 @@ def run_job(spec: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from . import record as R
+    from . import gpus, record as R
     from .data import DataMissingError
 
     ap = argparse.ArgumentParser(prog="python -m tcbench.run", description=__doc__,
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
     args = ap.parse_args(argv)
     try:
+        gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
         record = run_job(spec)
     except (ValueError, DataMissingError, json.JSONDecodeError) as exc:

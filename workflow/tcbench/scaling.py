@@ -1,0 +1,205 @@
+"""One GPU against K GPUs of one host: the same matrix run twice, compared.
+
+    python -m tcbench.scaling --one results/h200x2-1gpu --two results/h200x2-2gpu \\
+        --wall-one 412.3 --wall-two 214.9 --out results/h200x2-scaling
+
+Two questions, two verdicts:
+
+* **scaling**: wall time with K GPUs over wall time with one; it must not exceed
+  ``--max-wall-ratio`` (0.55 for two GPUs: half, plus a little for the serial start and the
+  uneven tail).
+* **interference**: does a job run slower because another job runs on the *other* GPU (shared
+  CPU cores, host memory, PCIe root)? Per cell group (one configuration, all its repeats), the
+  mean throughput of the two runs must differ by no more than the larger of ``--tolerance``
+  and the repeat-to-repeat spread seen within the runs themselves: a difference smaller than
+  the noise is no evidence of interference.
+
+Writes ``scaling.json`` and ``scaling.md`` to ``--out``; exit status 0 when both verdicts pass,
+1 when one fails, 2 for unusable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+REPEAT = re.compile(r"_r\d+$")
+
+
+def load(run_dir: Path) -> dict[str, dict]:
+    """``experiment/cell`` -> record, for every record of a result set."""
+    records_dir = Path(run_dir) / "records"
+    paths = sorted(records_dir.glob("*/*.json"))
+    if not paths:
+        raise ValueError(f"{records_dir}: no records")
+    out = {}
+    for p in paths:
+        try:
+            rec = json.loads(p.read_text())
+        except ValueError as exc:
+            raise ValueError(f"{p}: not JSON ({exc})") from None
+        out[f"{rec['experiment']}/{rec['cell']}"] = rec
+    return out
+
+
+def _throughput(rec: dict) -> float | None:
+    m = rec.get("metrics") or {}
+    return m.get("throughput_samples_per_s") if rec.get("status") == "ok" else None
+
+
+def _gpu(rec: dict) -> str:
+    env = rec.get("environment") or {}
+    if env.get("gpu_index") is None:
+        return env.get("device_type") or "unknown"
+    return f"GPU {env['gpu_index']} ({env.get('gpu_uuid')})"
+
+
+def _spread(values: list[float]) -> float:
+    """Relative range of repeats: (max - min) / mean; 0 for a single value."""
+    return (max(values) - min(values)) / statistics.fmean(values) if len(values) > 1 else 0.0
+
+
+def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_two: float,
+            gpus_two: int = 2, max_wall_ratio: float = 0.55, tolerance: float = 0.03) -> dict:
+    if wall_one <= 0 or wall_two <= 0:
+        raise ValueError("wall times must be positive")
+    missing = sorted(set(one) ^ set(two))
+    if missing:
+        raise ValueError(f"the two runs are not the same matrix; cells in only one: "
+                         f"{', '.join(missing[:10])}")
+    cells = []
+    for key in sorted(one):
+        a, b = _throughput(one[key]), _throughput(two[key])
+        cells.append({"cell": key, "group": REPEAT.sub("", key),
+                      "throughput_one": a, "throughput_two": b,
+                      "ratio": b / a if a and b else None,
+                      "gpu_one": _gpu(one[key]), "gpu_two": _gpu(two[key]),
+                      "status_one": one[key].get("status"), "status_two": two[key].get("status")})
+    not_ok = [c["cell"] for c in cells if c["ratio"] is None]
+
+    groups = []
+    by_group = defaultdict(list)
+    for c in cells:
+        if c["ratio"] is not None:
+            by_group[c["group"]].append(c)
+    for name, members in by_group.items():
+        t1 = [c["throughput_one"] for c in members]
+        t2 = [c["throughput_two"] for c in members]
+        diff = statistics.fmean(t2) / statistics.fmean(t1) - 1
+        noise = max(tolerance, _spread(t1), _spread(t2))
+        groups.append({"group": name, "repeats": len(members),
+                       "mean_throughput_one": statistics.fmean(t1),
+                       "mean_throughput_two": statistics.fmean(t2),
+                       "relative_difference": diff, "spread_one": _spread(t1),
+                       "spread_two": _spread(t2), "allowed": noise,
+                       "within_noise": abs(diff) <= noise})
+
+    per_gpu = defaultdict(list)
+    for c in cells:
+        if c["ratio"] is not None:
+            per_gpu[c["gpu_two"]].append(c["ratio"])
+    used_one, used_two = Counter(c["gpu_one"] for c in cells), Counter(c["gpu_two"] for c in cells)
+    ratios = [c["ratio"] for c in cells if c["ratio"] is not None]
+    wall_ratio = wall_two / wall_one
+    result = {
+        "gpus_one": 1, "gpus_two": gpus_two,
+        "wall_time_one_s": wall_one, "wall_time_two_s": wall_two,
+        "wall_time_ratio": wall_ratio, "max_wall_ratio": max_wall_ratio,
+        "scaling_ok": wall_ratio <= max_wall_ratio,
+        "jobs": len(cells), "jobs_not_ok": not_ok,
+        "throughput_ratio_median": statistics.median(ratios) if ratios else None,
+        "throughput_ratio_min": min(ratios) if ratios else None,
+        "throughput_ratio_max": max(ratios) if ratios else None,
+        "throughput_ratio_median_by_gpu_two": {g: statistics.median(r)
+                                               for g, r in sorted(per_gpu.items())},
+        "jobs_per_gpu_one": dict(used_one), "jobs_per_gpu_two": dict(used_two),
+        "tolerance": tolerance,
+        "interference_ok": bool(groups) and all(g["within_noise"] for g in groups),
+        "groups": groups, "cells": cells,
+    }
+    result["ok"] = result["scaling_ok"] and result["interference_ok"] and not not_ok
+    return result
+
+
+def markdown(r: dict) -> str:
+    yes = {True: "yes", False: "**NO**"}
+    lines = [
+        f"# 1 GPU vs {r['gpus_two']} GPUs, same matrix ({r['jobs']} jobs)",
+        "",
+        f"| | 1 GPU | {r['gpus_two']} GPUs |",
+        "|---|---:|---:|",
+        f"| wall time (s) | {r['wall_time_one_s']:.1f} | {r['wall_time_two_s']:.1f} |",
+        f"| jobs per GPU | {_counts(r['jobs_per_gpu_one'])} | {_counts(r['jobs_per_gpu_two'])} |",
+        "",
+        f"- wall-time ratio: **{r['wall_time_ratio']:.3f}** (limit {r['max_wall_ratio']}): "
+        f"{yes[r['scaling_ok']]}",
+        f"- per-job throughput, {r['gpus_two']}-GPU run / 1-GPU run: median "
+        f"{_f(r['throughput_ratio_median'])}, range {_f(r['throughput_ratio_min'])} to "
+        f"{_f(r['throughput_ratio_max'])}",
+        *(f"  - jobs on {g}: median {v:.3f}"
+          for g, v in r["throughput_ratio_median_by_gpu_two"].items()),
+        f"- no interference (every group within max(tolerance {r['tolerance']:.0%}, "
+        f"repeat spread)): {yes[r['interference_ok']]}",
+    ]
+    if r["jobs_not_ok"]:
+        lines.append(f"- cells without a throughput in one of the runs: "
+                     f"{', '.join(r['jobs_not_ok'])}")
+    lines += ["", "| cell group | repeats | 1 GPU (samples/s) | "
+              f"{r['gpus_two']} GPUs (samples/s) | difference | allowed | ok |",
+              "|---|---:|---:|---:|---:|---:|---|"]
+    for g in r["groups"]:
+        lines.append(f"| {g['group']} | {g['repeats']} | {g['mean_throughput_one']:.1f} | "
+                     f"{g['mean_throughput_two']:.1f} | {g['relative_difference']:+.1%} | "
+                     f"{g['allowed']:.1%} | {yes[g['within_noise']]} |")
+    return "\n".join(lines) + "\n"
+
+
+def _f(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _counts(c: dict) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in sorted(c.items()))
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
+        f.write(text)
+    Path(f.name).replace(path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tcbench.scaling", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--one", type=Path, required=True, help="result set run with 1 GPU")
+    ap.add_argument("--two", type=Path, required=True, help="result set run with K GPUs")
+    ap.add_argument("--gpus", type=int, default=2, help="K, the GPUs of the second run")
+    ap.add_argument("--wall-one", type=float, required=True, help="its wall time, seconds")
+    ap.add_argument("--wall-two", type=float, required=True, help="its wall time, seconds")
+    ap.add_argument("--max-wall-ratio", type=float, default=0.55)
+    ap.add_argument("--tolerance", type=float, default=0.03)
+    ap.add_argument("--out", type=Path, required=True, help="folder for scaling.json/.md")
+    args = ap.parse_args(argv)
+    try:
+        r = compare(load(args.one), load(args.two), args.wall_one, args.wall_two, args.gpus,
+                    args.max_wall_ratio, args.tolerance)
+    except (ValueError, KeyError) as exc:
+        print(f"tcbench.scaling: error: {exc}", file=sys.stderr)
+        return 2
+    r |= {"run_one": str(args.one), "run_two": str(args.two)}
+    _write(args.out / "scaling.json", json.dumps(r, indent=2) + "\n")
+    md = markdown(r)
+    _write(args.out / "scaling.md", md)
+    print(md)
+    return 0 if r["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
