@@ -14,11 +14,17 @@ validate(config, "workflow/schemas/config.schema.yaml")
 container: config["container"]
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
+include: "workflow/rules/publication.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
