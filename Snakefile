@@ -14,12 +14,18 @@ validate(config, "workflow/schemas/config.schema.yaml")
 container: config["container"]
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/container.smk"
+include: "workflow/rules/publication.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
+include: "workflow/rules/compare.smk"
 
 
 # On a cluster (--profile profiles/slurm) only the GPU jobs are worth a batch job; these are
@@ -28,6 +34,10 @@ localrules:
     mnist_format_random,
     aggregate,
     figures,
+    table,
+    tables_combined,
+    verdict,
+    compare,
 
 
 rule all:

@@ -1,5 +1,6 @@
 # The study matrix, resolved once at parse time; every bad value stops here, before any job.
 import json
+import re
 import sys
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
@@ -10,7 +11,8 @@ if config.get("require_gpu") and not environment.nvidia_gpus():
     raise WorkflowError(
         "config requires an NVIDIA GPU (require_gpu: true) and nvidia-smi finds none. "
         "On a machine without a GPU run the CPU smoke study instead: "
-        "snakemake --cores 2 --configfile config/smoke.yaml"
+        "snakemake --cores 2 --configfile config/smoke.yaml; to compare committed result sets "
+        "only: snakemake compare --cores 1 --config require_gpu=False"
     )
 
 try:
@@ -22,15 +24,18 @@ except matrix.ConfigError as exc:
 RESULTS = f"results/{RUN}"
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
 FIGURE_KINDS = ["throughput", "time", "memory", "speedup", "attribution", "tensor_cores"]
+FIGURE_FORMATS = ["pdf", "svg", "png"]
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
 
 
+# Only this study's result set is built; another set under results/ (say, committed from another
+# machine) is input data, never re-made from records this machine does not have.
 wildcard_constraints:
-    run=r"[A-Za-z0-9][A-Za-z0-9._-]*",
+    run=re.escape(RUN),
     experiment=r"[A-Za-z0-9][A-Za-z0-9._-]*",
     cell=r"[A-Za-z0-9][A-Za-z0-9._+-]*",
     kind="|".join(FIGURE_KINDS),
-    ext="pdf|png",
+    ext="|".join(FIGURE_FORMATS),
 
 
 def job_of(wildcards):
@@ -61,7 +66,7 @@ def figure_paths():
         f"{RESULTS}/figures/{{experiment}}_{{kind}}.{{ext}}",
         experiment=EXPERIMENTS,
         kind=FIGURE_KINDS,
-        ext=["pdf", "png"],
+        ext=FIGURE_FORMATS,
     )
 
 
@@ -73,4 +78,5 @@ def all_targets():
         f"{RESULTS}/speedup.csv",
         f"{RESULTS}/speedup.md",
         *figure_paths(),
+        *publication_paths(),
     ]

@@ -1,20 +1,34 @@
+# One job per experiment, so each figure lands in the report under its experiment, with a caption
+# that names it. PNGs go into the report; PDF (fonts embedded) and SVG are for papers and slides.
 rule figures:
     input:
         metrics="results/{run}/metrics.csv",
+        summary="results/{run}/summary.csv",
         speedup="results/{run}/speedup.csv",
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
+        [
+            report(
+                f"results/{{run}}/figures/{{experiment}}_{kind}.png",
+                caption=f"../report/figure_{kind}.rst",
+                category="{experiment}",
+                subcategory="figures",
+                labels={"figure": kind.replace("_", " ")},
+            )
+            for kind in FIGURE_KINDS
+        ],
         expand(
-            "results/{{run}}/figures/{experiment}_{kind}.{ext}",
-            experiment=EXPERIMENTS,
+            "results/{{run}}/figures/{{experiment}}_{kind}.{ext}",
             kind=FIGURE_KINDS,
-            ext=["pdf", "png"],
+            ext=[e for e in FIGURE_FORMATS if e != "png"],
         ),
     log:
-        "logs/{run}/figures.log",
+        "logs/{run}/figures/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(map(re.escape, EXPERIMENTS)),
     params:
         src=TCBENCH_SRC,
-        experiments=EXPERIMENTS,
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.figures --tables results/{wildcards.run} "
-        "--out results/{wildcards.run}/figures --experiments {params.experiments:q} > {log:q} 2>&1"
+        "--out results/{wildcards.run}/figures --experiments {wildcards.experiment:q} "
+        "> {log:q} 2>&1"

@@ -180,13 +180,16 @@ def speedup(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def markdown(df: pd.DataFrame, floatfmt: str = "{:.3g}") -> str:
-    """A GitHub Markdown table; no extra dependency."""
+def markdown(df: pd.DataFrame, floatfmt: str | None = None) -> str:
+    """A GitHub Markdown table of raw columns, numbers as in the summary tables (tcbench.tables:
+    three significant digits, never scientific notation)."""
+    from .tables import num
+
     def fmt(v):
         if v is None or (isinstance(v, float) and np.isnan(v)):
             return "–"
         if isinstance(v, (float, np.floating)):
-            return floatfmt.format(v)
+            return floatfmt.format(v) if floatfmt else num(v)
         return str(v)
     head = "| " + " | ".join(df.columns) + " |"
     sep = "|" + "|".join("---" for _ in df.columns) + "|"

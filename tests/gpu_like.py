@@ -1,0 +1,104 @@
+"""A synthetic, GPU-shaped result set (metrics/summary/speedup CSVs) for testing what the smoke
+study on a CPU cannot show: repeats with intervals, memory, Tensor Core shares, an input-bound
+workload, a host-bound one, an oom cell, a diverged cell, cells excluded from the matrix.
+The numbers are made up; their shape follows config/config.yaml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tcbench import aggregate as A
+
+MB = 10**6
+
+
+def _cell(exp, workload, precision, bs, *, time, mem, tc, busy, wait=0.02, loader="synthetic",
+          data="synthetic", repeats=3, status="ok", reason=None, acc=None, samples=76800,
+          rng=None):
+    rows = []
+    for rep in range(1, repeats + 1):
+        t = time * (1 + 0.02 * rng.standard_normal()) if status == "ok" else None
+        steps = max(samples // bs, 2)
+        ok = status == "ok"
+        rows.append({
+            "run": "gpu-like", "experiment": exp, "cell": f"{precision}_bs{bs}_r{rep}",
+            "workload": workload, "precision": precision, "batch_size": bs, "repeat": rep,
+            "status": status, "status_reason": reason, "loader": loader,
+            "memory_format": "contiguous", "compile": "off", "data": data,
+            "total_time_s": t,
+            "max_memory_allocated_bytes": mem if ok else None,
+            "throughput_samples_per_s": samples / t / 0.97 if ok else None,
+            "samples": samples if ok else None, "steps": steps if ok else None,
+            "warmup_steps": 5 if ok else None,
+            "data_wait_s": t * wait if ok else None, "compute_s": t * (1 - wait) if ok else None,
+            "data_wait_share": wait if ok else None, "input_bound": bool(ok and wait >= 0.2),
+            "achieved_tflops": 50.0 if ok else None, "mfu": 0.1 if ok else None,
+            "tensor_core_share": tc if ok else None, "gpu_busy_share": busy if ok else None,
+            "top_kernel": ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize" if tc and tc > 0.5
+                           else "void at::native::vectorized_elementwise_kernel") if ok else None,
+            "test_accuracy": acc if ok else None,
+            "device_name": "NVIDIA H200", "compute_capability": "9.0", "torch_version": "2.14.1+cu130",
+            "driver_version": "580.00", "cuda_runtime_version": "13.0",
+        })
+    return rows
+
+
+def metrics(seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    add = lambda *a, **k: rows.extend(_cell(*a, rng=rng, **k))  # noqa: E731
+    for p, t, mem, tc in (("fp32", 1.20, 1350 * MB, 0.0), ("tf32", 0.45, 1350 * MB, 0.95),
+                          ("amp-fp16", 0.25, 1577 * MB, 0.97), ("amp-bf16", 0.26, 1577 * MB, 0.96)):
+        add("amp_recipe", "amp_recipe", p, 512, time=t, mem=mem, tc=tc, busy=0.97,
+            samples=76800)
+    for p, bs, t, mem, tc in (("fp32", 512, 91.0, 417 * MB, 0.0), ("tf32", 512, 90.5, 417 * MB, 0.5),
+                              ("amp-fp16", 512, 89.9, 175 * MB, 0.6),
+                              ("amp-bf16", 512, 90.1, 175 * MB, 0.6),
+                              ("fp32", 1024, 88.0, 800 * MB, 0.0),
+                              ("amp-fp16", 1024, 87.5, 320 * MB, 0.6)):
+        add("mnist_seed", "mnist_cnn", p, bs, time=t, mem=mem, tc=tc, busy=0.08, wait=0.78,
+            loader="dataloader", data="mnist-format-random", repeats=1, samples=1_200_000)
+    for loader in ("gpu-resident", "synthetic"):
+        for p, t, tc in (("fp32", 4.0, 0.0), ("tf32", 3.6, 0.45), ("amp-fp16", 3.4, 0.5),
+                         ("amp-bf16", 3.5, 0.5)):
+            add("mnist_loaders", "mnist_cnn", p, 512, time=t * (0.9 if loader == "synthetic"
+                                                               else 1), mem=300 * MB, tc=tc,
+                busy=0.35, wait=0.01, loader=loader, data="mnist-format-random",
+                samples=1_200_000)
+    for p, acc in (("fp32", 0.981), ("tf32", 0.980), ("amp-fp16", None), ("amp-bf16", 0.979)):
+        if acc is None:
+            add("digits", "digits", p, 64, time=0, mem=0, tc=0, busy=0, status="diverged",
+                reason="loss became NaN/inf at step 12", loader="gpu-resident",
+                data="sklearn-digits")
+        else:
+            add("digits", "digits", p, 64, time=6.0, mem=20 * MB, tc=0.3 if p != "fp32" else 0,
+                busy=0.2, loader="gpu-resident", data="sklearn-digits", acc=acc, samples=28750)
+    for p, bs, t, mem, tc, st in (("fp32", 64, 10.0, 9000 * MB, 0.0, "ok"),
+                                  ("tf32", 64, 4.8, 9000 * MB, 0.85, "ok"),
+                                  ("amp-fp16", 64, 3.3, 5200 * MB, 0.88, "ok"),
+                                  ("amp-bf16", 64, 3.4, 5200 * MB, 0.88, "ok"),
+                                  ("fp32", 256, 0, 0, 0, "oom"),
+                                  ("tf32", 256, 18.0, 36000 * MB, 0.86, "ok"),
+                                  ("amp-fp16", 256, 11.5, 20000 * MB, 0.9, "ok"),
+                                  ("amp-bf16", 256, 11.9, 20000 * MB, 0.9, "ok")):
+        add("resnet50", "resnet50", p, bs, time=t, mem=mem, tc=tc, busy=0.95, status=st,
+            reason="CUDA out of memory. Tried to allocate 2.00 GiB" if st == "oom" else None,
+            samples=bs * 200)
+    df = pd.DataFrame(rows)
+    df["precision"] = pd.Categorical(df["precision"], A.PRECISION_ORDER, ordered=True)
+    return df
+
+
+def write(out: Path, seed: int = 0) -> Path:
+    """metrics.csv, summary.csv and speedup.csv of the synthetic set under ``out``."""
+    df = metrics(seed)
+    summary = A.summarise(df)
+    table = A.speedup(summary)
+    out.mkdir(parents=True, exist_ok=True)
+    A.write_csv(df, out / "metrics.csv")
+    A.write_csv(summary, out / "summary.csv")
+    A.write_csv(table, out / "speedup.csv")
+    return out

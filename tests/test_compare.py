@@ -1,0 +1,131 @@
+"""Cross-GPU comparison: the seed's T4 reference, matching cells across sets, reference rows
+marked everywhere, bad reference files refused with the culprit named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import gpu_like
+from tcbench import compare as C
+from tcbench import figures as F
+from test_figures import pdf_font_problems
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "config" / "reference" / "seed_t4.csv"
+
+
+def test_seed_reference_has_the_seed_numbers():
+    ref = C.load_reference(SEED)
+    assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) †"}
+    assert set(ref["device_name"]) == {"Tesla T4"} and set(ref["torch_version"].astype(str)) \
+        == {"1.11"}
+    assert set(ref["driver_version"]) == {"470.57.02"}
+    assert set(ref["cuda_runtime_version"].astype(str)) == {"11.4"}
+    assert ref["source_url"].str.contains("leolui2004/tensorcore").all()
+    got = {(r.experiment, r.precision, r.batch_size): (r.total_time_s,
+                                                       r.max_memory_allocated_bytes)
+           for r in ref.itertuples()}
+    assert got == {("amp_recipe", "fp32", 512): (7.020, 1350681600),
+                   ("amp_recipe", "amp-fp16", 512): (2.524, 1577232384),
+                   ("mnist_seed", "fp32", 512): (107.228, 417359872),
+                   ("mnist_seed", "amp-fp16", 512): (104.948, 175422976),
+                   ("mnist_seed", "amp-fp16", 1024): (100.529, 320654848)}
+
+
+@pytest.fixture(scope="module")
+def combined(tmp_path_factory):
+    out = gpu_like.write(tmp_path_factory.mktemp("gpu-like"))
+    df = C.combine([C.load_run(out / "metrics.csv")], [C.load_reference(SEED)])
+    return out, C.cells(df)
+
+
+def cell(c, label, exp, precision, bs):
+    r = c[(c["label"] == label) & (c["experiment"] == exp) & (c["precision"] == precision)
+          & (c["batch_size"] == bs)]
+    assert len(r) == 1
+    return r.iloc[0]
+
+
+def test_speedup_and_memory_within_each_set(combined):
+    _, c = combined
+    t4 = cell(c, "T4 (seed) †", "amp_recipe", "amp-fp16", 512)
+    assert t4["speedup_total_time"] == pytest.approx(7.020 / 2.524)
+    assert t4["memory_ratio"] == pytest.approx(1577232384 / 1350681600)
+    assert cell(c, "T4 (seed) †", "mnist_seed", "amp-fp16", 512)["memory_ratio"] == \
+        pytest.approx(175422976 / 417359872)
+    # the seed did not run fp32 at 1024: no baseline, no invented speedup
+    assert pd.isna(cell(c, "T4 (seed) †", "mnist_seed", "amp-fp16", 1024)["speedup_total_time"])
+    h200 = cell(c, "H200", "amp_recipe", "amp-fp16", 512)
+    assert h200["kind"] == "measured" and h200["repeats"] == 3
+    assert h200["total_time_s_ci_low"] <= h200["total_time_s"] <= h200["total_time_s_ci_high"]
+
+
+def test_references_are_marked_in_tables(combined):
+    _, c = combined
+    t = C.experiment_table(c, "mnist_seed")
+    src = [dict(zip(t.columns, r))["source"] for r in t.rows]
+    gpus = [r[0] for r in t.rows]
+    assert src.count("reference") == 3 and all(g.endswith("†") for g, s in zip(gpus, src)
+                                                if s == "reference")
+    assert any(n.startswith("† T4 (seed): published numbers") and "leolui2004" in n
+               for n in t.notes)
+    assert any("different data" in n for n in t.notes)      # real MNIST vs random MNIST
+
+
+def test_figures_mark_references_and_gaps(combined):
+    _, c = combined
+    F.style()
+    fig = C.fig_metric(c, "mnist_seed", "speedup")
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "no fp32 baseline" in texts and texts.count("not run") >= 4
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
+    assert len(hatched) == 2                     # the seed's two bars with a speedup
+    assert any("published reference" in t.get_text() for t in fig.legends[0].get_texts())
+    F.plt.close("all")
+
+
+def test_end_to_end_from_tables_alone(combined, tmp_path):
+    out, _ = combined
+    written = C.compare([out / "metrics.csv"], [SEED], tmp_path)
+    assert not (out / "records").exists()        # nothing but the tables was there to read
+    csv = pd.read_csv(tmp_path / "comparison.csv")
+    assert set(csv["kind"]) == {"measured", "reference"}
+    assert (tmp_path / "figures" / "overview.svg").exists()
+    for kind in C.KINDS:
+        for ext in F.FORMATS:
+            assert tmp_path / "figures" / f"amp_recipe_{kind}.{ext}" in written
+    assert pdf_font_problems(tmp_path / "figures" / "overview.pdf") == []
+    md = (tmp_path / "comparison.md").read_text()
+    assert "| T4 (seed) † | bs 512 | amp-fp16 | 2.52 |" in md
+    assert r"T4 (seed) \textsuperscript{\dag}" in (tmp_path / "comparison.tex").read_text()
+    assert C.overview_experiments(C.cells(C.combine([C.load_run(out / "metrics.csv")],
+                                                    [C.load_reference(SEED)]))) == \
+        ["amp_recipe", "mnist_seed"]
+
+
+def test_unknown_experiment_is_an_error(combined, tmp_path):
+    out, _ = combined
+    with pytest.raises(C.CompareError, match="nope.*in no compared set"):
+        C.compare([out / "metrics.csv"], [SEED], tmp_path, ["amp_recipe", "nope"])
+    assert C.main(["--metrics", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("edit,message", [
+    (lambda d: d.drop(columns=["source"]), "missing column.*source"),
+    (lambda d: d.assign(extra=1), "unknown column.*extra"),
+    (lambda d: d.assign(precision=["fp32", "fp8", "fp32", "fp32", "fp32"]),
+     r"data row 2 \(amp_recipe, fp8, batch 512\): precision='fp8'"),
+    (lambda d: d.assign(status=["ok", "ok", "ok", "crashed", "ok"]), r"data row 4 .*: status='crashed'"),
+    (lambda d: d.assign(batch_size=[512, 512, 0, 512, 1024]), r"data row 3 .*: batch_size=0"),
+    (lambda d: d.assign(total_time_s=[7.0, -1, 1, 1, 1]), r"data row 2 .*: total_time_s=-1"),
+])
+def test_bad_reference_names_the_culprit(tmp_path, edit, message):
+    df = pd.read_csv(SEED, comment="#")
+    bad = tmp_path / "bad.csv"
+    edit(df).to_csv(bad, index=False)
+    with pytest.raises(C.CompareError, match=message) as exc:
+        C.load_reference(bad)
+    assert str(bad) in str(exc.value)
