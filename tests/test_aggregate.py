@@ -85,3 +85,33 @@ def test_missing_expected_record_is_an_error(records_dir):
 def test_bootstrap_ci_degenerate_cases():
     assert A.bootstrap_ci([1.0]) == (None, None)
     assert A.bootstrap_ci([2.0, 2.0, 2.0]) == (2.0, 2.0)
+
+
+def test_best_is_the_fastest_cell_against_fp32_eager(records_dir):
+    out = A.aggregate(records_dir / "rec", records_dir / "out")
+    top = out["best"].iloc[0]
+    assert top["precision"] == "amp-fp16" and top["workload"] == "amp_recipe"
+    assert top["throughput_samples_per_s"] == 200.0
+    assert top["speedup_throughput"] == pytest.approx(200.0 / 95.0)
+    assert top["speedup_total_time"] == pytest.approx(11.0 / 5.0)
+    assert top["memory_ratio"] == pytest.approx(0.4)
+    assert "fp32 eager" in top["baseline"]
+    assert (records_dir / "out" / "best.md").read_text().count("amp-fp16") == 1
+
+
+def test_overhead_from_snakemake_benchmarks(records_dir):
+    bench = records_dir / "bench" / "e"
+    bench.mkdir(parents=True)
+    df = A.aggregate(records_dir / "rec", records_dir / "out")["metrics"]
+    ok = df[df["status"] == "ok"]
+    for _, r in ok.iterrows():
+        (bench / f"{r['cell']}.tsv").write_text(f"s\th:m:s\n{r['steady_time_s'] + 1.0}\t0:00:01\n")
+    ov = A.aggregate(records_dir / "rec", records_dir / "out",
+                     benchmarks=records_dir / "bench")["overhead"]
+    per_job = ov[ov["cell"] != "(all jobs)"]
+    assert len(per_job) == len(df)  # the unsupported job is kept, not dropped
+    assert per_job[per_job["status"] == "ok"]["overhead_s"].tolist() == pytest.approx([1.0] * 6)
+    assert per_job[per_job["status"] != "ok"]["job_wall_s"].isna().all()
+    study = ov[ov["cell"] == "(all jobs)"].iloc[0]
+    assert study["overhead_s"] == pytest.approx(6.0)
+    assert study["overhead_share"] == pytest.approx(6.0 / study["job_wall_s"])

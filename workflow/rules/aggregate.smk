@@ -8,6 +8,9 @@ rule aggregate:
         summary="results/{run}/summary.csv",
         speedup="results/{run}/speedup.csv",
         table="results/{run}/speedup.md",
+        best="results/{run}/best.csv",
+        best_md="results/{run}/best.md",
+        overhead="results/{run}/overhead.csv",
     log:
         "logs/{run}/aggregate.log",
     params:
@@ -18,4 +21,5 @@ rule aggregate:
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.aggregate results/{wildcards.run}/records "
         "--out results/{wildcards.run} {params.calibration} --expect {input.records:q} "
+        "--benchmarks benchmarks/{wildcards.run}/train "
         "> {log:q} 2>&1"

@@ -24,8 +24,10 @@ PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
 STATUS_RANK = {"ok": 0, "diverged": 1, "oom": 2, "unsupported": 3, "error": 4}
 # A cell: everything that defines one configuration, except the repeat.
 CELL_KEYS = ["run", "experiment", "workload", "precision", "batch_size", "loader",
-             "memory_format", "compile", "data"]
+             "memory_format", "compile", "cuda_graphs", "data"]
 BASELINE_KEYS = [k for k in CELL_KEYS if k != "precision"]
+# tables made before an axis existed hold its default
+AXIS_DEFAULTS = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
 
 _METRICS = ["total_time_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
             "throughput_samples_per_s", "wall_throughput_samples_per_s", "samples", "epochs",
@@ -69,7 +71,8 @@ def tidy(records: list[dict]) -> pd.DataFrame:
         row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                  "batch_size", "repeat", "status", "status_reason")}
         row |= {"loader": p.get("loader", "synthetic"), "memory_format": p["memory_format"],
-                "compile": p["compile"], "data": data_kind(r)}
+                "compile": p["compile"], "cuda_graphs": p.get("cuda_graphs", "off"),
+                "data": data_kind(r)}
         row |= {k: m.get(k) for k in _METRICS}
         row |= {k: t.get(k) for k in _TELEMETRY}
         row |= {"tensor_core_share": tc.get("tensor_core_share"),
@@ -86,7 +89,7 @@ def tidy(records: list[dict]) -> pd.DataFrame:
         return df
     df["precision"] = pd.Categorical(df["precision"], PRECISION_ORDER, ordered=True)
     return df.sort_values(["experiment", "batch_size", "loader", "memory_format", "compile",
-                           "precision", "repeat"]).reset_index(drop=True)
+                           "cuda_graphs", "precision", "repeat"]).reset_index(drop=True)
 
 
 def add_mfu(df: pd.DataFrame, calibration: dict | None) -> pd.DataFrame:
@@ -113,6 +116,7 @@ def bootstrap_ci(values, statistic=np.median, confidence=0.95, seed=0):
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """One row per cell, repeats pooled over the records with status ok."""
+    df = df.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in df})
     rows = []
     for key, g in df.groupby(CELL_KEYS, observed=True, sort=False, dropna=False):
         row = dict(zip(CELL_KEYS, key))
@@ -180,6 +184,78 @@ def speedup(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+EAGER = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
+
+
+def best(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, the fastest ok configuration by steady-state throughput, against the strict
+    fp32 eager baseline (contiguous, no compile, no CUDA graphs) with the same batch size, loader
+    and data; with its memory and whether it still trains as well (loss, accuracy)."""
+    rows = []
+    ok = summary[summary["status"] == "ok"].dropna(subset=["throughput_samples_per_s_median"])
+    for (run, workload), g in ok.groupby(["run", "workload"], sort=False):
+        top = g.loc[g["throughput_samples_per_s_median"].astype(float).idxmax()]
+        same = (g["precision"] == "fp32") & (g["batch_size"] == top["batch_size"]) & \
+            (g["loader"] == top["loader"]) & (g["data"] == top["data"])
+        for k, v in EAGER.items():
+            same &= g[k] == v
+        base = g[same].sort_values("throughput_samples_per_s_median").head(1)
+        b = base.iloc[0] if len(base) else None
+
+        def vs(col, invert=False):
+            if b is None or pd.isna(b[col]) or pd.isna(top[col]) or not b[col]:
+                return None
+            return float(b[col] / top[col]) if invert else float(top[col] / b[col])
+        rows.append({
+            "run": run, "workload": workload, "experiment": top["experiment"],
+            **{k: top[k] for k in ("precision", "batch_size", "loader", "memory_format",
+                                   "compile", "cuda_graphs", "data")},
+            "throughput_samples_per_s": top["throughput_samples_per_s_median"],
+            "total_time_s": top["total_time_s_median"],
+            "max_memory_allocated_bytes": top.get("max_memory_allocated_bytes"),
+            "final_loss": top.get("final_loss"),
+            "test_accuracy": top.get("test_accuracy"),
+            "baseline": None if b is None else f"{b['experiment']}: fp32 eager, bs {b['batch_size']}"
+                                               f", {b['loader']}",
+            "baseline_throughput_samples_per_s": None if b is None
+            else b["throughput_samples_per_s_median"],
+            "speedup_throughput": vs("throughput_samples_per_s_median"),
+            "speedup_total_time": vs("total_time_s_median", invert=True),
+            "memory_ratio": vs("max_memory_allocated_bytes"),
+            "baseline_final_loss": None if b is None else b.get("final_loss"),
+            "baseline_test_accuracy": None if b is None else b.get("test_accuracy"),
+        })
+    return pd.DataFrame(rows)
+
+
+def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
+    """Harness overhead per job: Snakemake's wall time for the job (benchmark TSV, column ``s``)
+    against the steady-state training time inside it. Everything else is overhead: process
+    start, imports, CUDA initialisation, building the model, FLOP counting, warm-up steps,
+    profiling, evaluation, writing the record. A job without a benchmark file is kept, with
+    NaN, never dropped."""
+    rows = []
+    for _, r in metrics.iterrows():
+        path = Path(benchmarks) / r["experiment"] / f"{r['cell']}.tsv"
+        wall = float(pd.read_csv(path, sep="\t")["s"].iloc[0]) if path.exists() else np.nan
+        steady = r.get("steady_time_s")
+        rows.append({"experiment": r["experiment"], "cell": r["cell"], "status": r["status"],
+                     "job_wall_s": wall, "total_time_s": r.get("total_time_s"),
+                     "steady_time_s": steady,
+                     "overhead_s": wall - steady if pd.notna(steady) else wall,
+                     "benchmark": str(path) if path.exists() else None})
+    df = pd.DataFrame(rows)
+    if not df.empty:
+        tot = {"experiment": "(study)", "cell": "(all jobs)", "status": None,
+               "job_wall_s": df["job_wall_s"].sum(min_count=1),
+               "total_time_s": pd.to_numeric(df["total_time_s"]).sum(min_count=1),
+               "steady_time_s": pd.to_numeric(df["steady_time_s"]).sum(min_count=1),
+               "overhead_s": df["overhead_s"].sum(min_count=1), "benchmark": None}
+        df = pd.concat([df, pd.DataFrame([tot])], ignore_index=True)
+        df["overhead_share"] = df["overhead_s"] / df["job_wall_s"]
+    return df
+
+
 def markdown(df: pd.DataFrame, floatfmt: str | None = None) -> str:
     """A GitHub Markdown table of raw columns, numbers as in the summary tables (tcbench.tables:
     three significant digits, never scientific notation)."""
@@ -212,7 +288,8 @@ def write_text(text: str, path: Path) -> None:
 
 
 def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
-              expected: list[Path] | None = None) -> dict[str, pd.DataFrame]:
+              expected: list[Path] | None = None,
+              benchmarks: Path | None = None) -> dict[str, pd.DataFrame]:
     paths = find_records(records_dir)
     if expected is not None:
         missing = sorted(set(map(Path, expected)) - set(paths))
@@ -235,7 +312,14 @@ def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
             "speedup_total_time", "throughput_samples_per_s", "speedup_throughput",
             "max_memory_allocated_bytes", "memory_ratio", "input_bound", "tensor_core_share"]
     write_text(markdown(table[cols]), out_dir / "speedup.md")
-    return {"metrics": df, "summary": summary, "speedup": table}
+    top = best(summary)
+    write_csv(top, out_dir / "best.csv")
+    write_text(markdown(top), out_dir / "best.md")
+    result = {"metrics": df, "summary": summary, "speedup": table, "best": top}
+    if benchmarks is not None:
+        result["overhead"] = overhead(df, benchmarks)
+        write_csv(result["overhead"], out_dir / "overhead.csv")
+    return result
 
 
 def main(argv=None) -> int:
@@ -245,9 +329,11 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="folder for the tables")
     ap.add_argument("--calibration", type=Path, help="calibration.json of the same result set")
     ap.add_argument("--expect", type=Path, nargs="*", help="records that must all be there")
+    ap.add_argument("--benchmarks", type=Path,
+                    help="Snakemake's benchmark folder of the train jobs, for overhead.csv")
     args = ap.parse_args(argv)
     try:
-        aggregate(args.records, args.out, args.calibration, args.expect)
+        aggregate(args.records, args.out, args.calibration, args.expect, args.benchmarks)
     except R.RecordError as exc:
         print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
         return 2

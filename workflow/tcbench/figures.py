@@ -41,7 +41,7 @@ ONE_COLUMN_SLOTS = 10          # more bars than this do not fit 3.5 in legibly
 VALUE_FONT = 5.5               # pt, values printed on bars
 WIDTHS = ("auto", "one", "two")
 REFERENCE_HATCH = "//////"
-SETTING_AXES = ("loader", "memory_format", "compile")
+SETTING_AXES = ("loader", "memory_format", "compile", "cuda_graphs")
 MIB = 2**20
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pandas as pd
 
 PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
-SETTING_AXES = ("loader", "memory_format", "compile")
+SETTING_AXES = ("loader", "memory_format", "compile", "cuda_graphs")
 MISSING = "–"
 MIB = 2**20
 NA_NOTE = ("n/a: the run finished but has no such number (not measured on this device, or no "
@@ -189,6 +189,9 @@ def _value_or_status(row, text: str) -> str:
 
 
 def experiment_table(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str) -> Table:
+    from .aggregate import AXIS_DEFAULTS  # tables from before an axis existed hold its default
+    summary = summary.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in summary})
+    speedup = speedup.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in speedup})
     s = summary[summary["experiment"] == experiment].copy()
     if s.empty:
         raise ValueError(f"experiment {experiment!r} has no rows in summary.csv")

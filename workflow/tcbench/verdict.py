@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .aggregate import AXIS_DEFAULTS
 from .tables import MIB, SETTING_AXES, num, page, percent, times, varying_axes, write_text
 
 TC_CARRIED = 0.5
@@ -87,14 +88,14 @@ def cells(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     s, sp = summary.copy(), speedup.copy()
     for df in (s, sp):
         for a in SETTING_AXES:
-            df[a] = df[a].astype(str)
+            df[a] = df[a].astype(str) if a in df else AXIS_DEFAULTS.get(a, "n/a")
         df["precision"] = df["precision"].astype(str)
     cols = ["speedup_total_time", "speedup_throughput", "memory_ratio", "fp32_total_time_s"]
     out = s.merge(sp[keys + cols], on=keys, how="left")
     if metrics is not None and "top_kernel" in metrics:
         m = metrics.copy()
         for a in SETTING_AXES:
-            m[a] = m[a].astype(str)
+            m[a] = m[a].astype(str) if a in m else AXIS_DEFAULTS.get(a, "n/a")
         m["precision"] = m["precision"].astype(str)
         top = (m.dropna(subset=["top_kernel"]).groupby(keys)["top_kernel"]
                .agg(lambda k: k.value_counts().index[0]).rename("top_kernel").reset_index())
