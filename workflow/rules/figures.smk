@@ -14,6 +14,8 @@ rule figures:
     params:
         src=TCBENCH_SRC,
         experiments=EXPERIMENTS,
+        tables=lambda wc: f"results/{wc.run}",
+        out=lambda wc: f"results/{wc.run}/figures",
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.figures --tables results/{wildcards.run} "
-        "--out results/{wildcards.run}/figures --experiments {params.experiments:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.figures --tables {params.tables:q} "
+        "--out {params.out:q} --experiments {params.experiments:q} > {log:q} 2>&1"
