@@ -160,7 +160,7 @@ def run_job(spec: dict) -> dict:
         "compile": params["compile"]}
 
     timer = measure.StepTimer(device)
-    phase = ["build"]
+    phase = ["building"]
     budget = memlimit.Budget(limit, device)
     try:
         with budget:
