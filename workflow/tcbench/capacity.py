@@ -211,6 +211,17 @@ def peak_memory(record: dict) -> tuple[int | None, str | None]:
     return None, None
 
 
+def probe_spec(s: dict, bs: int) -> dict:
+    """The job spec (``python -m tcbench.run``) of the probe of search ``s`` at batch size ``bs``."""
+    spec = {"run": s["run"], "experiment": "capacity",
+            "cell": f"{s['workload']}_{s['precision']}_bs{bs}", "workload": s["workload"],
+            "precision": s["precision"], "batch_size": bs,
+            "params": probe_params(s["workload"], s["steps"], bs, s["params"])}
+    if s.get("memory_limit_bytes") is not None:
+        spec["memory_limit_bytes"] = s["memory_limit_bytes"]
+    return spec
+
+
 class ProcessProbe:
     """Runs each probe as ``python -m tcbench.run`` in a fresh process (see the module doc)."""
 
@@ -219,22 +230,12 @@ class ProcessProbe:
         self.records: dict[int, dict] = {}
         self.log: list[dict] = []
 
-    def spec(self, bs: int) -> dict:
-        s = self.s
-        spec = {"run": s["run"], "experiment": "capacity",
-                "cell": f"{s['workload']}_{s['precision']}_bs{bs}", "workload": s["workload"],
-                "precision": s["precision"], "batch_size": bs,
-                "params": probe_params(s["workload"], s["steps"], bs, s["params"])}
-        if s.get("memory_limit_bytes") is not None:
-            spec["memory_limit_bytes"] = s["memory_limit_bytes"]
-        return spec
-
     def __call__(self, bs: int) -> Outcome:
         from . import record as R
 
         path = self.dir / f"bs{bs}.json"
         path.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(self.spec(bs)),
+        cmd = [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(probe_spec(self.s, bs)),
                "--out", str(path)]
         t0 = time.perf_counter()
         try:
@@ -390,10 +391,10 @@ def markdown(df) -> str:
 
 
 def figure(df, out_dir: Path) -> list[Path]:
-    """Largest batch per precision, grouped by workload; the first out-of-memory size drawn as
-    a tick above each bar, and a search without a number labelled with its status."""
+    """Largest batch per precision, one panel per workload. A dotted line marks the smallest
+    size that ran out of memory; a search that stopped early (capped, error) shows its number
+    as a lower bound, and one without a number (unsupported, none) is labelled with its status."""
     import matplotlib.pyplot as plt
-    import numpy as np
     import pandas as pd
 
     from . import figures as F
@@ -405,30 +406,31 @@ def figure(df, out_dir: Path) -> list[Path]:
                              figsize=(F.ONE_COLUMN_IN if len(workloads) == 1 else F.TWO_COLUMN_IN,
                                       2.6))
     for ax, workload in zip(axes[0], workloads):
-        g = df[df["workload"] == workload].set_index(df["precision"].astype(str)[
-            df["workload"] == workload])
-        x = np.arange(len(precisions))
+        g = df[df["workload"] == workload]
+        g = g.set_index(g["precision"].astype(str))
         for i, prec in enumerate(precisions):
             if prec not in g.index:
                 continue
             r = g.loc[prec]
-            value = r["largest_batch_size"]
-            colour = F.PALETTE.get(prec, "0.3")
+            value, status = r["largest_batch_size"], r["status"]
             if pd.notna(value):
-                ax.bar(i, value, color=colour, width=0.7)
-                label = f"≥{value}" if r["status"] == "capped" else f"{value}"
-                ax.text(i, value, label, ha="center", va="bottom", fontsize=6)
+                ax.bar(i, value, color=F.PALETTE.get(prec, "0.5"), width=0.7)
                 if pd.notna(r["smallest_oom_batch_size"]):
-                    ax.plot([i - 0.35, i + 0.35], [r["smallest_oom_batch_size"]] * 2,
-                            color="0.2", lw=0.8, ls=":")
-            if r["status"] not in ("found", "capped"):
-                ax.text(i, 0, f" {r['status']}", rotation=90, ha="center", va="bottom",
-                        fontsize=6, color=colour)
-        ax.set_xticks(x, precisions, fontsize=7)
-        ax.set_title(workload)
-        ax.set_ylabel("largest batch size")
-        ax.margins(y=0.12)
-    fig.suptitle("Largest batch that fits (dotted: first size out of memory)", fontsize=8)
+                    ax.hlines(r["smallest_oom_batch_size"], i - 0.35, i + 0.35, colors="0.2",
+                              lw=0.8, linestyles=":")
+                top = max(value, r["smallest_oom_batch_size"]) if pd.notna(
+                    r["smallest_oom_batch_size"]) else value
+                label = f"{value}" if status == "found" else f"≥{value}\n({status})"
+                ax.text(i, top, label, ha="center", va="bottom", fontsize=6)
+            else:
+                ax.text(i, 0, f" {status}", rotation=90, ha="center", va="bottom", fontsize=6,
+                        color="0.2")
+        ax.set_xticks(range(len(precisions)), precisions, fontsize=7)
+        ax.set_title(f"{workload}: largest batch that trains")
+        ax.set_ylabel("batch size (samples)")
+        ax.margins(y=0.15)
+    fig.text(0.5, -0.02, "dotted: smallest batch size tried that ran out of memory",
+             ha="center", va="top", fontsize=6, color="0.3")
     return F.save(fig, Path(out_dir), "capacity")
 
 

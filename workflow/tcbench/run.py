@@ -6,6 +6,10 @@
 Exit status: 0 when a record was written (whatever its status: ``ok``, ``unsupported``,
 ``oom``, ``diverged``); 2 for a bad cell or missing data (no record, nothing to measure);
 anything else is a bug and leaves no record.
+
+An out-of-memory error while building, training or evaluating is a result, not a crash: status
+``oom``, with the phase, the step and the memory in use in ``error``. An optional spec key
+``memory_limit_bytes`` holds the job to a memory budget (see tcbench.memlimit).
 """
 
 from __future__ import annotations
