@@ -62,7 +62,7 @@ def test_oom_is_a_record_with_the_memory_in_use(tmp_path):
     assert e["type"] == "OutOfMemoryError"
     assert (e["phase"], e["step"]) == ("training", 2)
     assert "step 2" in r["status_reason"]
-    assert e["process_rss_bytes"] > 0 and e["process_peak_rss_bytes"] >= e["process_rss_bytes"] / 2
+    assert e["process_rss_bytes"] > 2**20 and e["process_peak_rss_bytes"] > 2**20  # torch is in
     assert "max_memory_allocated_bytes" in e  # null on a CPU, the allocator's peak on CUDA
 
 

@@ -261,19 +261,25 @@ class ProcessProbe:
         return out
 
 
+def lock_path() -> Path:
+    devices = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "-").replace("/", "_")
+    return Path(tempfile.gettempdir()) / f"tcbench-capacity-{os.getuid()}-{devices}.lock"
+
+
 def run_search(s: dict, out: Path, probe=None) -> dict:
     """One search, written atomically to ``out``; its probes' records go next to it."""
     out = Path(out)
     probe_dir = out.with_suffix("")
     probe_dir.mkdir(parents=True, exist_ok=True)
-    for stale in probe_dir.glob("bs*.json"):  # a rerun starts clean: the folder is this search's
+    # A rerun starts clean: the folder is this search's alone (temporaries of a killed probe too).
+    for stale in [*probe_dir.glob("bs*.json"), *probe_dir.glob(".bs*.json.*.tmp")]:
         stale.unlink()
     probe = probe or ProcessProbe(s, probe_dir)
     t0 = time.perf_counter()
     # Concurrent probes would share the device's memory and each find less than there is, so
-    # the searches of one result set take turns, whatever --cores and --resources say. flock
-    # is released by the kernel when the holder dies, even by SIGKILL.
-    with open(out.parent.parent / ".search.lock", "w") as lock:
+    # searches on one machine (and set of visible GPUs) take turns, whatever --cores and
+    # --resources say. flock is released by the kernel when the holder dies, even by SIGKILL.
+    with open(lock_path(), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         result = search(probe, s["start"], s["max"], s["resolution"])
     best = probe.records.get(result["largest_ok"]) if result["largest_ok"] else None
