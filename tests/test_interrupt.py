@@ -43,6 +43,22 @@ def start_snakemake(wd: Path, *args: str, env: dict) -> subprocess.Popen:
                             start_new_session=True)
 
 
+def kill_if_alive(pid: int | None) -> None:
+    """Leave no stalled job behind, whatever happened to the test; and check the pid is still
+    that job (not reused by another process) before killing it."""
+    if pid is None:
+        return
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return
+    if b"tcbench.run" in cmdline and VICTIM.split("/")[1].encode() in cmdline:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def wait_for_stall(log: Path, proc: subprocess.Popen, timeout: float = 240) -> int:
     """The pid of the stalled training process, once it is inside its training loop."""
     deadline = time.monotonic() + timeout
@@ -67,6 +83,7 @@ def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_c
     # rerun to leave alone.
     proc = start_snakemake(wd, "--cores", "2", "--keep-going", "--configfile", "config/kill.yaml",
                            env={"TCBENCH_INJECT_FAULT": f"stall@1:{VICTIM}"})
+    pid = None
     try:
         pid = wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
@@ -76,6 +93,7 @@ def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_c
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        kill_if_alive(pid)
     assert proc.returncode != 0, out
     assert "tiny/fp32_bs16_r1" in out or "fp32_bs16_r1" in out
 
@@ -110,11 +128,13 @@ def test_killing_snakemake_itself_loses_only_the_running_jobs(workflow_copy):
     records = wd / "results" / "kill" / "records"
     proc = start_snakemake(wd, "--cores", "1", "--configfile", "config/kill.yaml",
                            env={"TCBENCH_INJECT_FAULT": f"stall@1:{VICTIM}"})
+    pid = None
     try:
-        wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)
+        pid = wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # Snakemake and everything it started
         proc.communicate(timeout=60)
+        kill_if_alive(pid)
     assert not (records / f"{VICTIM}.json").exists()
     before = snapshot(records) if records.exists() else {}
     time.sleep(0.05)

@@ -114,7 +114,7 @@ def _fault_hook(job_id: str):
             if kind == "stall":
                 print(f"tcbench.run: injected stall at forward {n} (pid {os.getpid()})",
                       file=sys.stderr, flush=True)
-                time.sleep(3600)
+                time.sleep(600)  # long enough to be killed; bounded if nobody does
         return output
     return hook
 
