@@ -9,6 +9,7 @@ from the simulated memory budget; on a GPU (test marked ``gpu``) from a real all
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -170,11 +171,13 @@ def test_real_oom_on_the_gpu(tmp_path):
 
 
 # ------------------------------------------------------------------------- divergence
-def test_nan_loss_is_diverged_with_its_step(monkeypatch):
-    monkeypatch.setenv("TCBENCH_INJECT_FAULT", "nan@2")
+@pytest.mark.parametrize("kind", ["nan", "inf"])
+def test_nonfinite_loss_is_diverged_with_its_step(monkeypatch, kind):
+    monkeypatch.setenv("TCBENCH_INJECT_FAULT", f"{kind}@2")
     r = tr.run_job(tiny_spec())
     R.validate(R._clean(r))
     assert r["status"] == "diverged"
+    assert not math.isfinite(r["metrics"]["loss_curve"][-1][1])  # the loss the record is about
     assert r["metrics"]["first_nonfinite_step"] == 2
     assert "step 2" in r["status_reason"]
 

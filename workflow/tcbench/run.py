@@ -61,7 +61,7 @@ def pick_device(name: str):
 
 
 FAULT_ENV = "TCBENCH_INJECT_FAULT"
-FAULT_KINDS = ("oom", "nan", "stall")
+FAULT_KINDS = ("oom", "nan", "inf", "stall")
 # Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
 # cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
 OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
@@ -73,8 +73,8 @@ def parse_faults(text: str, job_id: str) -> list[tuple[str, int]]:
 
     ``TCBENCH_INJECT_FAULT`` holds ``;``-separated entries ``KIND@N[:PATTERN]``: at the N-th
     forward pass (from 0) of every job whose ``experiment/cell`` matches the glob ``PATTERN``
-    (every job when it is left out), ``oom`` raises an out-of-memory error, ``nan`` turns the
-    model's output into NaNs, and ``stall`` prints ``injected stall ... (pid P)`` to stderr and
+    (every job when it is left out), ``oom`` raises an out-of-memory error, ``nan`` / ``inf``
+    turn the model's output into NaNs / infinities, and ``stall`` prints ``injected stall ... (pid P)`` to stderr and
     sleeps, so that a test can kill the job mid-run. A malformed entry is an error, not ignored.
     """
     from fnmatch import fnmatchcase
@@ -109,8 +109,8 @@ def _fault_hook(job_id: str):
                 continue
             if kind == "oom":
                 raise torch.cuda.OutOfMemoryError(f"injected out-of-memory fault at forward {n}")
-            if kind == "nan":
-                output = output * float("nan")
+            if kind in ("nan", "inf"):
+                output = output * float(kind)
             if kind == "stall":
                 print(f"tcbench.run: injected stall at forward {n} (pid {os.getpid()})",
                       file=sys.stderr, flush=True)
