@@ -41,7 +41,7 @@ DEFAULTS = {"enabled": False, "workloads": ["resnet50"],
             "precisions": ["fp32", "tf32", "amp-fp16", "amp-bf16"], "start": 64, "max": 65536,
             "resolution": 8, "steps": 2, "memory_limit_bytes": None, "probe_timeout_s": 1800,
             "params": {}}
-# Parameters the study sets itself so that a probe is a few steps with one batch resident.
+# Parameters the study sets itself so that a probe is a few steps long.
 BOUNDED = {"amp_recipe": ("num_batches", "epochs"),
            "mnist_cnn": ("epochs", "train_samples"),
            "resnet50": ("steps", "distinct_batches")}
@@ -55,8 +55,10 @@ def settings(config: dict) -> dict:
 
 
 def probe_params(workload: str, steps: int, batch_size: int, user: dict | None) -> dict:
-    """Workload parameters of one probe: ``user``'s, then a warm-up step plus ``steps`` steps,
-    one batch of data on the device (a loader would hold about as much), no profiling."""
+    """Workload parameters of one probe: ``user``'s, then a warm-up step plus ``steps`` steps
+    and no profiling. ResNet-50 keeps one batch of data on the device (a loader would hold about
+    as much); amp_recipe and synthetic mnist_cnn keep their ``steps + 1`` batches there, as
+    those workloads always do."""
     bounded = {"amp_recipe": {"num_batches": steps + 1, "epochs": 1},
                "mnist_cnn": {"epochs": 1, "train_samples": batch_size * (steps + 1)},
                "resnet50": {"steps": steps, "distinct_batches": 1}}[workload]
