@@ -15,11 +15,15 @@ rule aggregate:
         "logs/{run}/aggregate.log",
     params:
         src=TCBENCH_SRC,
+        records=lambda wc: f"results/{wc.run}/records",
+        out=lambda wc: f"results/{wc.run}",
+        benchmarks=lambda wc: f"benchmarks/{wc.run}/train",
+        # a list, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
-            f"--calibration {input.calibration}" if input.calibration else ""
+            ["--calibration", input.calibration] if input.calibration else []
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.aggregate results/{wildcards.run}/records "
-        "--out results/{wildcards.run} {params.calibration} --expect {input.records:q} "
-        "--benchmarks benchmarks/{wildcards.run}/train "
+        "PYTHONPATH={params.src:q} python -m tcbench.aggregate {params.records:q} "
+        "--out {params.out:q} {params.calibration:q} --expect {input.records:q} "
+        "--benchmarks {params.benchmarks:q} "
         "> {log:q} 2>&1"

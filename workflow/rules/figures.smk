@@ -28,7 +28,8 @@ rule figures:
         experiment="|".join(map(re.escape, EXPERIMENTS)),
     params:
         src=TCBENCH_SRC,
+        tables=lambda wc: f"results/{wc.run}",
+        out=lambda wc: f"results/{wc.run}/figures",
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.figures --tables results/{wildcards.run} "
-        "--out results/{wildcards.run}/figures --experiments {wildcards.experiment:q} "
-        "> {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.figures --tables {params.tables:q} "
+        "--out {params.out:q} --experiments {wildcards.experiment:q} > {log:q} 2>&1"

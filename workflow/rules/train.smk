@@ -33,4 +33,4 @@ rule calibrate:
         gpu=1,
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.calibrate --out {output:q} "
-        "--size {params.size} --iterations {params.iterations} > {log:q} 2>&1"
+        "--size {params.size:q} --iterations {params.iterations:q} > {log:q} 2>&1"

@@ -58,6 +58,28 @@ def memory_stats(device: torch.device) -> dict:
     }
 
 
+def memory_in_use(device: torch.device) -> dict:
+    """What the process holds at the moment of a failure (out of memory), for the record:
+    the allocator's view on CUDA, and the process's resident memory everywhere."""
+    out: dict = {}
+    try:  # a CUDA context broken by the failure must not cost the record
+        out |= memory_stats(device)
+        if device.type == "cuda":
+            free, total = torch.cuda.mem_get_info(device)
+            out |= {"device_free_bytes": int(free), "device_total_bytes": int(total)}
+    except RuntimeError as exc:
+        out["memory_note"] = f"CUDA memory statistics unavailable: {exc}"[:300]
+    try:
+        import resource
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        out["process_rss_bytes"] = pages * resource.getpagesize()
+        out["process_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    except (OSError, ImportError, ValueError, IndexError):
+        out["process_rss_bytes"] = out["process_peak_rss_bytes"] = None
+    return out
+
+
 # ----------------------------------------------------------------------------------- step timer
 class StepTimer:
     """Splits every training step into *data wait* and *compute*.

@@ -6,6 +6,10 @@
 Exit status: 0 when a record was written (whatever its status: ``ok``, ``unsupported``,
 ``oom``, ``diverged``); 2 for a bad cell or missing data (no record, nothing to measure);
 anything else is a bug and leaves no record.
+
+An out-of-memory error while building, training or evaluating is a result, not a crash: status
+``oom``, with the phase, the step and the memory in use in ``error``. An optional spec key
+``memory_limit_bytes`` holds the job to a memory budget (see tcbench.memlimit).
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import traceback
 from pathlib import Path
 
 SPEC_KEYS = {"run", "experiment", "cell", "workload", "precision", "batch_size", "repeat",
-             "params", "device"}
+             "params", "device", "memory_limit_bytes"}
 
 
 def parse_spec(spec: dict) -> dict:
     """Check a job spec and resolve its parameters; raises ValueError naming the culprit."""
-    from . import precision as P
+    from . import memlimit, precision as P
     from . import workloads as W
 
     if not isinstance(spec, dict):
@@ -38,6 +42,7 @@ def parse_spec(spec: dict) -> dict:
     if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
         raise ValueError(f"batch_size={bs!r} must be a positive integer")
     P.get(spec["precision"])
+    memlimit.check(spec.get("memory_limit_bytes"))
     out = {"run": "adhoc", "experiment": spec["workload"], "repeat": 1, "device": "auto"} | spec
     out["params"] = W.resolve_params(spec["workload"], spec.get("params"))
     out.setdefault("cell", f"{out['precision']}_bs{bs}_r{out['repeat']}")
@@ -55,34 +60,77 @@ def pick_device(name: str):
     return device
 
 
-def _fault_hook():
-    """Fault injection for the test suite only: TCBENCH_INJECT_FAULT=oom@N or nan@N makes the
-    N-th forward pass (from 0) raise an out-of-memory error or return NaNs."""
+FAULT_ENV = "TCBENCH_INJECT_FAULT"
+FAULT_KINDS = ("oom", "nan", "inf", "stall")
+# Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
+# cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
+OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
+               "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
+
+
+def parse_faults(text: str, job_id: str) -> list[tuple[str, int]]:
+    """Fault injection, for the test suite only; nothing in a config can reach it.
+
+    ``TCBENCH_INJECT_FAULT`` holds ``;``-separated entries ``KIND@N[:PATTERN]``: at the N-th
+    forward pass (from 0) of every job whose ``experiment/cell`` matches the glob ``PATTERN``
+    (every job when it is left out), ``oom`` raises an out-of-memory error, ``nan`` / ``inf``
+    turn the model's output into NaNs / infinities, and ``stall`` prints ``injected stall ... (pid P)`` to stderr and
+    sleeps, so that a test can kill the job mid-run. A malformed entry is an error, not ignored.
+    """
+    from fnmatch import fnmatchcase
+
+    faults = []
+    for entry in filter(None, (e.strip() for e in text.split(";"))):
+        head, _, pattern = entry.partition(":")
+        kind, sep, at = head.partition("@")
+        if kind not in FAULT_KINDS or not sep or not at.isdigit():
+            raise ValueError(f"{FAULT_ENV}: {entry!r} is not KIND@N[:experiment/cell glob] with "
+                             f"KIND one of {', '.join(FAULT_KINDS)}")
+        if not pattern or fnmatchcase(job_id, pattern):
+            faults.append((kind, int(at)))
+    return faults
+
+
+def _fault_hook(job_id: str):
+    import time
+
     import torch
 
-    fault = os.environ.get("TCBENCH_INJECT_FAULT")
-    if not fault:
+    faults = parse_faults(os.environ.get(FAULT_ENV, ""), job_id)
+    if not faults:
         return None
-    kind, _, at = fault.partition("@")
-    at, calls = int(at or 0), [0]
+    calls = [0]
 
     def hook(module, inputs, output):
+        n = calls[0]
         calls[0] += 1
-        if calls[0] - 1 == at:
+        for kind, at in faults:
+            if n != at:
+                continue
             if kind == "oom":
-                raise torch.cuda.OutOfMemoryError(f"injected out-of-memory fault at forward {at}")
-            if kind == "nan":
-                return output * float("nan")
+                raise torch.cuda.OutOfMemoryError(f"injected out-of-memory fault at forward {n}")
+            if kind in ("nan", "inf"):
+                output = output * float(kind)
+            if kind == "stall":
+                print(f"tcbench.run: injected stall at forward {n} (pid {os.getpid()})",
+                      file=sys.stderr, flush=True)
+                time.sleep(600)  # long enough to be killed; bounded if nobody does
         return output
     return hook
+
+
+def is_oom(exc: BaseException) -> bool:
+    import torch
+
+    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
+        isinstance(exc, RuntimeError) and any(m in str(exc) for m in OOM_MARKERS))
 
 
 def run_job(spec: dict) -> dict:
     """Run one cell and return its record (not yet written)."""
     import torch
 
-    from . import environment, measure, precision as P, train as T, workloads as W
-    from .tensorcores import profile_kernels
+    from . import environment, measure, memlimit, precision as P
 
     spec = parse_spec(spec)
     params = spec["params"]
@@ -102,6 +150,10 @@ def run_job(spec: dict) -> dict:
     ok, reason = mode.supported(device)
     if not ok:
         return record | {"status": "unsupported", "status_reason": reason}
+    limit = spec.get("memory_limit_bytes")
+    if limit is not None and device.type != "cuda" and params["compile"] != "off":
+        raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's saved-tensor "
+                         "hooks, which torch.compile bypasses; use compile: off with it")
 
     torch.manual_seed(params["seed"])
     flags = mode.apply(params["cudnn_benchmark"])
@@ -111,6 +163,38 @@ def run_job(spec: dict) -> dict:
         "grad_scaler": mode.use_scaler, "memory_format": params["memory_format"],
         "compile": params["compile"]}
 
+    timer = measure.StepTimer(device)
+    phase = ["building"]
+    budget = memlimit.Budget(limit, device)
+    try:
+        with budget:
+            _train_and_measure(spec, record, mode, device, timer, budget, phase)
+    except Exception as exc:  # noqa: BLE001 - only out-of-memory is a result; the rest re-raises
+        if not is_oom(exc):
+            raise
+        # Read while the failed step's tensors are still referenced by the traceback.
+        mem = measure.memory_in_use(device)
+        message = str(exc)
+        record |= {"status": "oom", "metrics": None,
+                   "status_reason": f"out of memory while {phase[0]}"
+                                    + (f" (step {len(timer)})" if phase[0] == "training" else "")
+                                    + f": {message.splitlines()[0][:400]}",
+                   "error": {"type": type(exc).__name__, "message": message[:2000],
+                             "phase": phase[0],
+                             "step": len(timer) if phase[0] == "training" else None,
+                             **mem, **budget.info()}}
+    return record
+
+
+def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None:
+    """Build, train, measure and profile one cell, filling in ``record``; ``phase[0]`` says how
+    far it got, for the record of an out-of-memory error."""
+    import torch
+
+    from . import measure, train as T, workloads as W
+    from .tensorcores import profile_kernels
+
+    params = spec["params"]
     w = W.build(spec["workload"], params, spec["batch_size"], device)
     record["data"] = w.data
     channels_last = params["memory_format"] == "channels_last"
@@ -119,38 +203,34 @@ def run_job(spec: dict) -> dict:
         w.model = w.model.to(memory_format=torch.channels_last)
     model = w.model if params["compile"] == "off" else torch.compile(
         w.model, mode=None if params["compile"] == "default" else params["compile"])
-    hook = _fault_hook()
+    hook = _fault_hook(f"{spec['experiment']}/{spec['cell']}")
     if hook:
         w.model.register_forward_hook(hook)
+    budget.watch(w.model)
     scaler = mode.scaler(device)
     step = T.eager_step(model, w, scaler, mode, device)
     graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
     if graphs["requested"]:
         ok, reason = T.graphs_supported(w, mode, device)
         if not ok:
-            return record | {"status": "unsupported",
-                             "status_reason": f"cuda_graphs=on: {reason}"}
+            record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
+            return
+        phase[0] = "capturing a CUDA graph"
         step = T.GraphedStep(model, w, mode, device,
                              T.to_device(w.example_batch, device, False, channels_last))
         graphs["captured"] = True
     record["precision_flags"]["cuda_graphs"] = graphs
-    timer = measure.StepTimer(device)
     clock = measure.WallClock(device)
     sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
 
+    phase[0] = "training"
     clock.start()
-    try:
-        with sampler:
-            log = T.train(w, step, device, timer, scaler, channels_last,
-                          params["sync_loss_every_step"])
-            clock.stop()
-    except torch.cuda.OutOfMemoryError as exc:
-        mem = measure.memory_stats(device)
-        record |= {"status": "oom", "status_reason": str(exc).splitlines()[0][:500],
-                   "error": {"type": type(exc).__name__, "message": str(exc)[:2000],
-                             "step": len(timer), **mem}}
-        return record
+    with sampler:
+        log = T.train(w, step, device, timer, scaler, channels_last,
+                      params["sync_loss_every_step"])
+        clock.stop()
 
+    phase[0] = "measuring"
     wait, comp = timer.intervals()
     steps = measure.step_statistics(wait, comp, log.samples, params["warmup_steps"],
                                     params["input_bound_share"])
@@ -175,6 +255,7 @@ def run_job(spec: dict) -> dict:
         "flops_per_sample": per_sample,
         "achieved_tflops": per_sample * throughput / 1e12 if throughput else None,
         "memory_note": memory["memory_note"],
+        **budget.info(),
     }
     record["telemetry"] = sampler.result(samples)
     if bad_step is not None:
@@ -184,10 +265,17 @@ def run_job(spec: dict) -> dict:
     def one_step():
         step(*T.to_device(w.example_batch, device, False, channels_last))
 
-    record["tensor_cores"] = profile_kernels(one_step, params["profile_steps"], device)
+    phase[0] = "profiling"
+    try:
+        record["tensor_cores"] = profile_kernels(one_step, params["profile_steps"], device)
+    except Exception as exc:  # noqa: BLE001 - the training measurement above stands
+        if not is_oom(exc):
+            raise
+        record["tensor_cores"] = {"profiled": False,
+                                  "profile_note": f"out of memory while profiling: {exc}"[:500]}
+    phase[0] = "evaluating"
     if w.evaluate is not None and record["status"] == "ok":
         record["metrics"] |= w.evaluate()
-    return record
 
 
 def main(argv: list[str] | None = None) -> int:

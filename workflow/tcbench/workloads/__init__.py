@@ -63,7 +63,8 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     overrides = dict(overrides or {})
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
-        raise ValueError(f"workload {name!r}: unknown parameter(s) {', '.join(map(repr, unknown))};"
+        raise ValueError(f"workload {name!r}: unknown parameter(s) "
+                         f"{', '.join(f'{k}={overrides[k]!r}' for k in unknown)};"
                          f" accepted: {', '.join(sorted(defaults))}")
     params = defaults | overrides
     if params["memory_format"] not in MEMORY_FORMATS:

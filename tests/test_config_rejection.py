@@ -1,0 +1,182 @@
+"""Bad configurations are rejected before any job runs, with a message naming key and value.
+
+Every case goes through the same checks the workflow makes at parse time (our schema check,
+Snakemake's validate, the matrix, the run name, the capacity plan); a representative subset also
+goes through the real ``snakemake`` command line, which must stop before creating results.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from snakemake.utils import validate
+
+from conftest import snakemake
+from tcbench import capacity, matrix
+from tcbench import config as tcconfig
+from tcbench.matrix import ConfigError
+
+BASE = {
+    "run": "reject",
+    "require_gpu": False,
+    "repeats": 1,
+    "calibrate": {"enabled": False},
+    "experiments": [{
+        "name": "tiny", "workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8],
+        "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
+                   "warmup_steps": 1},
+    }],
+}
+CAPACITY_OK = {"enabled": True, "workloads": ["amp_recipe"], "precisions": ["fp32"],
+               "start": 8, "max": 64, "resolution": 8}
+
+
+def exp(**changes):
+    def mutate(c):
+        c["experiments"][0].update(changes)
+    return mutate
+
+
+def top(**changes):
+    def mutate(c):
+        c.update(changes)
+    return mutate
+
+
+def cap(**changes):
+    def mutate(c):
+        c["capacity"] = CAPACITY_OK | changes
+    return mutate
+
+
+def param(**changes):
+    def mutate(c):
+        c["experiments"][0]["params"].update(changes)
+    return mutate
+
+
+def second_experiment_named_tiny(c):
+    c["experiments"].append(copy.deepcopy(c["experiments"][0]))
+
+
+def drop_batch_sizes(c):
+    del c["experiments"][0]["batch_sizes"]
+
+
+# (id, mutation, fragments that must all appear in the message: the key and the value)
+CASES = [
+    ("unknown-top-level-key", top(repeat=3), ["repeat=3", "unknown key"]),
+    ("unknown-experiment-key", exp(batchsize=[8]), ["experiments[0].batchsize=[8]",
+                                                     "unknown key"]),
+    ("unknown-calibrate-key", top(calibrate={"iters": 5}), ["calibrate.iters=5"]),
+    ("repeats-wrong-type", top(repeats="three"), ["repeats='three'"]),
+    ("repeats-zero", top(repeats=0), ["repeats=0"]),
+    ("repeats-negative", top(repeats=-2), ["repeats=-2"]),
+    ("experiment-repeats-fraction", exp(repeats=1.5), ["experiments[0].repeats=1.5"]),
+    ("batch-size-zero", exp(batch_sizes=[8, 0]), ["experiments[0].batch_sizes[1]=0"]),
+    ("batch-size-negative", exp(batch_sizes=[-8]), ["experiments[0].batch_sizes[0]=-8"]),
+    ("batch-size-fraction", exp(batch_sizes=[8.5]), ["experiments[0].batch_sizes[0]=8.5"]),
+    ("batch-size-string", exp(batch_sizes=["8"]), ["experiments[0].batch_sizes[0]='8'"]),
+    ("batch-size-bool", exp(batch_sizes=[True]), ["experiments[0].batch_sizes[0]=True"]),
+    # JSON Schema counts 8.0 as an integer; the matrix does not.
+    ("batch-size-integral-float", exp(batch_sizes=[8.0]), ["batch_sizes", "8.0"]),
+    ("batch-sizes-empty", exp(batch_sizes=[]), ["experiments[0].batch_sizes=[]", "empty"]),
+    ("batch-sizes-duplicate", exp(batch_sizes=[8, 8]), ["experiments[0].batch_sizes=[8, 8]",
+                                                        "duplicate"]),
+    ("batch-sizes-missing", drop_batch_sizes, ["experiments[0].batch_sizes", "missing"]),
+    ("precision-unknown", exp(precisions=["fp32", "fp8"]), ["experiments[0].precisions[1]='fp8'"]),
+    ("precisions-empty", exp(precisions=[]), ["experiments[0].precisions=[]"]),
+    ("precisions-duplicate", exp(precisions=["fp32", "fp32"]),
+     ["experiments[0].precisions=['fp32', 'fp32']", "duplicate"]),
+    ("workload-unknown", exp(workload="vgg16"), ["experiments[0].workload='vgg16'"]),
+    ("experiments-empty", top(experiments=[]), ["experiments=[]"]),
+    ("experiments-not-a-list", top(experiments={"tiny": 1}), ["experiments={'tiny': 1}"]),
+    ("experiment-name-duplicate", second_experiment_named_tiny,
+     ["experiments[1]", "'tiny'", "used twice"]),
+    ("experiment-name-slash", exp(name="a/b"), ["experiments[0].name='a/b'"]),
+    ("experiment-name-dotdot", exp(name=".."), ["experiments[0].name='..'"]),
+    ("run-slash", top(run="a/b"), ["run='a/b'", "no path separators"]),
+    ("run-dotdot", top(run=".."), ["run='..'"]),
+    ("run-dotdot-inside", top(run="x..y"), ["run='x..y'"]),
+    ("run-absolute", top(run="/tmp/x"), ["run='/tmp/x'"]),
+    ("require-gpu-string", top(require_gpu="yes"), ["require_gpu='yes'"]),
+    ("calibrate-size-too-small", top(calibrate={"size": 8}), ["calibrate.size=8"]),
+    ("param-unknown", param(lr_rate=0.1), ["lr_rate=0.1", "unknown parameter"]),
+    ("param-non-positive", param(epochs=0), ["epochs=0"]),
+    ("param-wrong-type", param(in_size="big"), ["in_size='big'"]),
+    ("axis-unknown-value", exp(axes={"loader": ["turbo"]}),
+     ["experiments[0].axes.loader[0]='turbo'"]),
+    ("exclude-unknown-key", exp(exclude=[{"gpu": 1}]), ["experiments[0].exclude[0].gpu=1"]),
+    ("capacity-start-off-grid", cap(start=12), ["capacity.start=12", "resolution"]),
+    ("capacity-start-above-max", cap(start=128), ["capacity.start=128", "capacity.max=64"]),
+    ("capacity-workload-unknown", cap(workloads=["digits"]), ["capacity.workloads[0]='digits'"]),
+    ("capacity-negative-limit", cap(memory_limit_bytes=-1), ["capacity.memory_limit_bytes=-1"]),
+    ("capacity-bounded-param", cap(params={"amp_recipe": {"epochs": 3}}),
+     ["capacity.params.amp_recipe.epochs=3"]),
+]
+CLI_CASES = ["unknown-top-level-key", "batch-size-zero", "precision-unknown", "run-slash",
+             "experiment-name-duplicate", "capacity-start-off-grid"]
+
+
+def bad_config(case_id: str) -> tuple[dict, list[str]]:
+    _, mutate, fragments = next(c for c in CASES if c[0] == case_id)
+    cfg = copy.deepcopy(BASE)
+    mutate(cfg)
+    return cfg, fragments
+
+
+def parse_time_checks(cfg: dict) -> dict:
+    """What the workflow does with a config before it schedules anything."""
+    cfg = copy.deepcopy(cfg)
+    tcconfig.check(cfg)
+    validate(cfg, str(tcconfig.SCHEMA_PATH))
+    jobs = matrix.expand(cfg)
+    run = matrix.resolve_run(cfg)
+    capacity.plan(cfg, run)
+    return jobs
+
+
+def test_enough_cases():
+    assert len(CASES) >= 20
+    assert len({c[0] for c in CASES}) == len(CASES)
+
+
+def test_base_config_is_accepted():
+    """The control: without the mutation every case would pass and schedule a job."""
+    assert list(parse_time_checks(BASE)) == ["tiny/fp32_bs8_r1"]
+    assert parse_time_checks(BASE | {"capacity": CAPACITY_OK})
+
+
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+def test_rejected_naming_key_and_value(case_id):
+    cfg, fragments = bad_config(case_id)
+    with pytest.raises(ConfigError) as err:
+        parse_time_checks(cfg)
+    message = str(err.value)
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+
+
+def test_base_config_runs_jobs_on_the_command_line(workflow_copy):
+    (workflow_copy / "config" / "base.yaml").write_text(yaml.safe_dump(BASE))
+    proc = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/base.yaml")
+    assert "train" in proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", CLI_CASES)
+def test_rejected_by_snakemake_before_any_job(workflow_copy, case_id):
+    cfg, fragments = bad_config(case_id)
+    (workflow_copy / "config" / "bad.yaml").write_text(yaml.safe_dump(cfg))
+    # A real run, not a dry run: had the config got through, the job would have run.
+    proc = snakemake(workflow_copy, "--cores", "1", "--configfile", "config/bad.yaml",
+                     check=False, timeout=300)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0, output
+    assert "invalid configuration" in output, output
+    for fragment in fragments:
+        assert fragment in output, f"{fragment!r} not in {output[-3000:]!r}"
+    assert not (workflow_copy / "results").exists()
+    assert not (workflow_copy / "logs").exists()
