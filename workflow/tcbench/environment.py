@@ -134,10 +134,16 @@ def config_hash(spec: dict) -> str:
 
 def collect(device) -> dict:
     """Everything about the machine and software a record should carry."""
+    from importlib.metadata import PackageNotFoundError, version
+
     import torch
-    import torchvision
 
     from . import __version__
+
+    try:  # importing torchvision just for its version costs seconds per job
+        torchvision_version = version("torchvision")
+    except PackageNotFoundError:
+        torchvision_version = None
 
     env = {
         "hostname": socket.gethostname(),
@@ -147,7 +153,7 @@ def collect(device) -> dict:
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "torch_version": torch.__version__,
-        "torchvision_version": torchvision.__version__,
+        "torchvision_version": torchvision_version,
         "cuda_runtime_version": torch.version.cuda,
         "cudnn_version": torch.backends.cudnn.version() if torch.backends.cudnn.is_available()
         else None,
