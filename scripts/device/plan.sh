@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call of the H200 plan (scripts/device/README.md): scripts/device/plan.sh N
+# Each part is sized to end well inside one 10-minute device call (give the call 60 s more
+# than the budget below). Parts can run in any order; Snakemake skips records already made.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+t() { python3 scripts/device/targets.py "$@"; }
+case "${1:?part number}" in
+  1) bash scripts/device/study.sh config/config.yaml 420 results/nvidia-h200/calibration.json \
+       $(t config/config.yaml --only amp_recipe,digits,mnist_loaders) ;;
+  2) bash scripts/device/study.sh config/config.yaml 420 $(t config/config.yaml --only resnet50) ;;
+  3) bash scripts/device/study.sh config/config.yaml 480 \
+       $(t config/config.yaml --only mnist_seed | tr ' ' '\n' | grep -E '(fp32|amp-fp16)_bs(512|1024)_') ;;
+  4) bash scripts/device/study.sh config/config.yaml 240 $(t config/config.yaml --only mnist_seed) ;;
+  5) bash scripts/device/study.sh config/fastest.yaml 480 $(t config/fastest.yaml) ;;
+  6) bash scripts/device/study.sh config/capacity.yaml 480 capacity ;;
+  *) echo "parts: 1-6" >&2; exit 2 ;;
+esac
