@@ -238,11 +238,11 @@ def test_matrix_goes_on_and_tables_and_figures_mark_the_cells(workflow_copy):
         assert (res / "figures" / f"tiny_{kind}.png").stat().st_size > 0
     # The figure the rule drew, drawn again from the same table: the cells carry their status.
     figures.style()
-    data = figures._prepare(metrics[metrics["experiment"] == "tiny"])
+    data = figures._cells(summary[summary["experiment"] == "tiny"])
     fig = figures.fig_throughput(data, "tiny")
     labels = [t.get_text().strip() for t in fig.axes[0].texts]
     assert sorted(labels) == ["diverged", "oom"]
-    sp = figures._prepare(pd.read_csv(res / "speedup.csv"))
+    sp = figures._cells(pd.read_csv(res / "speedup.csv"))
     labels = [t.get_text().strip() for t in figures.fig_speedup(sp, "tiny").axes[0].texts]
     assert "oom" in labels
 

@@ -47,7 +47,7 @@ def test_yaml_off_is_the_compile_mode_off():
     ({"experiments": [exp(batch_sizes=[0])]}, "batch_sizes: 0"),
     ({"experiments": [exp(batch_sizes=[8, 8])]}, "duplicate"),
     ({"experiments": [exp(), exp()]}, "used twice"),
-    ({"experiments": [exp(params={"nope": 1})]}, "'nope'"),
+    ({"experiments": [exp(params={"nope": 1})]}, "nope=1"),
     ({"experiments": [exp(repeats=0)]}, "repeats=0"),
     ({"experiments": [exp(name="../up")]}, "name='../up'"),
     ({"experiments": [exp(exclude=[{"precision": "fp32"}])]}, "every cell is excluded"),

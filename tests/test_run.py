@@ -70,7 +70,7 @@ def test_seed_sync_option_and_loss_curve(tmp_path):
     ({"workload": "amp_recipe", "precision": "fp64", "batch_size": 8}, "'fp64'"),
     ({"workload": "vgg", "precision": "fp32", "batch_size": 8}, "'vgg'"),
     ({"workload": "amp_recipe", "precision": "fp32", "batch_size": 8, "params": {"lrr": 1}},
-     "'lrr'"),
+     "lrr=1"),
     ({"workload": "mnist_cnn", "precision": "fp32", "batch_size": 8,
       "params": {"loader": "magic"}}, "loader='magic'"),
 ])

@@ -22,10 +22,11 @@ rule table:
         experiment="|".join(map(re.escape, EXPERIMENTS)),
     params:
         src=TCBENCH_SRC,
+        tables=lambda wc: f"results/{wc.run}",
+        out=lambda wc: f"results/{wc.run}/tables",
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables results/{wildcards.run} "
-        "--out results/{wildcards.run}/tables --experiments {wildcards.experiment:q} "
-        "> {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
+        "--out {params.out:q} --experiments {wildcards.experiment:q} > {log:q} 2>&1"
 
 
 rule tables_combined:
@@ -40,10 +41,11 @@ rule tables_combined:
     params:
         src=TCBENCH_SRC,
         experiments=EXPERIMENTS,
+        tables=lambda wc: f"results/{wc.run}",
+        out=lambda wc: f"results/{wc.run}/tables",
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables results/{wildcards.run} "
-        "--combined results/{wildcards.run}/tables --experiments {params.experiments:q} "
-        "> {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
+        "--combined {params.out:q} --experiments {params.experiments:q} > {log:q} 2>&1"
 
 
 rule verdict:
@@ -63,6 +65,7 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         src=TCBENCH_SRC,
+        tables=lambda wc: f"results/{wc.run}",
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.verdict --tables results/{wildcards.run} "
-        "--out results/{wildcards.run} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.verdict --tables {params.tables:q} "
+        "--out {params.tables:q} > {log:q} 2>&1"
