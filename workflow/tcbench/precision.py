@@ -51,10 +51,13 @@ class Precision:
         torch.backends.cudnn.benchmark = cudnn_benchmark
         return backend_flags()
 
-    def autocast(self, device: torch.device):
+    def autocast(self, device: torch.device, cache_enabled: bool = True):
+        """``cache_enabled=False`` inside CUDA graph capture, as PyTorch's docs require: the
+        cache of cast weights would otherwise outlive the captured region."""
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
-        return torch.amp.autocast(device.type, dtype=self.autocast_dtype)
+        return torch.amp.autocast(device.type, dtype=self.autocast_dtype,
+                                  cache_enabled=cache_enabled)
 
     def scaler(self, device: torch.device) -> torch.amp.GradScaler:
         # A disabled scaler is a no-op pass-through, so one training loop serves every mode,

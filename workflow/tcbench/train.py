@@ -117,7 +117,7 @@ class GraphedStep:
         w.optimizer.zero_grad(set_to_none=True)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            with precision.autocast(device):
+            with precision.autocast(device, cache_enabled=False):
                 self.loss = w.loss_fn(model(self.x), self.y)
             self.loss.backward()
             w.optimizer.step()
