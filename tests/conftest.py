@@ -40,6 +40,21 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float
     return proc
 
 
+@pytest.fixture(scope="session")
+def tiny_record(tmp_path_factory) -> dict:
+    """A real record of a tiny amp_recipe job on the CPU, written by ``tcbench.run``."""
+    import json
+
+    from tcbench import run
+
+    out = tmp_path_factory.mktemp("tiny") / "r.json"
+    spec = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
+            "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
+                       "warmup_steps": 0}}
+    assert run.main(["--spec", json.dumps(spec), "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
 @pytest.fixture
 def workflow_copy(tmp_path) -> Path:
     return copy_workflow(tmp_path / "wf")

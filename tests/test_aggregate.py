@@ -8,17 +8,11 @@ import pytest
 
 from tcbench import aggregate as A
 from tcbench import record as R
-from tcbench import run
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory):
-    out = tmp_path_factory.mktemp("t") / "r.json"
-    spec = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
-            "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
-                       "warmup_steps": 0}}
-    assert run.main(["--spec", json.dumps(spec), "--out", str(out)]) == 0
-    return json.loads(out.read_text())
+@pytest.fixture
+def template(tiny_record):
+    return copy.deepcopy(tiny_record)
 
 
 def make(template, precision, repeat, time_s, thr, mem, status="ok"):

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import venv
 import zipfile
 from pathlib import Path
 

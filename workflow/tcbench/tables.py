@@ -243,7 +243,7 @@ def experiment_table(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: s
                      f"{int(r['repeats_ok'])}/{int(r['repeats'])}", status_text(r)])
     device = s["device_name"].dropna().astype(str)
     run = str(s["run"].iloc[0])
-    notes = [f"Medians over the repeats that finished (status ok)"
+    notes = ["Medians over the repeats that finished (status ok)"
              + (", 95% bootstrap interval of the median time" if repeats else "")
              + "; speedup is fp32 time / this time, memory is torch.cuda.max_memory_allocated "
                "against fp32 at the same setting."]
