@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from conftest import snakemake
+from tcbench import atomic
 from tcbench import capacity as C
 from tcbench import record as R
 from tcbench import run as tr
@@ -148,7 +149,7 @@ def test_report_table_markdown_and_figure(tmp_path):
     paths = []
     for d in docs:
         paths.append(tmp_path / f"{d['precision']}.json")
-        C.write_json(d, paths[-1])
+        atomic.write_json(paths[-1], d)
     C.report(paths, tmp_path, tmp_path / "figures")
     df = pd.read_csv(tmp_path / "capacity.csv").set_index("precision")
     assert df.loc["amp-fp16", "capacity_vs_fp32"] == 4.0

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow, snakemake
-from tcbench import container, environment, imagedeps
+from tcbench import atomic, container, environment, imagedeps
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 FAKE_APPTAINER = REPO / "tests" / "fake_apptainer"
@@ -272,7 +272,7 @@ def test_imagedeps_installs_whats_missing_at_the_pinned_version(tmp_path, image_
     again = imagedeps.ensure(req, con, ub, "docker://img", python=image_like_python)
     assert again["installed"] == {"tcbench-fakedep": "1.0"}
     assert "installing" not in capsys.readouterr().out  # found this time, not reinstalled
-    imagedeps.write_json(again, ub / container.OVERLAY_MANIFEST)
+    atomic.write_json(ub / container.OVERLAY_MANIFEST, again)
     assert container.overlay_packages(str(ub)) == {"tcbench-fakedep": "1.0"}  # what records get
     assert container.overlay_packages(None) is None
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import atomic
 from . import record as R
 
 PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
@@ -274,17 +275,7 @@ def markdown(df: pd.DataFrame, floatfmt: str | None = None) -> str:
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False)
-    tmp.replace(path)
-
-
-def write_text(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic.write_text(path, df.to_csv(index=False))
 
 
 def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
@@ -312,10 +303,10 @@ def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
     cols = ["experiment", "precision", "batch_size", "loader", "status", "total_time_s",
             "speedup_total_time", "throughput_samples_per_s", "speedup_throughput",
             "max_memory_allocated_bytes", "memory_ratio", "input_bound", "tensor_core_share"]
-    write_text(markdown(table[cols]), out_dir / "speedup.md")
+    atomic.write_text(out_dir / "speedup.md", markdown(table[cols]))
     top = best(summary)
     write_csv(top, out_dir / "best.csv")
-    write_text(markdown(top), out_dir / "best.md")
+    atomic.write_text(out_dir / "best.md", markdown(top))
     result = {"metrics": df, "summary": summary, "speedup": table, "best": top}
     if benchmarks is not None:
         result["overhead"] = overhead(df, benchmarks)

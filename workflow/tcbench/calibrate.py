@@ -11,7 +11,6 @@ not a datasheet one.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -69,7 +68,7 @@ def main(argv=None) -> int:
     gpus.pin()  # before torch initialises CUDA: the ceilings of a GPU no other job is using
     import torch
 
-    from . import environment
+    from . import atomic, environment
     from .record import SCHEMA_VERSION
 
     ap = argparse.ArgumentParser(prog="python -m tcbench.calibrate", description=__doc__,
@@ -83,10 +82,7 @@ def main(argv=None) -> int:
     result = {"schema_version": SCHEMA_VERSION, "kind": "calibration", "size": size,
               "modes": measure(size, args.iterations, device),
               "environment": environment.collect(device)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_name(args.out.name + ".tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(args.out)
+    atomic.write_json(args.out, result)
     for name, row in result["modes"].items():
         print(f"{name:9s} " + (f"{row['tflops']:8.1f} TFLOP/s" if row["tflops"] else row["status"]))
     return 0

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from . import atomic
 from .matrix import ConfigError
 
 WORKLOADS = ("amp_recipe", "mnist_cnn", "resnet50")
@@ -301,24 +302,10 @@ def run_search(s: dict, out: Path, probe=None) -> dict:
            "gpu_memory_total_bytes": env.get("gpu_memory_total_bytes"),
            "torch_version": env.get("torch_version"),
            "timestamp_utc": env.get("timestamp_utc")}
-    write_json(doc, out)
+    atomic.write_json(out, doc)
     return doc
 
 
-def write_json(doc, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # ------------------------------------------------------------------------------------ the report
@@ -443,7 +430,7 @@ def figure(df, out_dir: Path) -> list[Path]:
 
 
 def report(paths, out_dir: Path, figures_dir: Path) -> dict:
-    from .aggregate import write_csv, write_text
+    from .aggregate import write_csv
 
     docs = load_results(paths)
     if not docs:
@@ -451,7 +438,7 @@ def report(paths, out_dir: Path, figures_dir: Path) -> dict:
     df = table(docs)
     out_dir = Path(out_dir)
     write_csv(df, out_dir / "capacity.csv")
-    write_text(markdown(df), out_dir / "capacity.md")
+    atomic.write_text(out_dir / "capacity.md", markdown(df))
     figure(df, figures_dir)
     return {"table": df}
 

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from . import atomic
 from . import figures as F
 from . import tables as T
 from .aggregate import STATUS_RANK, bootstrap_ci
@@ -340,16 +341,17 @@ def compare(metrics: list[Path], references: list[Path], out_dir: Path,
     c = c[c["experiment"].isin(experiments)]
     out_dir = Path(out_dir)
     written = []
-    T.write_text(c.drop(columns=["set_order", "precision_order"]).to_csv(index=False),
-                 out_dir / "comparison.csv")
+    atomic.write_text(out_dir / "comparison.csv",
+                      c.drop(columns=["set_order", "precision_order"]).to_csv(index=False))
     written.append(out_dir / "comparison.csv")
     built = []
     for exp in experiments:
         t = experiment_table(c, exp)
         built.append(t)
         written += T.write_table(t, out_dir / "tables" / exp)
-    T.write_text("".join(T.to_markdown(t, "##") + "\n" for t in built), out_dir / "comparison.md")
-    T.write_text("\n".join(T.to_latex(t) for t in built), out_dir / "comparison.tex")
+    atomic.write_text(out_dir / "comparison.md",
+                      "".join(T.to_markdown(t, "##") + "\n" for t in built))
+    atomic.write_text(out_dir / "comparison.tex", "\n".join(T.to_latex(t) for t in built))
     written += [out_dir / "comparison.md", out_dir / "comparison.tex"]
     F.style()
     for exp in experiments:

@@ -27,8 +27,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from . import atomic
 
 # Never installed on top of an image: they are what the image is chosen for.
 IMAGE_PROVIDED = ("torch", "torchvision")
@@ -176,17 +177,6 @@ def ensure(requirements: Path, constraints: Path, user_base: Path, image: str | 
     }
 
 
-def write_json(obj: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -205,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     except ImageDepsError as exc:
         print(f"tcbench.imagedeps: error: {exc}", file=sys.stderr)
         return 2
-    write_json(manifest, args.out)
+    atomic.write_json(args.out, manifest)
     print(f"python {manifest['python']}: "
           + (f"installed {manifest['installed']}" if manifest["installed"]
              else "the image has every requirement, nothing installed"))

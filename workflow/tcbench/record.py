@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from functools import lru_cache
 from pathlib import Path
+
+from . import atomic
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "record.schema.json"
@@ -50,20 +50,7 @@ def validate(record: dict, source: str = "record") -> None:
 def write(record: dict, path: Path) -> Path:
     record = _clean(record)
     validate(record, str(path))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(record, f, indent=2, sort_keys=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return atomic.write_json(path, record)
 
 
 def read(path: Path) -> dict:

@@ -25,9 +25,10 @@ import json
 import re
 import statistics
 import sys
-import tempfile
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from . import atomic
 
 REPEAT = re.compile(r"_r\d+$")
 
@@ -169,10 +170,7 @@ def _counts(c: dict) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as f:
-        f.write(text)
-    Path(f.name).replace(path)
+    atomic.write_text(path, text)
 
 
 def main(argv=None) -> int:

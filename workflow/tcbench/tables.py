@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import atomic
+
 PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
 SETTING_AXES = ("loader", "memory_format", "compile", "cuda_graphs")
 MISSING = "–"
@@ -258,19 +260,12 @@ def experiment_table(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: s
                  notes=notes, label=f"tab:{run}:{experiment}")
 
 
-def write_text(text: str, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_table(t: Table, stem: Path) -> list[Path]:
     """``stem``.md / .tex / .html."""
     out = []
     for ext, text in (("md", to_markdown(t)), ("tex", to_latex(t)), ("html", to_html(t))):
         path = stem.with_name(f"{stem.name}.{ext}")
-        write_text(text, path)
+        atomic.write_text(path, text)
         out.append(path)
     return out
 
@@ -290,8 +285,8 @@ def render(tables: Path, out_dir: Path | None = None, combined: Path | None = No
     if combined is not None:
         combined = Path(combined)
         md, tex = combined.with_name(combined.name + ".md"), combined.with_name(combined.name + ".tex")
-        write_text("".join(to_markdown(t, "##") + "\n" for t in built), md)
-        write_text("\n".join(to_latex(t) for t in built), tex)
+        atomic.write_text(md, "".join(to_markdown(t, "##") + "\n" for t in built))
+        atomic.write_text(tex, "\n".join(to_latex(t) for t in built))
         written += [md, tex]
     return written
 

@@ -30,7 +30,8 @@ from pathlib import Path
 import pandas as pd
 
 from .aggregate import AXIS_DEFAULTS
-from .tables import MIB, SETTING_AXES, num, page, percent, times, varying_axes, write_text
+from . import atomic
+from .tables import MIB, SETTING_AXES, num, page, percent, times, varying_axes
 
 TC_CARRIED = 0.5
 GAIN = 1.10
@@ -378,8 +379,8 @@ def write(tables: Path, out_dir: Path) -> list[Path]:
     metrics = pd.read_csv(tables / "metrics.csv") if (tables / "metrics.csv").exists() else None
     v = build(pd.read_csv(tables / "summary.csv"), pd.read_csv(tables / "speedup.csv"), metrics)
     md, page_ = Path(out_dir) / "summary.md", Path(out_dir) / "summary.html"
-    write_text(v.markdown(), md)
-    write_text(v.html(), page_)
+    atomic.write_text(md, v.markdown())
+    atomic.write_text(page_, v.html())
     return [md, page_]
 
 
