@@ -22,6 +22,7 @@ import yaml
 
 from conftest import snakemake
 from tcbench import aggregate, figures, memlimit
+from tcbench import atomic
 from tcbench import record as R
 from tcbench import run as tr
 
@@ -189,11 +190,19 @@ def test_a_record_is_never_half_written(tmp_path, monkeypatch):
     R.write(record, path)
     before = path.read_bytes()
 
-    def dump_half_then_die(obj, f, **kw):
-        f.write('{"schema_version": 1, "run": ')
-        f.flush()
-        raise KeyboardInterrupt  # stands for anything that ends the process mid-write
-    monkeypatch.setattr(R.json, "dump", dump_half_then_die)
+    real_write = atomic.os.fdopen
+
+    def half_then_die(fd, mode="r", *args, **kw):
+        f = real_write(fd, mode, *args, **kw)
+        full = f.write
+
+        def write(text):
+            full(text[: len(text) // 2])
+            f.flush()
+            raise KeyboardInterrupt  # stands for anything that ends the process mid-write
+        f.write = write
+        return f
+    monkeypatch.setattr(atomic.os, "fdopen", half_then_die)
     with pytest.raises(KeyboardInterrupt):
         R.write(record | {"status_reason": "second"}, path)
     new = tmp_path / "records" / "tiny" / "amp-bf16_bs8_r1.json"
