@@ -6,6 +6,18 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 t() { python3 scripts/device/targets.py "$@"; }
 case "${1:?part number}" in
+  # The two-GPU plan (nvidia-h200-x2, both GPUs busy, one job each): 3 calls for the whole set.
+  a) PREFLIGHT=1 bash scripts/device/study.sh config/config.yaml 290 results/nvidia-h200/calibration.json \
+       $(t config/config.yaml --skip mnist_seed)
+     bash scripts/device/study.sh config/fastest.yaml 230 $(t config/fastest.yaml) ;;
+  b) bash scripts/device/study.sh config/config.yaml 310 $(t config/config.yaml --only mnist_seed)
+     bash scripts/device/study.sh config/capacity.yaml 220 capacity ;;
+  c) bash scripts/device/study.sh config/config.yaml 120 $(t config/config.yaml) \
+       $(t config/fastest.yaml)
+     OUT=${OUT:-/tmp/out}; PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1 \
+       timeout -k 10 330 bash scripts/multigpu_check.sh
+     tar czf "$OUT/results.tgz" results logs benchmarks ;;
+  # The one-GPU plan (nvidia-h200), one call each:
   1) bash scripts/device/study.sh config/config.yaml 420 results/nvidia-h200/calibration.json \
        $(t config/config.yaml --only amp_recipe,digits,mnist_loaders) ;;
   2) bash scripts/device/study.sh config/config.yaml 420 $(t config/config.yaml --only resnet50) ;;
@@ -21,5 +33,5 @@ case "${1:?part number}" in
      mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python
      chmod +x /tmp/bin/python; export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
      timeout -k 10 500 bash scripts/multigpu_check.sh ;;
-  *) echo "parts: 1-7" >&2; exit 2 ;;
+  *) echo "parts: a-c (two GPUs), 1-7 (one GPU)" >&2; exit 2 ;;
 esac

@@ -22,6 +22,10 @@ mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python &
 export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
 python -c "import numpy, torch" || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv | tee "$OUT/extra/nvidia-smi.csv"
+# PREFLIGHT=1: two tiny jobs first; if the harness fails on this GPU, stop before the study
+if [ "${PREFLIGHT:-0}" = 1 ]; then
+  PYTHONPATH=workflow timeout 300 python3 scripts/device/preflight.py /tmp/preflight || exit 1
+fi
 if [ "${KERNELS:-0}" = 1 ]; then
   timeout "$(left)" python3 scripts/device/collect_kernels.py "$OUT/extra/kernel_names.csv" 2>&1 | tail -20
 fi
@@ -30,7 +34,10 @@ if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
 fi
 # targets first: --rerun-triggers takes several values and would swallow them. The job in
 # flight when time runs out is stopped; its record is never half-written (atomic writes).
-timeout -k 10 "$(( $(left) - 15 ))" snakemake "$@" --cores 16 --resources gpu=1 \
-  --configfile "$cfg" --keep-going --rerun-triggers mtime > "$OUT/extra/snakemake.log" 2>&1
+# every GPU of the machine, one job each (tcbench.gpus pins them)
+gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
+log="$OUT/extra/snakemake-$(basename "$cfg" .yaml).log"
+timeout -k 10 "$(( $(left) - 15 ))" snakemake "$@" --cores "$(nproc)" --resources gpu="$gpus" \
+  --configfile "$cfg" --keep-going --rerun-triggers mtime > "$log" 2>&1
 echo "snakemake exit $? after $(( $(date +%s) - t0 )) s"
-grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$OUT/extra/snakemake.log" | tail -5
+grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$log" | tail -5

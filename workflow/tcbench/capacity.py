@@ -457,6 +457,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.command == "search":
+            from . import gpus
+
+            # The search claims one GPU for all its probes (they inherit CUDA_VISIBLE_DEVICES),
+            # so searches on a multi-GPU host run side by side, one per device.
+            gpus.pin()
             doc = run_search(json.loads(args.plan), args.out)
             print(f"{doc['workload']} {doc['precision']}: {doc['status']}, largest batch "
                   f"{doc['largest_ok']}, first out of memory {doc['smallest_oom']}")

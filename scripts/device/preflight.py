@@ -1,0 +1,36 @@
+"""Two tiny jobs on the GPU before a study call spends its minutes: stop early if the harness
+itself fails there (CUDA graphs, NVML telemetry, FLOP counting, kernel classification, pinning).
+
+    python3 scripts/device/preflight.py OUTDIR      # exit 1 when a job is not status ok
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SPECS = {
+    "mnist-graphs": {"workload": "mnist_cnn", "precision": "amp-bf16", "batch_size": 512,
+                     "params": {"loader": "synthetic", "data": "synthetic", "epochs": 1,
+                                "cuda_graphs": "on"}},
+    "resnet50": {"workload": "resnet50", "precision": "amp-bf16", "batch_size": 64,
+                 "params": {"steps": 6, "warmup_steps": 2, "image_size": 64}},
+}
+
+out = Path(sys.argv[1])
+out.mkdir(parents=True, exist_ok=True)
+bad = 0
+for name, spec in SPECS.items():
+    path = out / f"preflight-{name}.json"
+    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+                           "--out", str(path)], capture_output=True, text=True, timeout=240)
+    rec = json.loads(path.read_text()) if path.exists() else {}
+    m, t, tc = rec.get("metrics") or {}, rec.get("telemetry") or {}, rec.get("tensor_cores") or {}
+    print(f"{name}: exit {proc.returncode} status {rec.get('status')} {rec.get('status_reason')}")
+    print("  metrics:", {k: m[k] for k in list(m)[:40] if not isinstance(m[k], (list, dict))})
+    print("  telemetry:", {k: t[k] for k in list(t)[:30] if not isinstance(t[k], (list, dict))})
+    print("  tensor_cores:", {k: tc[k] for k in list(tc)[:12] if not isinstance(tc[k], (list, dict))})
+    if rec.get("status") != "ok":
+        bad += 1
+        print(proc.stdout[-3000:], proc.stderr[-3000:])
+sys.exit(1 if bad else 0)
