@@ -10,8 +10,11 @@ case "${1:?part number}" in
   a) PREFLIGHT=1 bash scripts/device/study.sh config/config.yaml 290 results/nvidia-h200/calibration.json \
        $(t config/config.yaml --skip mnist_seed)
      bash scripts/device/study.sh config/fastest.yaml 230 $(t config/fastest.yaml) ;;
-  b) bash scripts/device/study.sh config/config.yaml 310 $(t config/config.yaml --only mnist_seed)
-     bash scripts/device/study.sh config/capacity.yaml 220 capacity ;;
+  b) bash scripts/device/study.sh config/config.yaml 320 $(t config/config.yaml --only mnist_seed)
+     bash scripts/device/study.sh config/config.yaml 180 $(t config/config.yaml) ;;
+  b2) bash scripts/device/study.sh config/config.yaml "${BUDGET:-200}" $(t config/config.yaml) \
+       $(t config/fastest.yaml)
+     bash scripts/device/study.sh config/capacity.yaml "${CAPACITY_BUDGET:-220}" capacity ;;
   c) bash scripts/device/study.sh config/config.yaml 120 $(t config/config.yaml) \
        $(t config/fastest.yaml)
      OUT=${OUT:-/tmp/out}; PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1 \
