@@ -43,7 +43,7 @@ wait
 declare -A WALL
 for k in 1 2; do
     run=$PREFIX-${k}gpu
-    rm -rf "results/$run" "logs/$run" "benchmarks/$run"
+    rm -rf "results/$run" "logs/$run"
     echo "== $run: snakemake --cores $CORES --resources gpu=$k" >&2
     t0=$(date +%s%N)
     snakemake --cores "$CORES" --resources gpu="$k" --configfile "$CONFIG" \

@@ -107,7 +107,7 @@ def test_results_are_written_under_results_only(rules):
         for f in rule.log:
             assert str(f).startswith("logs/"), f"rule {name} logs to {f}"
         if rule.benchmark:
-            assert str(rule.benchmark).startswith("benchmarks/")
+            assert str(rule.benchmark).startswith("results/{run,")
 
 
 @pytest.mark.slow

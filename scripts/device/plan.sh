@@ -12,14 +12,14 @@ case "${1:?part number}" in
      bash scripts/device/study.sh config/fastest.yaml 230 $(t config/fastest.yaml) ;;
   b) bash scripts/device/study.sh config/config.yaml 320 $(t config/config.yaml --only mnist_seed)
      bash scripts/device/study.sh config/config.yaml 180 $(t config/config.yaml) ;;
-  b2) bash scripts/device/study.sh config/config.yaml "${BUDGET:-200}" $(t config/config.yaml) \
-       $(t config/fastest.yaml)
+  b2) bash scripts/device/study.sh config/config.yaml "${BUDGET:-200}" $(t config/config.yaml)
+     bash scripts/device/study.sh config/fastest.yaml "${FAST_BUDGET:-120}" $(t config/fastest.yaml)
      bash scripts/device/study.sh config/capacity.yaml "${CAPACITY_BUDGET:-220}" capacity ;;
   c) bash scripts/device/study.sh config/config.yaml 120 $(t config/config.yaml) \
        $(t config/fastest.yaml)
      OUT=${OUT:-/tmp/out}; PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1 \
        timeout -k 10 330 bash scripts/multigpu_check.sh
-     tar czf "$OUT/results.tgz" results logs benchmarks ;;
+     tar czf "$OUT/results.tgz" results logs ;;
   # The one-GPU plan (nvidia-h200), one call each:
   1) bash scripts/device/study.sh config/config.yaml 420 results/nvidia-h200/calibration.json \
        $(t config/config.yaml --only amp_recipe,digits,mnist_loaders) ;;
@@ -31,7 +31,7 @@ case "${1:?part number}" in
   6) bash scripts/device/study.sh config/capacity.yaml 480 capacity ;;
   7) # on kind nvidia-h200-x2 (issue 4): the same matrix on 1 and on 2 GPUs, ~8 min
      OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-     trap 'tar czf "$OUT/results.tgz" results logs benchmarks 2>/dev/null' EXIT
+     trap 'tar czf "$OUT/results.tgz" results logs 2>/dev/null' EXIT
      timeout 60 python3 -m pip install -q --no-index --find-links .whl snakemake==9.27.1 || exit 1
      mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python
      chmod +x /tmp/bin/python; export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1

@@ -11,8 +11,8 @@ t0=$(date +%s)
 cfg=$1; budget=$2; shift 2
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/extra"
-pack() {  # small on purpose: only records, tables, logs and benchmarks travel back
-  tar czf "$OUT/results.tgz" results logs benchmarks 2>/dev/null
+pack() {  # small on purpose: only results (records, job timings) and logs travel back
+  tar czf "$OUT/results.tgz" results logs 2>/dev/null
   ls -la "$OUT" "$OUT/extra"
 }
 trap pack EXIT

@@ -17,7 +17,7 @@ rule aggregate:
         src=TCBENCH_SRC,
         records=lambda wc: f"results/{wc.run}/records",
         out=lambda wc: f"results/{wc.run}",
-        benchmarks=lambda wc: f"benchmarks/{wc.run}/train",
+        benchmarks=lambda wc: f"results/{wc.run}/benchmarks/train",
         # a list, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
             ["--calibration", input.calibration] if input.calibration else []

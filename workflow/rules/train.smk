@@ -7,7 +7,7 @@ rule train:
     log:
         "logs/{run}/train/{experiment}/{cell}.log",
     benchmark:
-        "benchmarks/{run}/train/{experiment}/{cell}.tsv"
+        "results/{run}/benchmarks/train/{experiment}/{cell}.tsv"
     params:
         spec=job_spec,
         src=TCBENCH_SRC,
