@@ -30,6 +30,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from .tables import SETTING_AXES, axis_value  # noqa: E402
+
 PRECISIONS = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
 PALETTE = {"fp32": "#0072B2", "tf32": "#009E73", "amp-fp16": "#D55E00", "amp-bf16": "#CC79A7"}
@@ -41,7 +43,6 @@ ONE_COLUMN_SLOTS = 10          # more bars than this do not fit 3.5 in legibly
 VALUE_FONT = 5.5               # pt, values printed on bars
 WIDTHS = ("auto", "one", "two")
 REFERENCE_HATCH = "//////"
-SETTING_AXES = ("loader", "memory_format", "compile", "cuda_graphs")
 MIB = 2**20
 
 
@@ -96,7 +97,7 @@ def setting_label(df: pd.DataFrame) -> pd.Series:
     """The x-axis: batch size, plus whichever other axes vary inside ``df`` (one experiment)."""
     label = "bs " + df["batch_size"].astype(int).astype(str)
     for col in varying_axes(df):
-        label = label + "\n" + df[col].astype(str)
+        label = label + "\n" + df[col].map(lambda v, c=col: axis_value(c, v))
     return label
 
 

@@ -173,8 +173,16 @@ def varying_axes(df: pd.DataFrame) -> list[str]:
     return [a for a in SETTING_AXES if a in df and df[a].astype(str).nunique() > 1]
 
 
+# values that mean nothing without their axis ("on", "off", "default") carry its name
+AXIS_PREFIX = {"compile": "compile ", "cuda_graphs": "graphs "}
+
+
+def axis_value(axis: str, value) -> str:
+    return f"{AXIS_PREFIX.get(axis, '')}{value}"
+
+
 def setting_text(row, axes: list[str]) -> str:
-    return " ".join([f"bs {int(row['batch_size'])}", *(str(row[a]) for a in axes)])
+    return " ".join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])
 
 
 def status_text(row) -> str:
