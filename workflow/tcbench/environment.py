@@ -62,7 +62,13 @@ def device_slug() -> str:
 
 def git_info() -> dict:
     """The code version. A copy of the tree without .git (a container build, a remote
-    machine) passes it in TCBENCH_GIT_COMMIT / TCBENCH_GIT_DIRTY instead."""
+    machine) passes it in TCBENCH_GIT_COMMIT / TCBENCH_GIT_DIRTY instead. When set, those win:
+    a copy can carry a stale .git (the lent GPU machine's copy had the session's first commit
+    while newer code ran), and whoever sets them knows what was shipped."""
+    if os.environ.get("TCBENCH_GIT_COMMIT"):
+        dirty = os.environ.get("TCBENCH_GIT_DIRTY")
+        return {"git_commit": os.environ["TCBENCH_GIT_COMMIT"],
+                "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
     commit = _run(["git", "-C", str(REPO), "rev-parse", "HEAD"])
     if commit:
         status = _run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"])
@@ -72,9 +78,7 @@ def git_info() -> dict:
         head = _head_commit(REPO / ".git")
         if head:
             return {"git_commit": head, "git_dirty": None}
-    dirty = os.environ.get("TCBENCH_GIT_DIRTY")
-    return {"git_commit": os.environ.get("TCBENCH_GIT_COMMIT"),
-            "git_dirty": None if dirty is None else dirty.lower() in ("1", "true", "yes")}
+    return {"git_commit": None, "git_dirty": None}
 
 
 def _head_commit(git: Path) -> str | None:
