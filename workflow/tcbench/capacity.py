@@ -416,7 +416,9 @@ def figure(df, out_dir: Path) -> list[Path]:
                 top = max(value, r["smallest_oom_batch_size"]) if pd.notna(
                     r["smallest_oom_batch_size"]) else value
                 label = f"{value}" if status == "found" else f"≥{value}\n({status})"
-                ax.text(i, top, label, ha="center", va="bottom", fontsize=6)
+                # a little above the dotted out-of-memory line, not on it
+                ax.annotate(label, (i, top), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6)
             else:
                 ax.text(i, 0, f" {status}", rotation=90, ha="center", va="bottom", fontsize=6,
                         color="0.2")
