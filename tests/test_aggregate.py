@@ -106,6 +106,9 @@ def test_overhead_from_snakemake_benchmarks(records_dir):
     assert len(per_job) == len(df)  # the unsupported job is kept, not dropped
     assert per_job[per_job["status"] == "ok"]["overhead_s"].tolist() == pytest.approx([1.0] * 6)
     assert per_job[per_job["status"] != "ok"]["job_wall_s"].isna().all()
+    # the overhead split comes from each record's harness field
+    assert set(A.HARNESS_COLUMNS) <= set(ov.columns)
+    assert (per_job[per_job["status"] == "ok"]["harness_training_s"] > 0).all()
     study = ov[ov["cell"] == "(all jobs)"].iloc[0]
     assert study["overhead_s"] == pytest.approx(6.0)
     assert study["overhead_share"] == pytest.approx(6.0 / study["job_wall_s"])

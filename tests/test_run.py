@@ -35,6 +35,15 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     if workload == "digits":
         assert 0 <= m["test_accuracy"] <= 1
     assert not list(tmp_path.glob(".*tmp"))
+    # the harness overhead, split: every phase took time, training holds the timed loop
+    h = rec["harness"]
+    phases = h["phases_s"]
+    assert list(phases)[:5] == ["gpu_pinning", "imports", "device_and_environment", "building",
+                                "counting_flops"]
+    assert {"training", "measuring", "profiling", "evaluating"} <= set(phases)
+    assert all(v >= 0 for v in phases.values())
+    assert phases["training"] >= m["total_time_s"]
+    assert h["process_start_to_main_s"] is None or h["process_start_to_main_s"] >= 0
 
 
 def test_unsupported_mode_is_a_record_not_a_failure(tmp_path):

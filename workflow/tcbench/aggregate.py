@@ -63,6 +63,11 @@ def load(paths) -> list[dict]:
     return [R.read(p) | {"_path": str(p)} for p in paths]
 
 
+# tcbench.run's phases (record field harness.phases_s), in the order they happen
+HARNESS_PHASES = ("gpu_pinning", "imports", "device_and_environment", "building", "counting_flops",
+                  "capturing_cuda_graph", "training", "measuring", "profiling", "evaluating")
+
+
 def tidy(records: list[dict]) -> pd.DataFrame:
     rows = []
     for r in records:
@@ -83,6 +88,9 @@ def tidy(records: list[dict]) -> pd.DataFrame:
                 "cudnn_allow_tf32": flags.get("cudnn_allow_tf32"),
                 "autocast_dtype": flags.get("autocast_dtype")}
         row |= {k: env.get(k) for k in _ENV}
+        h = r.get("harness") or {}
+        row["harness_process_start_s"] = h.get("process_start_to_main_s")
+        row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in HARNESS_PHASES}
         row["record"] = r.get("_path")
         rows.append(row)
     df = pd.DataFrame(rows)
@@ -229,12 +237,17 @@ def best(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+HARNESS_COLUMNS = ("harness_process_start_s",
+                   *(f"harness_{k}_s" for k in HARNESS_PHASES))
+
+
 def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
     """Harness overhead per job: Snakemake's wall time for the job (benchmark TSV, column ``s``)
     against the steady-state training time inside it. Everything else is overhead: process
     start, imports, CUDA initialisation, building the model, FLOP counting, warm-up steps,
     profiling, evaluation, writing the record. A job without a benchmark file is kept, with
-    NaN, never dropped."""
+    NaN, never dropped. The ``harness_*_s`` columns split that overhead by phase (from the
+    record's ``harness`` field; Snakemake's own start-up of the job is the rest)."""
     rows = []
     for _, r in metrics.iterrows():
         path = Path(benchmarks) / r["experiment"] / f"{r['cell']}.tsv"
@@ -244,6 +257,8 @@ def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
                      "job_wall_s": wall, "total_time_s": r.get("total_time_s"),
                      "steady_time_s": steady,
                      "overhead_s": wall - steady if pd.notna(steady) else wall,
+                     # the overhead split, where the record has it (records since 2026-11-30)
+                     **{c: r.get(c) for c in HARNESS_COLUMNS},
                      "benchmark": str(path) if path.exists() else None})
     df = pd.DataFrame(rows)
     if not df.empty:
@@ -251,7 +266,9 @@ def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
                "job_wall_s": df["job_wall_s"].sum(min_count=1),
                "total_time_s": pd.to_numeric(df["total_time_s"]).sum(min_count=1),
                "steady_time_s": pd.to_numeric(df["steady_time_s"]).sum(min_count=1),
-               "overhead_s": df["overhead_s"].sum(min_count=1), "benchmark": None}
+               "overhead_s": df["overhead_s"].sum(min_count=1),
+               **{c: pd.to_numeric(df[c]).sum(min_count=1) for c in HARNESS_COLUMNS},
+               "benchmark": None}
         df = pd.concat([df, pd.DataFrame([tot])], ignore_index=True)
         df["overhead_share"] = df["overhead_s"] / df["job_wall_s"]
     return df

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -126,12 +127,43 @@ def is_oom(exc: BaseException) -> bool:
         isinstance(exc, RuntimeError) and any(m in str(exc) for m in OOM_MARKERS))
 
 
-def run_job(spec: dict) -> dict:
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux /proc), None where that cannot be read."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Phases:
+    """Where a job's time goes outside its timed steps: named spans, each from the previous mark
+    to this one (the harness overhead, split). Host wall clock; cheap enough to leave on."""
+
+    def __init__(self, started_s: float | None = None):
+        self.started_s = started_s  # process start to the first mark's origin
+        self.t = time.perf_counter()
+        self.spans: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.spans[name] = self.spans.get(name, 0.0) + now - self.t
+        self.t = now
+
+    def result(self) -> dict:
+        return {"process_start_to_main_s": self.started_s,
+                "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
+
+
+def run_job(spec: dict, phases: Phases | None = None) -> dict:
     """Run one cell and return its record (not yet written)."""
+    phases = phases or Phases()
     import torch
 
     from . import environment, measure, memlimit, precision as P
 
+    phases.mark("imports")
     spec = parse_spec(spec)
     params = spec["params"]
     device = pick_device(spec["device"])
@@ -146,10 +178,13 @@ def run_job(spec: dict) -> dict:
         "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
         "tensor_cores": None, "error": None,
         "environment": environment.collect(device),
+        "harness": None,
     }
+    phases.mark("device_and_environment")
     ok, reason = mode.supported(device)
     if not ok:
-        return record | {"status": "unsupported", "status_reason": reason}
+        return record | {"status": "unsupported", "status_reason": reason,
+                         "harness": phases.result()}
     limit = spec.get("memory_limit_bytes")
     if limit is not None and device.type != "cuda" and params["compile"] != "off":
         raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's saved-tensor "
@@ -168,7 +203,7 @@ def run_job(spec: dict) -> dict:
     budget = memlimit.Budget(limit, device)
     try:
         with budget:
-            _train_and_measure(spec, record, mode, device, timer, budget, phase)
+            _train_and_measure(spec, record, mode, device, timer, budget, phase, phases)
     except Exception as exc:  # noqa: BLE001 - only out-of-memory is a result; the rest re-raises
         if not is_oom(exc):
             raise
@@ -183,10 +218,12 @@ def run_job(spec: dict) -> dict:
                              "phase": phase[0],
                              "step": len(timer) if phase[0] == "training" else None,
                              **mem, **budget.info()}}
+    phases.mark("capturing_cuda_graph" if phase[0].startswith("capturing") else phase[0])
+    record["harness"] = phases.result()
     return record
 
 
-def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None:
+def _train_and_measure(spec, record, mode, device, timer, budget, phase, phases) -> None:
     """Build, train, measure and profile one cell, filling in ``record``; ``phase[0]`` says how
     far it got, for the record of an out-of-memory error."""
     import torch
@@ -195,10 +232,13 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None
     from .tensorcores import profile_kernels
 
     params = spec["params"]
+    phases.mark("imports")
     w = W.build(spec["workload"], params, spec["batch_size"], device)
     record["data"] = w.data
+    phases.mark("building")
     channels_last = params["memory_format"] == "channels_last"
     flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)
+    phases.mark("counting_flops")
     if channels_last:
         w.model = w.model.to(memory_format=torch.channels_last)
     model = w.model if params["compile"] == "off" else torch.compile(
@@ -220,6 +260,7 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None
                              T.to_device(w.example_batch, device, False, channels_last))
         graphs["captured"] = True
     record["precision_flags"]["cuda_graphs"] = graphs
+    phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")
     clock = measure.WallClock(device)
     sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
 
@@ -229,6 +270,7 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None
         log = T.train(w, step, device, timer, scaler, channels_last,
                       params["sync_loss_every_step"])
         clock.stop()
+    phases.mark("training")  # warm-up and compilation included, as in total_time_s
 
     phase[0] = "measuring"
     wait, comp = timer.intervals()
@@ -265,6 +307,7 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None
     def one_step():
         step(*T.to_device(w.example_batch, device, False, channels_last))
 
+    phases.mark("measuring")
     phase[0] = "profiling"
     try:
         record["tensor_cores"] = profile_kernels(one_step, params["profile_steps"], device)
@@ -273,9 +316,11 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase) -> None
             raise
         record["tensor_cores"] = {"profiled": False,
                                   "profile_note": f"out of memory while profiling: {exc}"[:500]}
+    phases.mark("profiling")
     phase[0] = "evaluating"
     if w.evaluate is not None and record["status"] == "ok":
         record["metrics"] |= w.evaluate()
+    phases.mark("evaluating")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -289,10 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--spec-file", type=Path, help="the job as a JSON file")
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
     args = ap.parse_args(argv)
+    phases = Phases(started_s=process_age_s())
     try:
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
+        phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        record = run_job(spec)
+        record = run_job(spec, phases)
     except (ValueError, DataMissingError, json.JSONDecodeError) as exc:
         print(f"tcbench.run: error: {exc}", file=sys.stderr)
         return 2
