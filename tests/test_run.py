@@ -38,7 +38,7 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     # the harness overhead, split: every phase took time, training holds the timed loop
     h = rec["harness"]
     phases = h["phases_s"]
-    assert list(phases)[:5] == ["gpu_pinning", "imports", "device_and_environment", "building",
+    assert list(phases)[:5] == ["imports", "gpu_pinning", "device_and_environment", "building",
                                 "counting_flops"]
     assert {"training", "measuring", "profiling", "evaluating"} <= set(phases)
     assert all(v >= 0 for v in phases.values())

@@ -64,7 +64,7 @@ def load(paths) -> list[dict]:
 
 
 # tcbench.run's phases (record field harness.phases_s), in the order they happen
-HARNESS_PHASES = ("gpu_pinning", "imports", "device_and_environment", "building", "counting_flops",
+HARNESS_PHASES = ("imports", "gpu_pinning", "device_and_environment", "building", "counting_flops",
                   "capturing_cuda_graph", "training", "measuring", "profiling", "evaluating")
 
 

@@ -324,8 +324,11 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase, phases)
 
 
 def main(argv: list[str] | None = None) -> int:
+    phases = Phases(started_s=process_age_s())
     from . import gpus, record as R
-    from .data import DataMissingError
+    from .data import DataMissingError  # imports torch and torchvision
+
+    phases.mark("imports")
 
     ap = argparse.ArgumentParser(prog="python -m tcbench.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -334,7 +337,6 @@ def main(argv: list[str] | None = None) -> int:
     src.add_argument("--spec-file", type=Path, help="the job as a JSON file")
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
     args = ap.parse_args(argv)
-    phases = Phases(started_s=process_age_s())
     try:
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
