@@ -18,9 +18,7 @@ case "${1:?part number}" in
   c) # issue 4, the 1-vs-2-GPU check, ~5 min (give the call timeout_s 560)
      OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
      trap 'tar czf "$OUT/results.tgz" results logs 2>/dev/null' EXIT
-     timeout 60 python3 -m pip install -q --no-index --find-links .whl snakemake==9.27.1 || exit 1
-     mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python
-     chmod +x /tmp/bin/python; export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
+     source scripts/device/setup.sh
      timeout -k 10 430 bash scripts/multigpu_check.sh ;;
   d) # what the first study session left: the fastest study's missing repeats, then the fp32
      # and amp-bf16 capacity searches (~8 min on two GPUs; timeout_s 560)

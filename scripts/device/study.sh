@@ -16,10 +16,7 @@ pack() {  # small on purpose: only results (records, job timings) and logs trave
   ls -la "$OUT" "$OUT/extra"
 }
 trap pack EXIT
-timeout 60 python3 -m pip install -q --no-index --find-links .whl snakemake==9.27.1 || exit 1
-# the rules call `python`; that machine has only python3 (a venv's: a symlink would lose the venv)
-mkdir -p /tmp/bin && printf '#!/bin/sh\nexec python3 "$@"\n' > /tmp/bin/python && chmod +x /tmp/bin/python
-export PATH=/tmp/bin:$PATH PYTHONUNBUFFERED=1
+source "$(dirname "$0")/setup.sh"
 python -c "import numpy, torch" || exit 1
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu --format=csv | tee "$OUT/extra/nvidia-smi.csv"
 # PREFLIGHT=1: two tiny jobs first; if the harness fails on this GPU, stop before the study
