@@ -8,7 +8,7 @@
 # and the comparison in results/PREFIX-scaling/scaling.{md,json}. PREFIX defaults to the
 # device slug, e.g. nvidia-h200-multigpu. Exit status: 0 when the 2-GPU wall time is
 # at most 0.55 x the 1-GPU one and per-job throughputs agree within noise, 1 otherwise.
-# About 5 minutes on two H200s (12 jobs of ~10-15 s: ~3 min on one GPU, ~1.5 min on two).
+# About 6 minutes on two H200s (8 jobs of ~20-28 s: ~3.3 min on one GPU, ~1.7 min on two).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CONFIG=${TCBENCH_MULTIGPU_CONFIG:-config/multigpu.yaml}  # another matrix: for trying the script out
