@@ -92,3 +92,34 @@ def test_cli_writes_report_and_rejects_different_matrices(tmp_path, capsys):
     rc = scaling.main(["--one", str(one), "--two", str(other), "--wall-one", "400",
                        "--wall-two", "210", "--out", str(out)])
     assert rc == 2 and "not the same matrix" in capsys.readouterr().err
+
+
+def with_job_times(run: Path, seconds: float) -> Path:
+    """Gives every record of a result set a harness block worth `seconds` of job time."""
+    for p in (run / "records").glob("*/*.json"):
+        rec = json.loads(p.read_text())
+        rec["harness"] = {"process_start_to_main_s": 0.5,
+                          "phases_s": {"imports": 3.0, "training": seconds - 3.5}}
+        p.write_text(json.dumps(rec))
+    return run
+
+
+def test_job_time_drift_is_taken_out_of_the_adjusted_ratio(tmp_path):
+    # 8 jobs: 25 s each in the 1-GPU run, 20 s in the 2-GPU run; 10 s of Snakemake in both
+    one = with_job_times(write_run(tmp_path / "one", ONE, gpus=1), 25.0)
+    two = with_job_times(write_run(tmp_path / "two", ONE, gpus=2), 20.0)
+    r = scaling.compare(scaling.load(one), scaling.load(two), 210.0, 90.0)
+    assert r["wall_time_ratio"] == pytest.approx(90 / 210)
+    assert r["job_time_sum_one_s"] == pytest.approx(200.0)
+    assert r["job_time_sum_two_s"] == pytest.approx(160.0)
+    assert r["adjusted_wall_ratio"] == pytest.approx(90 / 170)
+    md = scaling.markdown(r)
+    assert "(+25%)" in md and "**0.529**" in md
+
+
+def test_records_without_job_times_say_so(tmp_path):
+    one = write_run(tmp_path / "one", ONE, gpus=1)
+    two = with_job_times(write_run(tmp_path / "two", ONE, gpus=2), 20.0)
+    r = scaling.compare(scaling.load(one), scaling.load(two), 400.0, 200.0)
+    assert r["job_time_sum_one_s"] is None and r["adjusted_wall_ratio"] is None
+    assert "drift not checked" in scaling.markdown(r)
