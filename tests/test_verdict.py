@@ -156,3 +156,14 @@ def test_markdown_and_html_say_the_same(tmp_path):
         assert f"## {exp} (" in md_text and f"<h3>{exp} (" in html_text
     assert "<strong>Bottleneck: the input pipeline.</strong>" in html_text
     assert "**" not in html_text
+
+
+def test_median_basis_counts_the_fastest_cells_own_repeats():
+    rows = [row("r", "fp32", time=10.0, tc=0.0, busy=0.95),
+            {**row("r", "fp32", time=10.2, tc=0.0, busy=0.95), "repeat": 2},
+            row("r", "amp-fp16", time=4.0, tc=0.9, busy=0.95)]       # one repeat only
+    assert "(median of 1 run)" in section(V.build(*tables(rows)), "r")
+    rows += [{**row("r", "amp-fp16", status="oom", reason="CUDA out of memory"), "repeat": 2},
+             {**row("r", "amp-fp16", time=4.2, tc=0.9, busy=0.95), "repeat": 3}]
+    text = section(V.build(*tables(rows)), "r")
+    assert "(median of 2 repeats; 1 of its 3 repeats did not finish)" in text

@@ -185,8 +185,12 @@ def experiment_section(df: pd.DataFrame, experiment: str) -> tuple[Section, dict
     fastest = ok.loc[ok.apply(_speed, axis=1).idxmax()]
     fp32 = ok[ok["precision"] == "fp32"]
     reduced = ok[ok["precision"].isin(REDUCED)]
-    repeats = int(df["repeats"].max())
-    basis = "median of " + (f"{repeats} repeats" if repeats > 1 else "1 run")
+    # the runs behind the fastest cell's median, not the experiment's largest repeat count: a
+    # cell whose second repeat is missing or failed must not read as a median of two
+    done, tried = int(fastest["repeats_ok"]), int(fastest["repeats"])
+    basis = "median of " + (f"{done} repeats" if done > 1 else "1 run")
+    if done < tried:
+        basis += f"; {tried - done} of its {tried} repeats did not finish"
 
     # 1. the fastest configuration, against fp32 at its setting
     s = (f"**Fastest:** {config(fastest, axes)}, "
