@@ -20,6 +20,9 @@ run on a fresh machine pays for cold caches and cuDNN autotuning), the wall-time
 for reasons that have nothing to do with scheduling. ``adjusted_wall_ratio`` swaps the 1-GPU
 run's job times for the K-GPU run's, keeping what the 1-GPU run spent outside its jobs
 (Snakemake's start, dispatch): K-GPU wall / (1-GPU wall - its job times + K-GPU job times).
+
+Writes ``scaling.json`` and ``scaling.md`` to ``--out``; exit status 0 when both verdicts pass,
+1 when one fails, 2 for unusable input.
 """
 
 from __future__ import annotations
@@ -74,10 +77,11 @@ def _job_time(rec: dict) -> float | None:
     return h["process_start_to_main_s"] + sum(phases.values())
 
 
-def _job_times(run: dict[str, dict]) -> dict | None:
+def _job_times(run: dict[str, dict]) -> dict:
+    """Sum and mean of a run's job times; empty unless every record has one."""
     times = [_job_time(r) for r in run.values()]
-    if not times or any(t is None for t in times):
-        return None
+    if not times or None in times:
+        return {}
     return {"sum_s": sum(times), "mean_s": statistics.fmean(times)}
 
 
@@ -145,10 +149,8 @@ def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_tw
         "groups": groups, "cells": cells,
     }
     jt1, jt2 = _job_times(one), _job_times(two)
-    result |= {
-        "job_time_sum_one_s": jt1 and jt1["sum_s"], "job_time_sum_two_s": jt2 and jt2["sum_s"],
-        "job_time_mean_one_s": jt1 and jt1["mean_s"], "job_time_mean_two_s": jt2 and jt2["mean_s"],
-    }
+    result |= {"job_time_sum_one_s": jt1.get("sum_s"), "job_time_sum_two_s": jt2.get("sum_s"),
+               "job_time_mean_one_s": jt1.get("mean_s"), "job_time_mean_two_s": jt2.get("mean_s")}
     result["adjusted_wall_ratio"] = (
         wall_two / (wall_one - jt1["sum_s"] + jt2["sum_s"]) if jt1 and jt2 else None)
     result["ok"] = result["scaling_ok"] and result["interference_ok"] and not not_ok
