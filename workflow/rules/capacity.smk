@@ -4,7 +4,7 @@ from tcbench import capacity as capacity_study  # noqa: E402
 
 try:
     CAPACITY = capacity_study.plan(config, RUN)
-except matrix.ConfigError as exc:
+except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
 

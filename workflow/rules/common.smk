@@ -6,6 +6,7 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import environment, matrix  # noqa: E402
+from tcbench.vocabulary import ConfigError  # noqa: E402
 
 if config.get("require_gpu") and not environment.nvidia_gpus():
     raise WorkflowError(
@@ -18,7 +19,7 @@ if config.get("require_gpu") and not environment.nvidia_gpus():
 try:
     JOBS = matrix.expand(config)
     RUN = matrix.resolve_run(config)
-except matrix.ConfigError as exc:
+except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
 RESULTS = f"results/{RUN}"

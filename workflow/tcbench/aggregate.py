@@ -20,15 +20,14 @@ import pandas as pd
 
 from . import atomic
 from . import record as R
+from . import vocabulary as V
+from .vocabulary import HARNESS_PHASES, STATUS_RANK
 
-PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
-STATUS_RANK = {"ok": 0, "diverged": 1, "oom": 2, "unsupported": 3, "error": 4}
-# A cell: everything that defines one configuration, except the repeat.
-CELL_KEYS = ["run", "experiment", "workload", "precision", "batch_size", "loader",
-             "memory_format", "compile", "cuda_graphs", "data"]
-BASELINE_KEYS = [k for k in CELL_KEYS if k != "precision"]
+PRECISION_ORDER = list(V.PRECISIONS)
+CELL_KEYS = list(V.CELL_KEYS)
+BASELINE_KEYS = list(V.BASELINE_KEYS)
 # tables made before an axis existed hold its default
-AXIS_DEFAULTS = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
+AXIS_DEFAULTS = {a.name: a.default for a in V.AXES if a.default is not None}
 
 _METRICS = ["total_time_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
             "throughput_samples_per_s", "wall_throughput_samples_per_s", "samples", "epochs",
@@ -63,11 +62,6 @@ def load(paths) -> list[dict]:
     return [R.read(p) | {"_path": str(p)} for p in paths]
 
 
-# tcbench.run's phases (record field harness.phases_s), in the order they happen
-HARNESS_PHASES = ("imports", "gpu_pinning", "device_and_environment", "building", "counting_flops",
-                  "capturing_cuda_graph", "training", "measuring", "profiling", "evaluating")
-
-
 def tidy(records: list[dict]) -> pd.DataFrame:
     rows = []
     for r in records:
@@ -76,8 +70,9 @@ def tidy(records: list[dict]) -> pd.DataFrame:
         env, flags = r["environment"], r.get("precision_flags") or {}
         row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                  "batch_size", "repeat", "status", "status_reason")}
-        row |= {"loader": p.get("loader", "synthetic"), "memory_format": p["memory_format"],
-                "compile": p["compile"], "cuda_graphs": p.get("cuda_graphs", "off"),
+        row |= {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
+                **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
+                   ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
                 "data": data_kind(r)}
         row |= {k: m.get(k) for k in _METRICS}
         row |= {k: t.get(k) for k in _TELEMETRY}
@@ -123,9 +118,19 @@ def bootstrap_ci(values, statistic=np.median, confidence=0.95, seed=0):
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
+def fill_axes(df: pd.DataFrame) -> pd.DataFrame:
+    """Axes a table does not name hold their default (the model is the workload's own); for
+    tables made before an axis existed."""
+    df = df.copy()
+    for col in V.AXIS_NAMES:
+        value = df["workload"] if col == "model" else AXIS_DEFAULTS.get(col, "default")
+        df[col] = df[col].fillna(value) if col in df else value
+    return df
+
+
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     """One row per cell, repeats pooled over the records with status ok."""
-    df = df.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in df})
+    df = fill_axes(df)
     rows = []
     for key, g in df.groupby(CELL_KEYS, observed=True, sort=False, dropna=False):
         row = dict(zip(CELL_KEYS, key))
@@ -193,7 +198,7 @@ def speedup(summary: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-EAGER = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
+EAGER = V.EAGER
 
 
 def best(summary: pd.DataFrame) -> pd.DataFrame:

@@ -35,11 +35,12 @@ from pathlib import Path
 from typing import Callable
 
 from . import atomic
-from .matrix import ConfigError
+from . import vocabulary as V
+from .vocabulary import ConfigError
 
 WORKLOADS = ("amp_recipe", "mnist_cnn", "resnet50")
 DEFAULTS = {"enabled": False, "workloads": ["resnet50"],
-            "precisions": ["fp32", "tf32", "amp-fp16", "amp-bf16"], "start": 64, "max": 65536,
+            "precisions": list(V.PRECISIONS), "start": 64, "max": 65536,
             "resolution": 8, "steps": 2, "memory_limit_bytes": None, "probe_timeout_s": 1800,
             "params": {}}
 # Parameters the study sets itself so that a probe is a few steps long.
@@ -70,7 +71,6 @@ def probe_params(workload: str, steps: int, batch_size: int, user: dict | None) 
 def plan(config: dict, run: str) -> dict[str, dict]:
     """Every search of the capacity study, keyed ``workload/precision``; empty when disabled.
     Raises ConfigError naming the key and the value, before any job runs."""
-    from . import precision as P
     from . import workloads as W
 
     c = settings(config)
@@ -89,7 +89,7 @@ def plan(config: dict, run: str) -> dict[str, dict]:
     limit = c["memory_limit_bytes"]
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ConfigError(f"capacity.memory_limit_bytes={limit!r}: a positive integer or null")
-    for key, known in (("workloads", WORKLOADS), ("precisions", tuple(P.MODES))):
+    for key, known in (("workloads", WORKLOADS), ("precisions", V.PRECISIONS)):
         values = c[key]
         if not isinstance(values, list) or not values:
             raise ConfigError(f"capacity.{key}={values!r}: list at least one of {', '.join(known)}")
@@ -325,8 +325,6 @@ def load_results(paths) -> list[dict]:
 def table(docs: list[dict]):
     import pandas as pd
 
-    from .aggregate import PRECISION_ORDER
-
     rows = []
     for d in docs:
         largest = d["largest_ok"]
@@ -344,7 +342,7 @@ def table(docs: list[dict]):
             "gpu_memory_total_bytes": d.get("gpu_memory_total_bytes"),
             "device_name": d.get("device_name"), "status_reason": d["status_reason"]})
     df = pd.DataFrame(rows)
-    df["precision"] = pd.Categorical(df["precision"], PRECISION_ORDER, ordered=True)
+    df["precision"] = pd.Categorical(df["precision"], V.PRECISIONS, ordered=True)
     df = df.sort_values(["workload", "precision"]).reset_index(drop=True)
     base = df[df["precision"] == "fp32"].set_index("workload")["largest_batch_size"]
     df.insert(5, "capacity_vs_fp32", [
@@ -396,7 +394,7 @@ def figure(df, out_dir: Path) -> list[Path]:
 
     F.style()
     workloads = list(dict.fromkeys(df["workload"]))
-    precisions = [p for p in F.PRECISIONS if p in set(df["precision"].astype(str))]
+    precisions = [p for p in V.PRECISIONS if p in set(df["precision"].astype(str))]
     fig, axes = plt.subplots(1, len(workloads), squeeze=False,
                              figsize=(F.ONE_COLUMN_IN if len(workloads) == 1 else F.TWO_COLUMN_IN,
                                       2.6))

@@ -28,20 +28,21 @@ import pandas as pd
 from . import atomic
 from . import figures as F
 from . import tables as T
-from .aggregate import STATUS_RANK, bootstrap_ci
+from . import vocabulary as V
+from .aggregate import bootstrap_ci, fill_axes
+from .vocabulary import STATUS_RANK
 
 REQUIRED = ["run", "experiment", "workload", "precision", "batch_size", "loader", "status",
             "total_time_s", "max_memory_allocated_bytes", "device_name", "source"]
 OPTIONAL = ["repeat", "memory_format", "compile", "cuda_graphs", "data", "status_reason", "label",
             "throughput_samples_per_s", "torch_version", "driver_version",
             "cuda_runtime_version", "source_url", "source_file", "notes"]
-DEFAULTS = {"repeat": 1, "memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
-KEEP = ["run", "experiment", "workload", "precision", "batch_size", "loader", "memory_format",
-        "compile", "cuda_graphs", "data", "repeat", "status", "status_reason", "total_time_s",
+KEEP = ["run", "experiment", "workload", "precision", *V.SETTING_KEYS, "data", "repeat", "status",
+        "status_reason", "total_time_s",
         "max_memory_allocated_bytes", "throughput_samples_per_s", "device_name",
         "torch_version", "driver_version", "cuda_runtime_version"]
 SET_KEYS = ["kind", "run", "label"]
-SETTING = ["batch_size", "loader", "memory_format", "compile", "cuda_graphs"]
+SETTING = list(V.SETTING_KEYS)
 CELL = ["experiment", *SETTING, "precision"]
 DAGGER = "†"
 TWO_COLUMN = F.TWO_COLUMN_IN
@@ -66,9 +67,7 @@ def load_run(path: Path) -> pd.DataFrame:
     if missing:
         raise CompareError(f"{path}: not a tcbench metrics.csv, missing {', '.join(missing)}")
     df = df[[c for c in KEEP if c in df]].copy()
-    for col, value in DEFAULTS.items():  # result sets from before an axis existed
-        if col not in df:
-            df[col] = value
+    df = fill_axes(df)  # result sets from before an axis existed
     device = df["device_name"].dropna().astype(str)
     df["kind"] = "measured"
     df["source"] = f"measured by tcbench, {path.parent.as_posix()}"
@@ -93,8 +92,8 @@ def load_reference(path: Path) -> pd.DataFrame:
                            f"are {', '.join(OPTIONAL)}")
     if df.empty:
         raise CompareError(f"{path}: no rows")
-    for col, value in DEFAULTS.items():
-        df[col] = df[col].fillna(value) if col in df else value
+    df["repeat"] = df["repeat"].fillna(1) if "repeat" in df else 1
+    df = fill_axes(df)
     for i, r in df.iterrows():
         where = (f"{path}, data row {i + 1} ({r['experiment']}, {r['precision']}, "
                  f"batch {r['batch_size']})")
@@ -125,7 +124,7 @@ def load_reference(path: Path) -> pd.DataFrame:
 def combine(runs: list[pd.DataFrame], references: list[pd.DataFrame]) -> pd.DataFrame:
     """All rows, references first (they came first in time), labels made unique."""
     df = pd.concat([*references, *runs], ignore_index=True)
-    for col in ("memory_format", "compile", "cuda_graphs", "loader"):
+    for col in V.AXIS_NAMES:
         df[col] = df[col].astype(str)
     labels = df.drop_duplicates(["kind", "run"])[["kind", "run", "label"]]
     dup = labels["label"].duplicated(keep=False)

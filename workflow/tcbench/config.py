@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .matrix import ConfigError
+from .vocabulary import ConfigError
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.yaml"
 MAX_REPORTED = 8  # a broken config can violate hundreds of rules; the first few say enough

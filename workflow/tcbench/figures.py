@@ -30,11 +30,11 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from . import vocabulary as V  # noqa: E402
 from .tables import SETTING_AXES, axis_value  # noqa: E402
 
-PRECISIONS = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
-# Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
-PALETTE = {"fp32": "#0072B2", "tf32": "#009E73", "amp-fp16": "#D55E00", "amp-bf16": "#CC79A7"}
+PRECISIONS = list(V.PRECISIONS)
+PALETTE = V.PALETTE
 KINDS = ("throughput", "time", "memory", "speedup", "attribution", "tensor_cores")
 FORMATS = ("pdf", "svg", "png")
 ONE_COLUMN_IN, TWO_COLUMN_IN = 3.5, 7.0

@@ -17,17 +17,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import vocabulary as V
+from .vocabulary import ConfigError
+
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-AXES = ("loader", "memory_format", "compile", "cuda_graphs")
-# how an axis value reads inside a cell name (bare "on"/"off" would say nothing)
-CELL_PREFIX = {"compile": "compile-", "cuda_graphs": "graphs-"}
 RANDOM_MNIST_DIR = "resources/mnist-format-random"
 MNIST_RAW = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte")
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be run; the message names the key and the value."""
 
 
 @dataclass(frozen=True)
@@ -58,11 +54,6 @@ class Job:
         return []
 
 
-def _onoff(value):
-    """YAML 1.1 reads bare off/on as booleans; these axes mean the words."""
-    return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
-
-
 def check_name(value, where: str) -> str:
     if not isinstance(value, str) or not NAME_RE.match(value) or ".." in value:
         raise ConfigError(f"{where}={value!r}: use letters, digits, '.', '_' and '-' only, "
@@ -72,13 +63,12 @@ def check_name(value, where: str) -> str:
 
 def cell_name(precision: str, batch_size: int, axes: dict, repeat: int) -> str:
     parts = [precision, f"bs{batch_size}",
-             *(CELL_PREFIX.get(a, "") + str(axes[a]) for a in AXES if a in axes), f"r{repeat}"]
+             *(a.text(axes[a.name]) for a in V.AXES if a.name in axes), f"r{repeat}"]
     return "_".join(parts)
 
 
 def expand(config: dict) -> dict[str, Job]:
     """Every job of the study, keyed by ``experiment/cell``, in config order."""
-    from . import precision as P
     from . import workloads as W
 
     experiments = config.get("experiments") or []
@@ -100,9 +90,9 @@ def expand(config: dict) -> dict[str, Job]:
                               f"{', '.join(W.NAMES)}")
         precisions, sizes = exp.get("precisions") or [], exp.get("batch_sizes") or []
         for p in precisions:
-            if p not in P.MODES:
+            if p not in V.PRECISIONS:
                 raise ConfigError(f"{where}.precisions: {p!r} is not a precision mode; known: "
-                                  f"{', '.join(P.MODES)}")
+                                  f"{', '.join(V.PRECISIONS)}")
         for b in sizes:
             if not isinstance(b, int) or isinstance(b, bool) or b < 1:
                 raise ConfigError(f"{where}.batch_sizes: {b!r} is not a positive integer")
@@ -116,20 +106,23 @@ def expand(config: dict) -> dict[str, Job]:
             raise ConfigError(f"{where}.repeats={repeats!r}: must be a positive integer")
         axes = exp.get("axes") or {}
         for axis, values in axes.items():
-            if axis not in AXES:
-                raise ConfigError(f"{where}.axes.{axis}: unknown axis; known: {', '.join(AXES)}")
+            if axis not in V.AXIS_NAMES:
+                raise ConfigError(f"{where}.axes.{axis}: unknown axis; known: "
+                                  f"{', '.join(V.AXIS_NAMES)}")
             if not isinstance(values, list) or not values or len(set(values)) != len(values):
                 raise ConfigError(f"{where}.axes.{axis}={values!r}: a non-empty list without "
                                   f"duplicates")
-        # YAML 1.1 reads a bare `off` as false; the compile axis means the string.
-        axes = {a: [_onoff(v) for v in vs] if a in CELL_PREFIX else vs for a, vs in axes.items()}
+        # YAML 1.1 reads a bare `off` as false; the on/off axes mean the words.
+        axes = {a: [V.onoff(v) for v in vs] if V.axis(a).onoff else vs
+                for a, vs in axes.items()}
         params = dict(exp.get("params") or {})
-        for key in CELL_PREFIX:
-            if key in params:
-                params[key] = _onoff(params[key])
+        for a in V.AXES:
+            if a.onoff and a.name in params:
+                params[a.name] = V.onoff(params[a.name])
         exclude = exp.get("exclude") or []
         for j, ex in enumerate(exclude):
-            bad = sorted(set(ex) - {"precision", "batch_size", *AXES}) if isinstance(ex, dict) \
+            bad = sorted(set(ex) - {"precision", "batch_size", *V.AXIS_NAMES}) \
+                if isinstance(ex, dict) \
                 else ["(not a mapping)"]
             if bad or not ex:
                 raise ConfigError(f"{where}.exclude[{j}]={ex!r}: match on precision, batch_size "
@@ -151,7 +144,7 @@ def expand(config: dict) -> dict[str, Job]:
             for precision, bs, rep in itertools.product(precisions, sizes,
                                                         range(1, repeats + 1)):
                 cell = {"precision": precision, "batch_size": bs} | axis_values
-                if any(all(cell.get(k) == _onoff(v) for k, v in ex.items())
+                if any(all(cell.get(k) == V.onoff(v) for k, v in ex.items())
                        for ex in exclude):
                     continue
                 job = Job(name, cell_name(precision, bs, axis_values, rep), workload, precision,

@@ -12,25 +12,49 @@ from dataclasses import dataclass
 
 import torch
 
+from . import vocabulary as V
+
+
+# the first NVIDIA architecture of each compute capability a mode can require
+GENERATIONS = {(7, 0): "Volta", (7, 5): "Turing", (8, 0): "Ampere", (8, 9): "Ada",
+               (9, 0): "Hopper", (10, 0): "Blackwell"}
+
 
 @dataclass(frozen=True)
 class Precision:
-    name: str
-    description: str
-    autocast_dtype: torch.dtype | None = None
-    use_scaler: bool = False
-    allow_tf32: bool = False
+    """The behaviour of one ``vocabulary.Mode`` on a device."""
+
+    spec: V.Mode
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def description(self) -> str:
+        return self.spec.description
+
+    @property
+    def autocast_dtype(self) -> torch.dtype | None:
+        return getattr(torch, self.spec.autocast) if self.spec.autocast else None
+
+    @property
+    def use_scaler(self) -> bool:
+        return self.spec.grad_scaler
+
+    @property
+    def allow_tf32(self) -> bool:
+        return self.spec.tf32
 
     def supported(self, device: torch.device) -> tuple[bool, str | None]:
         """(True, None) if ``device`` can run this mode, else (False, reason)."""
         if device.type == "cuda":
             major, minor = torch.cuda.get_device_capability(device)
-            if self.allow_tf32 and major < 8:
-                return False, (f"TF32 needs compute capability >= 8.0 (Ampere); this GPU is "
-                               f"{major}.{minor}")
-            if self.autocast_dtype is torch.bfloat16 and not torch.cuda.is_bf16_supported(
-                    including_emulation=False):
-                return False, (f"bfloat16 needs compute capability >= 8.0 (Ampere); this GPU is "
+            need = self.spec.min_capability
+            if need and (major, minor) < need:
+                what = "TF32" if self.allow_tf32 else self.spec.autocast or self.name
+                return False, (f"{what} needs compute capability >= {need[0]}.{need[1]} "
+                               f"({GENERATIONS.get(need, 'newer GPUs')}); this GPU is "
                                f"{major}.{minor}")
             return True, None
         if device.type == "cpu":
@@ -75,22 +99,8 @@ def backend_flags() -> dict:
     }
 
 
-MODES: dict[str, Precision] = {
-    p.name: p
-    for p in (
-        Precision("fp32", "strict float32: TF32 off for matmul and cuDNN"),
-        Precision("tf32", "float32 storage, TF32 Tensor Core math for matmul and cuDNN",
-                  allow_tf32=True),
-        Precision("amp-fp16", "autocast to float16 with GradScaler (TF32 off elsewhere)",
-                  autocast_dtype=torch.float16, use_scaler=True),
-        Precision("amp-bf16", "autocast to bfloat16, no scaler (TF32 off elsewhere)",
-                  autocast_dtype=torch.bfloat16),
-    )
-}
+MODES: dict[str, Precision] = {m.name: Precision(m) for m in V.MODES}
 
 
 def get(name: str) -> Precision:
-    try:
-        return MODES[name]
-    except KeyError:
-        raise ValueError(f"unknown precision {name!r}; known: {', '.join(MODES)}") from None
+    return MODES[V.mode(name).name]

@@ -13,7 +13,7 @@ from . import atomic
 
 SCHEMA_VERSION = 1
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "schemas" / "record.schema.json"
-STATUSES = ("ok", "unsupported", "oom", "diverged", "error")
+
 
 
 class RecordError(ValueError):

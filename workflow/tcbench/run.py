@@ -191,7 +191,7 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
                          "hooks, which torch.compile bypasses; use compile: off with it")
 
     torch.manual_seed(params["seed"])
-    flags = mode.apply(params["cudnn_benchmark"])
+    flags = mode.apply(params["cudnn_benchmark"] == "on")
     record["precision_flags"] = flags | {
         "autocast_dtype": str(mode.autocast_dtype).replace("torch.", "")
         if mode.autocast_dtype else None,

@@ -23,9 +23,10 @@ from pathlib import Path
 import pandas as pd
 
 from . import atomic
+from . import vocabulary as V
 
-PRECISION_ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
-SETTING_AXES = ("loader", "memory_format", "compile", "cuda_graphs")
+PRECISION_ORDER = list(V.PRECISIONS)
+SETTING_AXES = V.AXIS_NAMES
 MISSING = "–"
 MIB = 2**20
 NA_NOTE = ("n/a: the run finished but has no such number (not measured on this device, or no "
@@ -173,12 +174,9 @@ def varying_axes(df: pd.DataFrame) -> list[str]:
     return [a for a in SETTING_AXES if a in df and df[a].astype(str).nunique() > 1]
 
 
-# values that mean nothing without their axis ("on", "off", "default") carry its name
-AXIS_PREFIX = {"compile": "compile ", "cuda_graphs": "graphs "}
-
-
 def axis_value(axis: str, value) -> str:
-    return f"{AXIS_PREFIX.get(axis, '')}{value}"
+    """Values that mean nothing without their axis ("on", "off", "default") carry its name."""
+    return V.axis(axis).display(value)
 
 
 def setting_text(row, axes: list[str]) -> str:

@@ -31,13 +31,14 @@ import pandas as pd
 
 from .aggregate import AXIS_DEFAULTS
 from . import atomic
+from . import vocabulary as V
 from .tables import MIB, SETTING_AXES, num, page, percent, times, varying_axes
 
 TC_CARRIED = 0.5
 GAIN = 1.10
 BUSY_LOW = 0.5
-REDUCED = ("tf32", "amp-fp16", "amp-bf16")
-ORDER = ["fp32", "tf32", "amp-fp16", "amp-bf16"]
+REDUCED = V.REDUCED
+ORDER = list(V.PRECISIONS)
 
 
 def _na(v) -> bool:

@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from .. import vocabulary as V
+
 NAMES = ("amp_recipe", "mnist_cnn", "digits", "resnet50")
 
 # Parameters every workload accepts: how the run is measured rather than what it trains.
@@ -26,11 +28,8 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "cuda_graphs": "off",           # on: capture the whole training step once, then replay
     "profile_steps": 5,             # steps profiled after the timed region for kernel evidence
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
-    "cudnn_benchmark": False,       # PyTorch's default, as the seed ran
+    "cudnn_benchmark": "off",       # PyTorch's default, as the seed ran
 }
-MEMORY_FORMATS = ("contiguous", "channels_last")
-COMPILE_MODES = ("off", "default", "reduce-overhead", "max-autotune")
-CUDA_GRAPHS = ("off", "on")
 
 
 @dataclass
@@ -67,19 +66,15 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
                          f"{', '.join(f'{k}={overrides[k]!r}' for k in unknown)};"
                          f" accepted: {', '.join(sorted(defaults))}")
     params = defaults | overrides
-    if params["memory_format"] not in MEMORY_FORMATS:
-        raise ValueError(f"workload {name!r}: memory_format={params['memory_format']!r}; "
-                         f"choose one of {MEMORY_FORMATS}")
-    if params["compile"] not in COMPILE_MODES:
-        raise ValueError(f"workload {name!r}: compile={params['compile']!r}; "
-                         f"choose one of {COMPILE_MODES}")
-    if params["cuda_graphs"] not in CUDA_GRAPHS:
-        raise ValueError(f"workload {name!r}: cuda_graphs={params['cuda_graphs']!r}; "
-                         f"choose one of {CUDA_GRAPHS}")
-    loader = params.get("loader")
-    if loader is not None and loader not in mod.LOADERS:
-        raise ValueError(f"workload {name!r}: loader={loader!r} is not available; "
-                         f"choose one of {mod.LOADERS}")
+    for axis in V.AXES:
+        if axis.name not in params:
+            continue
+        if axis.onoff:
+            params[axis.name] = V.onoff(params[axis.name])
+        known = mod.LOADERS if axis.name == "loader" else axis.values
+        if known is not None and params[axis.name] not in known:
+            raise ValueError(f"workload {name!r}: {axis.name}={params[axis.name]!r} is not "
+                             f"available; choose one of {', '.join(known)}")
     for key in ("warmup_steps", "loss_every", "profile_steps"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < 0:
             raise ValueError(f"workload {name!r}: {key}={params[key]!r} must be an integer >= 0")

@@ -23,7 +23,7 @@ DEFAULTS = {
     "weight_decay": 1e-4,
     "loader": "synthetic",
     "distinct_batches": 4,
-    "cudnn_benchmark": True,   # fixed shapes: autotune once, as any ResNet training script does
+    "cudnn_benchmark": "on",  # fixed shapes: autotune once, as any ResNet training script does
 }
 
 

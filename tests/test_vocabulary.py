@@ -1,0 +1,66 @@
+"""The schemas repeat some of the vocabulary as enums (a schema must stand on its own); these
+tests fail the moment the two disagree, so a new precision mode or axis value cannot be added
+in one place and forgotten in the other."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tcbench import precision as P
+from tcbench import vocabulary as V
+from tcbench import workloads as W
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
+CONFIG = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
+RECORD = json.loads((SCHEMAS / "record.schema.json").read_text())
+EXPERIMENT = CONFIG["properties"]["experiments"]["items"]["properties"]
+
+
+def words(enum):
+    """An on/off axis's enum also lists YAML's booleans; the words are what count."""
+    return [V.onoff(v) for v in dict.fromkeys(V.onoff(v) for v in enum)]
+
+
+def test_precision_enums_are_the_modes_in_order():
+    assert EXPERIMENT["precisions"]["items"]["enum"] == list(V.PRECISIONS)
+    assert EXPERIMENT["exclude"]["items"]["properties"]["precision"]["enum"] == list(V.PRECISIONS)
+    assert CONFIG["properties"]["capacity"]["properties"]["precisions"]["items"]["enum"] == \
+        list(V.PRECISIONS)
+    assert RECORD["properties"]["precision"]["enum"] == list(V.PRECISIONS)
+
+
+def test_every_mode_has_a_device_behaviour_and_a_colour():
+    assert list(P.MODES) == list(V.PRECISIONS)
+    assert V.PRECISIONS[0] == V.BASELINE
+    assert set(V.PALETTE) == set(V.PRECISIONS) and len(set(V.PALETTE.values())) == len(V.MODES)
+
+
+def test_status_enum_is_the_vocabulary():
+    assert set(RECORD["properties"]["status"]["enum"]) == set(V.STATUSES)
+
+
+@pytest.mark.parametrize("axis", [a for a in V.AXES if a.values is not None])
+def test_axis_enums_are_the_vocabulary(axis):
+    schema = EXPERIMENT["axes"]["properties"][axis.name]
+    assert words(schema["items"]["enum"]) == list(axis.values)
+    if axis.onoff:  # YAML 1.1 reads a bare off/on as a boolean: the schema must take both
+        assert {False, True} & set(schema["items"]["enum"])
+
+
+def test_every_axis_can_be_crossed_and_excluded():
+    assert set(EXPERIMENT["axes"]["properties"]) == set(V.AXIS_NAMES)
+    assert set(EXPERIMENT["exclude"]["items"]["properties"]) == \
+        {"precision", "batch_size", *V.AXIS_NAMES}
+
+
+def test_workload_enums_are_the_registry():
+    assert EXPERIMENT["workload"]["enum"] == list(W.NAMES)
+    assert RECORD["properties"]["workload"]["enum"] == list(W.NAMES)
+
+
+def test_cell_keys_hold_every_axis_once():
+    assert len(set(V.CELL_KEYS)) == len(V.CELL_KEYS)
+    assert set(V.AXIS_NAMES) <= set(V.CELL_KEYS) and V.CELL_KEYS[-1] == "precision"
+    assert set(V.BASELINE_KEYS) == set(V.CELL_KEYS) - {"precision"}
