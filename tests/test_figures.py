@@ -12,6 +12,7 @@ import matplotlib
 import pandas as pd
 import pytest
 
+import figure_text
 import gpu_like
 from tcbench import figures as F
 
@@ -58,10 +59,32 @@ def test_every_kind_in_every_format(rendered):
     out, written = rendered
     expected = {out / f"{e}_{k}.{x}" for e in ("amp_recipe", "resnet50", "mnist_seed")
                 for k in F.KINDS for x in F.FORMATS}
-    assert set(written) == expected
-    assert all(p.stat().st_size > 1000 for p in expected)
-    for svg in out.glob("*.svg"):
-        ET.parse(svg)             # well-formed
+    assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
+
+
+def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables):
+    """Every figure of the GPU-shaped set, every experiment, both widths."""
+    F.style()
+    experiments = pd.read_csv(gpu_tables / "summary.csv")["experiment"].unique()
+    checked = 0
+    for width in ("auto", "one"):
+        for exp in experiments:
+            for kind, fig in F.build(gpu_tables, exp, width).items():
+                assert figure_text.problems(fig) == [], (exp, kind, width)
+                checked += 1
+                F.plt.close(fig)
+    assert checked == 2 * len(experiments) * len(F.KINDS)
+
+
+def test_the_overlap_check_catches_overlaps():
+    fig, ax = F.plt.subplots(figsize=(3, 2))
+    ax.text(0.5, 0.5, "one label")
+    ax.text(0.52, 0.5, "another label")
+    assert any("overlaps" in p for p in figure_text.problems(fig))
+    fig2, ax2 = F.plt.subplots(figsize=(3, 2), layout="constrained")
+    ax2.set_title("a title far too long for a figure three inches wide, it runs off the page")
+    assert any("leaves the canvas" in p for p in figure_text.problems(fig2))
+    F.plt.close("all")
 
 
 def test_pdfs_embed_truetype_fonts(rendered):
@@ -95,57 +118,100 @@ def test_font_check_catches_what_journals_reject(tmp_path, rc):
 
 
 def _texts(fig) -> list[str]:
-    return [t.get_text() for ax in fig.axes for t in ax.texts]
+    return [t.get_text() for ax in fig.axes for t in ax.texts] + [t.get_text()
+                                                                   for t in fig.texts]
+
+
+def _cells(gpu_tables, exp, table="summary"):
+    return F._cells(pd.read_csv(gpu_tables / f"{table}.csv").query(f"experiment == '{exp}'"))
 
 
 def test_missing_cells_are_labelled_not_dropped(gpu_tables):
     F.style()
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'resnet50'"))
-    sp = F._cells(pd.read_csv(gpu_tables / "speedup.csv").query("experiment == 'resnet50'"))
-    assert "oom" in _texts(F.fig_time(s, "resnet50"))
-    texts = _texts(F.fig_speedup(sp, "resnet50"))
-    assert "oom" in texts and texts.count("no fp32 baseline") == 3
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'mnist_seed'"))
-    assert _texts(F.fig_memory(s, "mnist_seed")).count("not run") == 2   # excluded cells
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'digits'"))
-    assert "diverged" in _texts(F.fig_throughput(s, "digits"))
+    assert "oom" in _texts(F.fig_throughput(_cells(gpu_tables, "resnet50"), "resnet50"))
+    texts = _texts(F.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
+    assert "oom" in texts and texts.count("no fp32") == 3
+    assert _texts(F.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
+        "not run") == 2                                              # excluded cells
+    assert "diverged" in _texts(F.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
     F.plt.close("all")
 
 
-def test_cpu_memory_says_not_measured(gpu_tables):
+def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
     F.style()
-    s = pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'amp_recipe'").copy()
-    s["max_memory_allocated_bytes"] = float("nan")
-    texts = _texts(F.fig_memory(F._cells(s), "amp_recipe"))
-    assert any(t.startswith("not measured") for t in texts)
-    assert texts.count("n/a") == 4
+    fig = F.fig_speedup(_cells(gpu_tables, "resnet50_fast", "speedup"), "resnet50_fast")
+    ax = fig.axes[0]
+    assert "plain fp32 (resnet50, bs 64)" in ax.get_ylabel()
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 3 and min(heights) > 1            # no empty panel
+    F.plt.close("all")
+
+
+def test_cpu_figures_say_not_measured(gpu_tables):
+    F.style()
+    s = _cells(gpu_tables, "amp_recipe").assign(max_memory_allocated_bytes=float("nan"),
+                                                tensor_core_share=float("nan"))
+    for fig in (F.fig_memory(s, "amp_recipe"), F.fig_tensor_cores(s, "amp_recipe")):
+        assert any(t.startswith("not measured") for t in _texts(fig))
+        assert not fig.axes or not fig.axes[0].patches        # a note, not an empty panel
     F.plt.close("all")
 
 
 def test_fixed_colour_per_precision(gpu_tables):
     F.style()
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'mnist_seed'"))
-    fig = F.fig_time(s, "mnist_seed")
+    fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")
     colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches}
     assert colours <= {c.lower() for c in F.PALETTE.values()}
     handles = fig.legends[0].get_patches()
-    assert [h.get_label() for h in handles] == F.PRECISIONS
+    assert [h.get_label() for h in handles] == ["fp32", "tf32", "amp-fp16", "amp-bf16"]
     assert [matplotlib.colors.to_hex(h.get_facecolor()) for h in handles] == \
-        [F.PALETTE[p].lower() for p in F.PRECISIONS]
+        [F.PALETTE[p].lower() for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")]
     F.plt.close("all")
 
 
-def test_intervals_drawn_where_there_are_repeats(gpu_tables):
+def test_intervals_say_what_they_are(gpu_tables):
     F.style()
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'amp_recipe'"))
-    fig = F.fig_time(s, "amp_recipe")
-    bars = [c for c in fig.axes[0].containers
-            if isinstance(c, matplotlib.container.ErrorbarContainer)]
-    assert len(bars) == 4                         # one interval per precision
-    s = F._cells(pd.read_csv(gpu_tables / "summary.csv").query("experiment == 'mnist_seed'"))
-    fig = F.fig_time(s, "mnist_seed")             # one repeat: nothing to draw
-    assert not any(isinstance(c, matplotlib.container.ErrorbarContainer)
-                   for c in fig.axes[0].containers)
+
+    def bars(fig):
+        return [c for c in fig.axes[0].containers
+                if isinstance(c, matplotlib.container.ErrorbarContainer)]
+
+    def legend(fig):
+        return [t.get_text() for t in fig.legends[0].get_texts()]
+    fig = F.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe")
+    assert len(bars(fig)) == 4 and "95% CI (n ≥ 3)" in legend(fig)      # n = 3
+    fig = F.fig_throughput(_cells(gpu_tables, "mnist_loaders"), "mnist_loaders")
+    assert len(bars(fig)) == 8 and "range (n = 2)" in legend(fig) and \
+        "95% CI (n ≥ 3)" not in legend(fig)
+    fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")  # single runs
+    assert not bars(fig) and "single run" in legend(fig)
+    assert _texts(fig).count(F.SINGLE) == 6
+    fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
+    assert len(bars(fig)) == 4                                # ratios carry intervals too
+    F.plt.close("all")
+
+
+def test_one_tick_format_and_log_axes_for_wide_spans():
+    F.style()
+    fig, ax = F.plt.subplots()
+    ax.set_ylim(0, 12000)
+    ax.yaxis.set_major_formatter(F.Ticks())
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert all(label.endswith("k") for label in labels if label != "0k"), labels
+    assert len({len(label.split(".")[-1]) if "." in label else 0 for label in labels}) == 1
+    fig, ax = F.plt.subplots()
+    assert F.value_axis(ax, [1.0, 50.0]) is True and ax.get_yscale() == "log"
+    fig, ax = F.plt.subplots()
+    assert F.value_axis(ax, [1.0, 5.0]) is False and ax.get_yscale() == "linear"
+    F.plt.close("all")
+
+
+def test_tensor_core_share_and_gpu_busy_have_their_own_axes(gpu_tables):
+    F.style()
+    fig = F.fig_tensor_cores(_cells(gpu_tables, "resnet50"), "resnet50")
+    assert len(fig.axes) == 2
+    assert "kernel time" in fig.axes[0].get_ylabel() and "wall time" in fig.axes[1].get_ylabel()
     F.plt.close("all")
 
 

@@ -45,7 +45,7 @@ def test_compare_target_on_the_smoke_study(smoke_run):
     snakemake(wd, "compare", "--cores", "2", *SMOKE)
     out = wd / "results" / "compare-smoke"
     md = (out / "comparison.md").read_text()
-    assert "| T4 (seed) † | bs 512 | amp-fp16 | 2.52 |" in md
+    assert "| T4 (seed) † | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) |" in md
     assert "| AMD" in md or "| smoke" in md or re.search(r"\| [^|]+ \| bs 64 \| fp32 \|", md)
     assert (out / "figures" / "overview.png").exists()
     snakemake(wd, "all", "compare", "--report", "report-all.html", *SMOKE)

@@ -21,7 +21,17 @@ def test_significant_digits(value, text):
 
 def test_units():
     assert T.times(2.7812) == "2.78×" and T.percent(0.934) == "93%"
-    assert T.mib(417359872) == "398" and T.interval(1.0, 2.0) == "[1.00, 2.00]"
+    assert T.memory(417359872) == "398 MiB" and T.memory(12 * 2**30) == "12.0 GiB"
+    assert T.memory_unit(3 * 2**30) == ("MiB", 2**20) and T.memory_unit(5 * 2**30)[0] == "GiB"
+    assert T.interval(1.0, 2.0) == "[1.00, 2.00]"
+
+
+def test_an_interval_says_what_it_is():
+    assert T.with_interval(5730, 5700, 5760, 3) == "5,730 [5,700, 5,760]"
+    assert T.with_interval(5730, 5700, 5760, 2) == "5,730 (range 5,700–5,760)"
+    assert T.with_interval(5730, None, None, 1) == "5,730 (1 run)"
+    assert T.with_interval(2.79, 2.75, 2.83, 3, fmt=T.times) == "2.79× [2.75, 2.83]"
+    assert T.with_interval(None, None, None, 0) == "–"
 
 
 def test_latex_escapes_and_booktabs():
@@ -46,41 +56,83 @@ def gpu_tables(tmp_path_factory):
     return pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv"), out
 
 
-def test_experiment_table_on_a_gpu_set(gpu_tables):
+def rows_of(t):
+    return [dict(zip(t.columns, r)) for r in t.rows]
+
+
+def test_experiment_tables_on_a_gpu_set(gpu_tables):
     s, sp, _ = gpu_tables
-    t = T.experiment_table(s, sp, "resnet50")
-    assert t.columns[:4] == ["setting", "precision", "time (s)", "95% CI"]
-    assert "Tensor Core share" in t.columns and "peak memory (MiB)" in t.columns
-    rows = {(r[0], r[1]): dict(zip(t.columns, r)) for r in t.rows}
+    speed, evidence = T.experiment_tables(s, sp, "resnet50")
+    assert speed.columns[:6] == ["setting", "precision", "n", "samples/s", "× fp32",
+                                 "first fast step (s)"]
+    assert "peak memory (GiB)" in speed.columns
+    rows = {(r["setting"], r["precision"]): r for r in rows_of(speed)}
     oom = rows[("bs 256", "fp32")]
-    assert oom["status"] == "oom" and oom["time (s)"] == "–" and oom["repeats"] == "0/3"
-    assert rows[("bs 256", "amp-fp16")]["speedup vs fp32"] == "n/a"    # no fp32 baseline
-    assert rows[("bs 64", "fp32")]["speedup vs fp32"] == "1.00×"
-    assert any("CUDA out of memory" in n for n in t.notes)
-    md = T.to_markdown(t)
-    assert len(re.findall(r"^\|", md, re.M)) == 2 + len(t.rows)
-    assert all(line.count("|") == len(t.columns) + 1 for line in md.splitlines()
-               if line.startswith("|"))
+    assert oom["samples/s"] == "–" and oom["n"] == "0/3 oom"
+    assert rows[("bs 256", "amp-fp16")]["× fp32"] == "no fp32"
+    assert rows[("bs 64", "fp32")]["× fp32"] == "1×"
+    assert re.fullmatch(r"3\.\d\d× \[\d\.\d\d, \d\.\d\d\]", rows[("bs 64", "amp-fp16")]["× fp32"])
+    assert any("CUDA out of memory" in n for n in speed.notes)
+    assert any("95% confidence interval" in n for n in speed.notes)
+    assert "limited by" in evidence.columns
+    limits = {r["precision"]: r["limited by"] for r in rows_of(evidence) if r["setting"] == "bs 64"}
+    assert limits == {"fp32": "memory-bound", "tf32": "memory-bound", "amp-fp16": "memory-bound",
+                      "amp-bf16": "memory-bound"}
+    md = T.to_markdown(speed)
+    assert len(re.findall(r"^\|", md, re.M)) == 2 + len(speed.rows)
 
 
-def test_varying_axes_only(gpu_tables):
+def test_no_two_rows_look_alike(gpu_tables):
     s, sp, _ = gpu_tables
-    t = T.experiment_table(s, sp, "mnist_loaders")
-    assert {r[0] for r in t.rows} == {"bs 512 gpu-resident", "bs 512 synthetic"}
-    t = T.experiment_table(s, sp, "mnist_seed")
-    assert {r[0] for r in t.rows} == {"bs 512", "bs 1024"}
-    assert "95% CI" not in t.columns            # one repeat
+    for exp in s["experiment"].unique():
+        t = T.experiment_tables(s, sp, exp)[0]
+        keys = [(r[0], r[1]) for r in t.rows]
+        assert len(keys) == len(set(keys)), exp
+    t = T.speedup_table(sp)
+    keys = [(r[0], r[1], r[2]) for r in t.rows]
+    assert len(keys) == len(set(keys))
+    fast = [r[1] for r in t.rows if r[0] == "resnet50_fast"]
+    assert "bs 256, channels_last, compile default" in fast
 
 
-def test_unmeasured_columns_are_named(gpu_tables):
+def test_single_runs_and_ranges_are_marked(gpu_tables):
     s, sp, _ = gpu_tables
-    s = s.assign(max_memory_allocated_bytes=None, tensor_core_share=None, gpu_busy_share=None)
-    sp = sp.assign(memory_ratio=None)
-    t = T.experiment_table(s, sp, "amp_recipe")
-    assert "peak memory (MiB)" not in t.columns
-    note = next(n for n in t.notes if n.startswith("Not measured"))
-    for name in ("peak memory (MiB)", "memory vs fp32", "Tensor Core share", "GPU busy"):
-        assert name in note
+    seed = rows_of(T.experiment_tables(s, sp, "mnist_seed")[0])
+    assert all(r["samples/s"].endswith("(1 run)") for r in seed)
+    loaders = rows_of(T.experiment_tables(s, sp, "mnist_loaders")[0])
+    assert all("(range " in r["samples/s"] for r in loaders)
+    assert {r["setting"] for r in loaders} == {"bs 512, gpu-resident", "bs 512, synthetic"}
+
+
+def test_claims_follow_the_interval(gpu_tables):
+    _, sp, _ = gpu_tables
+    claims = {(r["experiment"], r["precision"]): r["claim"] for r in rows_of(T.speedup_table(sp))
+              if r["setting"] in ("bs 64", "bs 512", "bs 512, gpu-resident")}
+    assert claims[("resnet50", "amp-fp16")] == "pays off"
+    assert claims[("digits", "amp-bf16")] == "no difference shown"
+    assert claims[("mnist_seed", "amp-fp16")] == "n < 3"
+    assert claims[("mnist_loaders", "amp-fp16")] == "n < 3"
+
+
+def test_accuracy_difference_is_paired_by_seed(gpu_tables):
+    s, sp, _ = gpu_tables
+    t = T.experiment_tables(s, sp, "digits")[1]
+    assert t.title.endswith("accuracy against fp32")
+    rows = {r["precision"]: r for r in rows_of(t)}
+    assert rows["fp32"]["Δ vs fp32 (points)"] == ""
+    assert re.fullmatch(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]",
+                        rows["amp-bf16"]["Δ vs fp32 (points)"])
+    assert rows["amp-fp16"]["n"] == "0/5 diverged"
+
+
+def test_best_table_names_baseline_and_gain(gpu_tables):
+    *_, out = gpu_tables
+    b = rows_of(T.best_table(pd.read_csv(out / "best.csv")))
+    resnet = next(r for r in b if r["workload"] == "resnet50")
+    assert resnet["fastest configuration"] == "amp-bf16, bs 256, channels_last, compile default"
+    assert resnet["plain fp32 baseline"] == "resnet50, bs 64"
+    assert resnet["memory × baseline"] == "–"          # other batch size: not compared
+    assert {r["workload"] for r in b} >= {"torchvision (resnet18)", "torchvision (vit_b_16)"}
 
 
 def test_cli_writes_three_formats_and_combined(gpu_tables, tmp_path):
@@ -91,5 +143,9 @@ def test_cli_writes_three_formats_and_combined(gpu_tables, tmp_path):
     assert names == ["digits.html", "digits.md", "digits.tex", "resnet50.html", "resnet50.md",
                      "resnet50.tex"]
     tex = (tmp_path / "tables.tex").read_text()
-    assert tex.count(r"\begin{table}") == 2 and tex.count(r"\bottomrule") == 2
+    # every experiment of the set, not only those asked for per file: two tables each
+    s, sp = pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv")
+    n = sum(len(T.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
+    assert n > 2 * s["experiment"].nunique()     # speed, evidence, and accuracy where measured
+    assert tex.count(r"\begin{table}") == n and tex.count(r"\bottomrule") == n
     assert T.main(["--tables", str(out), "--out", str(tmp_path), "--experiments", "x"]) == 2

@@ -1,5 +1,6 @@
-"""The verdict on small synthetic tables whose answers are known: fastest configuration, speedup,
-memory saving, whether Tensor Cores carried the work, and the bottleneck when they did not."""
+"""The verdict on small synthetic tables whose answers are known: the fastest configuration and
+its speedup with an interval, claims only where the interval clears them, the warm-up on its
+own, memory, Tensor Cores apart from what limits the step, accuracy paired by seed."""
 
 from __future__ import annotations
 
@@ -8,162 +9,194 @@ import pytest
 
 import gpu_like
 from tcbench import aggregate as A
-from tcbench import verdict as V
+from tcbench import diagnosis as D
+from tcbench import verdict as Vd
 
 MIB = 2**20
 
 
-def row(exp, precision, bs=512, *, time=10.0, mem=1000 * MIB, tc=None, busy=None, wait=0.01,
-        status="ok", reason=None, acc=None, samples=51200, loader="synthetic"):
+def row(exp, precision, bs=512, *, thr=1000.0, mem=1000 * MIB, tc=None, busy=None, mm=None,
+        wait=0.01, status="ok", reason=None, acc=None, repeat=1, warm=2.0):
     ok = status == "ok"
     return {"run": "synthetic", "experiment": exp, "workload": "mnist_cnn", "cell": "c",
-            "precision": precision, "batch_size": bs, "repeat": 1, "status": status,
-            "status_reason": reason, "loader": loader, "memory_format": "contiguous",
-            "compile": "off", "data": "synthetic",
-            "total_time_s": time if ok else None,
-            "throughput_samples_per_s": samples / time if ok else None,
+            "precision": precision, "batch_size": bs, "repeat": repeat, "seed": repeat - 1,
+            "status": status, "status_reason": reason, "loader": "synthetic",
+            "memory_format": "contiguous", "compile": "off", "cuda_graphs": "off",
+            "cudnn_benchmark": "off", "model": "mnist_cnn", "data": "synthetic",
+            "total_time_s": 51200 / thr + warm if ok else None,
+            "time_to_steady_s": warm if ok else None,
+            "throughput_samples_per_s": thr if ok else None,
             "max_memory_allocated_bytes": mem if ok else None,
             "data_wait_share": wait if ok else None, "input_bound": bool(ok and wait >= 0.2),
             "tensor_core_share": tc if ok else None, "gpu_busy_share": busy if ok else None,
-            "mfu": None, "test_accuracy": acc if ok else None, "device_name": "Test GPU",
-            "compute_capability": "9.0", "top_kernel": "elementwise_kernel" if ok else None}
+            "matmul_share": mm if ok else None, "steady_energy_per_sample_j": 1.0 / thr
+            if ok else None, "mfu": None, "test_accuracy": acc if ok else None,
+            "device_name": "Test GPU", "compute_capability": "9.0",
+            "top_kernel": "elementwise_kernel" if ok else None}
 
 
-def tables(rows):
-    m = pd.DataFrame(rows)
-    m["precision"] = pd.Categorical(m["precision"], A.PRECISION_ORDER, ordered=True)
+def repeats(exp, precision, thrs, **kw):
+    """One row per repeat, throughputs as given (so the interval is known)."""
+    accs = kw.pop("accs", [None] * len(thrs))
+    return [row(exp, precision, thr=t, repeat=i + 1, acc=a, **kw)
+            for i, (t, a) in enumerate(zip(thrs, accs))]
+
+
+def build(rows):
+    m = A.order(pd.DataFrame(rows))
     s = A.summarise(m)
-    return s, A.speedup(s), m
+    return Vd.build(s, A.speedup(m, s), m)
 
 
 @pytest.fixture
 def verdict():
     rows = [
-        # fast: amp-fp16 is 2.5x faster, 40% less memory, Tensor Cores carry it
-        row("fast", "fp32", time=10.0, mem=1000 * MIB, tc=0.0, busy=0.95),
-        row("fast", "amp-fp16", time=4.0, mem=600 * MIB, tc=0.9, busy=0.95),
-        # input: the data loader sets the pace
-        row("input", "fp32", time=10.0, tc=0.0, busy=0.2, wait=0.75),
-        row("input", "amp-bf16", time=9.8, tc=0.7, busy=0.1, wait=0.78),
-        # host: the GPU idles between tiny kernels
-        row("host", "fp32", time=5.0, tc=0.0, busy=0.3),
-        row("host", "tf32", time=4.9, tc=0.6, busy=0.3),
-        # memory: busy GPU, little Tensor Core work
-        row("membound", "fp32", time=8.0, tc=0.0, busy=0.9),
-        row("membound", "amp-fp16", time=7.9, tc=0.2, busy=0.9),
-        # oom: fp32 does not fit at 256, amp-fp16 does; tf32 unsupported
-        row("oom", "fp32", 64, time=4.0, mem=4000 * MIB, tc=0.0, busy=0.95, samples=12800),
-        row("oom", "amp-fp16", 64, time=2.0, mem=2500 * MIB, tc=0.85, busy=0.95, samples=12800),
+        # fast: amp-fp16 2.5x, interval clear of 1.10: pays off; Tensor Cores carry it
+        *repeats("fast", "fp32", [1000, 1010, 990], mem=1000 * MIB, tc=0.0, mm=0.8, busy=0.95),
+        *repeats("fast", "amp-fp16", [2500, 2480, 2520], mem=600 * MIB, tc=0.85, mm=0.9,
+                 busy=0.95, warm=9.0),
+        # input-bound: the data loader sets the pace, no difference
+        *repeats("input", "fp32", [1000, 1005, 995], tc=0.0, busy=0.2, wait=0.75),
+        *repeats("input", "amp-bf16", [1001, 996, 1004], tc=0.7, mm=0.7, busy=0.1, wait=0.78),
+        # host-bound and only a little faster: faster, not paying off
+        *repeats("host", "fp32", [1000, 1002, 998], tc=0.0, busy=0.3),
+        *repeats("host", "tf32", [1050, 1052, 1048], tc=0.6, mm=0.7, busy=0.3),
+        # memory-bound, two repeats only: cannot be judged
+        *repeats("membound", "fp32", [1000, 1010], tc=0.0, mm=0.3, busy=0.9),
+        *repeats("membound", "amp-fp16", [1500, 1520], tc=0.2, mm=0.25, busy=0.9),
+        # oom at 256 in fp32, amp-fp16 fits; tf32 unsupported
+        *repeats("oom", "fp32", [100, 101, 99], bs=64, mem=4000 * MIB, tc=0.0, busy=0.95),
+        *repeats("oom", "amp-fp16", [300, 301, 299], bs=64, mem=2500 * MIB, tc=0.85, mm=0.9,
+                 busy=0.95),
         row("oom", "fp32", 256, status="oom", reason="CUDA out of memory"),
-        row("oom", "amp-fp16", 256, time=6.0, mem=9000 * MIB, tc=0.9, busy=0.95, samples=76800),
+        *repeats("oom", "amp-fp16", [350, 351, 349], bs=256, mem=9000 * MIB, tc=0.9, busy=0.95),
         row("oom", "tf32", 64, status="unsupported", reason="no TF32 here"),
-        # accuracy parity
-        row("acc", "fp32", time=3.0, tc=0.0, busy=0.95, acc=0.98),
-        row("acc", "amp-bf16", time=3.0, tc=0.6, busy=0.95, acc=0.975),
+        # accuracy over five seeds, paired
+        *repeats("acc", "fp32", [1000, 1010, 990, 1005, 995], tc=0.0, busy=0.95,
+                 accs=[0.980, 0.975, 0.982, 0.978, 0.981]),
+        *repeats("acc", "amp-bf16", [1001, 1011, 989, 1004, 996], tc=0.6, busy=0.95,
+                 accs=[0.979, 0.976, 0.981, 0.977, 0.981]),
     ]
-    return V.build(*tables(rows))
+    return build(rows)
 
 
 def section(v, name):
-    return " ".join(next(s for s in v.sections if s.title.startswith(name)).sentences)
+    return " ".join(next(s for s in v.sections if s.title.startswith(name + " ")).sentences)
 
 
-def test_fastest_speedup_memory_and_tensor_cores(verdict):
+def test_fastest_with_interval_and_claim(verdict):
     text = section(verdict, "fast")
-    assert "**Fastest:** amp-fp16 at batch size 512" in text
-    assert "2.50× the speed in total time" in text and "(10.0 s)" in text
-    assert "40% less peak memory than fp32 (600 MiB vs 1,000 MiB" in text
-    assert "**Tensor Cores carried the work:** 90% of GPU kernel time" in text
-    assert "(strict fp32: 0%)" in text
-    assert "Bottleneck" not in text            # it paid off: nothing to explain
+    assert "**Fastest:** amp-fp16 at batch size 512, 2,500 [" in text
+    assert "samples/s (95% CI, n = 3)" in text
+    assert "2.50× [" in text and "it pays off" in text
+    assert "**Warm-up**" in text and "9.00 s for the fastest configuration, 2.00 s for fp32" \
+        in text
+    assert "40% less peak memory than fp32" in text
 
 
-def test_input_bound(verdict):
+def test_tensor_cores_apart_from_what_limits_the_step(verdict):
+    text = section(verdict, "fast")
+    assert "the matrix work ran on Tensor Cores (85% of GPU kernel time" in text
+    assert "**What limits amp-fp16 at batch size 512:** Tensor Core arithmetic" in text
     text = section(verdict, "input")
-    assert "best speedup over fp32 is 1.02× (amp-bf16 at batch size 512)" in text
-    assert "**Bottleneck: the input pipeline.**" in text and "78% of each step" in text
-
-
-def test_host_bound(verdict):
+    assert "the input pipeline: the GPU waited for the next batch 78% of each step" in text
+    assert "it shows no difference" in text
     text = section(verdict, "host")
-    assert "**Bottleneck: launch overhead on the host.**" in text
-    assert "only 30% of the wall time" in text
+    assert "the host: the GPU had a kernel running only 30% of the wall time" in text
+    assert "it is faster, but by less than the 1.10×" in text
 
 
-def test_memory_bound(verdict):
+def test_too_few_repeats_are_not_judged(verdict):
     text = section(verdict, "membound")
-    assert "**Tensor Cores did not carry the work:** only 20%" in text
-    assert "**Bottleneck: memory-bound kernels.**" in text and "busy 90%" in text
+    assert "(range, n = 2)" in text and "cannot be judged" in text
+    assert "memory-bound kernels" in text
 
 
 def test_oom_unsupported_and_no_baseline(verdict):
     text = section(verdict, "oom")
-    # the fastest by throughput (12,800 samples/s) has no fp32 at its batch size
-    assert "**Fastest:** amp-fp16 at batch size 256" in text
-    assert "fp32 has no result at this setting (oom)" in text
-    assert "against the fastest fp32 configuration (batch size 64, 3,200 samples/s) it " \
-           "delivers 4.00× the throughput" in text
-    assert "fp32 ran out of memory at batch size 256, where amp-fp16 fit in 8.79 GiB" in text
-    assert "tf32 at batch size 64 — unsupported: no TF32 here" in text
-    assert "fp32 at batch size 256 — oom: CUDA out of memory" in text
+    assert "**Memory made the difference:** fp32 ran out of memory at batch size 256, where " \
+           "amp-fp16 fit in 8.79 GiB." in text
+    assert "**Without a result:**" in text and "tf32 at batch size 64, unsupported: no TF32 " \
+           "here" in text and "fp32 at batch size 256, oom: CUDA out of memory" in text
 
 
-def test_accuracy_parity(verdict):
+def test_accuracy_paired_by_seed(verdict):
     text = section(verdict, "acc")
-    assert "fp32 98.00%, amp-bf16 97.50%" in text and "0.50 points" in text
+    assert "**Test accuracy** (held-out set, mean over seeds): fp32 97.92% [" in text
+    assert "paired by seed" in text and "amp-bf16 -0.04 [" in text
+    assert "(no difference shown)" in text
 
 
-def test_bottom_line_counts_and_names(verdict):
+def test_bottom_line_uses_the_interval(verdict):
     line = " ".join(verdict.bottom_line)
-    assert "in 2 of 6 experiments, most in fast (2.50× with amp-fp16 at batch size 512)" in line
-    assert "input: 1.02× at best (amp-bf16 at batch size 512); bottleneck: the input " \
-           "pipeline (Tensor Cores carried the work)." in line
-    assert "host: 0.98" not in line and "host: 1.02× at best" in line
-    assert "membound: 1.01× at best (amp-fp16 at batch size 512); bottleneck: memory-bound" \
-        in line
+    assert line.startswith("Reduced precision pays off (95% CI of the throughput ratio wholly "
+                           "above 1.10×) in 2 of 6")
+    assert "fast (amp-fp16 at batch size 512, 2.50× [" in line
+    assert "It is faster, but by less than 1.10×, in 1 of 6" in line and "host (" in line
+    assert "It shows no difference from fp32 in 2 of 6" in line
+    assert "cannot be judged (fewer than three repeats) in 1 of 6" in line
+    assert "membound" in line
 
 
 def test_rules_of_thumb():
-    assert V.bottleneck({"input_bound": True, "gpu_busy_share": 0.1}) == "input"
-    assert V.bottleneck({"input_bound": "True"}) == "input"          # as read back from CSV
-    assert V.bottleneck({"input_bound": False, "gpu_busy_share": 0.49}) == "host"
-    assert V.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.3}) == "memory"
-    assert V.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.9}) is None
-    assert V.bottleneck({"input_bound": False}) is None              # no profile (CPU)
-    assert V.tensor_cores_carried({"tensor_core_share": 0.5}) is True
-    assert V.tensor_cores_carried({"tensor_core_share": None}) is None
+    assert D.bottleneck({"input_bound": True, "gpu_busy_share": 0.1}) == "input"
+    assert D.bottleneck({"input_bound": "True"}) == "input"          # as read back from CSV
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.49,
+                         "tensor_core_share": 0.9}) == "host"
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                         "tensor_core_share": 0.3, "matmul_share": 0.35}) == "memory"
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                         "tensor_core_share": 0.0, "matmul_share": 0.8}) == "simt"
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                         "tensor_core_share": 0.9}) == "tensor"
+    assert D.bottleneck({"input_bound": False}) is None              # no profile (CPU)
+    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.2, "matmul_share": 0.25}) is True
+    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.0, "matmul_share": 0.8}) is False
+    assert D.claim(1.5, 1.2, 1.8, "ci95") == "pays off"
+    assert D.claim(1.05, 1.01, 1.09, "ci95") == "faster"
+    assert D.claim(1.5, 1.2, 1.8, "range") == "n < 3"
+    assert D.claim(0.9, 0.85, 0.95, "ci95") == "slower"
 
 
 def test_cpu_set_says_it_is_not_a_gpu():
-    rows = [row("x", "fp32"), row("x", "amp-bf16", time=5.0)]
+    rows = repeats("x", "fp32", [100, 101, 99]) + repeats("x", "amp-bf16", [150, 151, 149])
     for r in rows:
         r |= {"compute_capability": None, "tensor_core_share": None, "gpu_busy_share": None,
               "max_memory_allocated_bytes": None, "device_name": "AMD EPYC"}
-    v = V.build(*tables(rows))
+    v = build(rows)
     assert "not a CUDA GPU" in " ".join(v.intro)
     text = section(v, "x")
-    assert "**Tensor Cores:** not measured" in text and "**Memory:** not measured" in text
+    assert "not measurable for amp-bf16" in text and "**Memory:** not measured" in text
+
+
+def test_provenance_is_stated():
+    rows = repeats("x", "fp32", [100, 101, 99]) + repeats("x", "amp-bf16", [150, 151, 149])
+    for r in rows:
+        r |= {"git_commit": "0123456789abcdef0123", "git_dirty": False, "execution": "native",
+              "host_containerised": True}
+    intro = " ".join(build(rows).intro)
+    assert "commit 0123456789ab" in intro and "Every record ran on a clean tree." in intro
+    assert "natively on a host that is itself a container" in intro
+    rows[0] |= {"git_dirty": True, "allow_dirty": True}
+    assert "1 of 6 records ran on a tree with uncommitted changes (the config set allow_dirty: " \
+           "true)." in " ".join(build(rows).intro)
+
+
+def test_a_model_zoo_is_answered_per_model(tmp_path):
+    out = gpu_like.write(tmp_path)
+    v = Vd.build(pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv"),
+                 pd.read_csv(out / "metrics.csv"))
+    titles = [s.title for s in v.sections]
+    assert "zoo: resnet18 (torchvision, synthetic data)" in titles
+    assert "zoo: vit_b_16 (torchvision, synthetic data)" in titles
 
 
 def test_markdown_and_html_say_the_same(tmp_path):
     out = gpu_like.write(tmp_path)
-    md, html = V.write(out, out)
+    md, html = Vd.write(out, out)
     md_text, html_text = md.read_text(), html.read_text()
     assert md_text.startswith("# Verdict: gpu-like on NVIDIA H200")
     for exp in ("amp_recipe", "mnist_seed", "mnist_loaders", "digits", "resnet50"):
         assert f"## {exp} (" in md_text and f"<h3>{exp} (" in html_text
-    assert "<strong>Bottleneck: the input pipeline.</strong>" in html_text
-    assert "**" not in html_text
-
-
-def test_median_basis_counts_the_fastest_cells_own_repeats():
-    rows = [row("r", "fp32", time=10.0, tc=0.0, busy=0.95),
-            {**row("r", "fp32", time=10.2, tc=0.0, busy=0.95), "repeat": 2},
-            row("r", "amp-fp16", time=4.0, tc=0.9, busy=0.95)]       # one repeat only
-    assert "(median of 1 run)" in section(V.build(*tables(rows)), "r")
-    rows += [{**row("r", "amp-fp16", status="oom", reason="CUDA out of memory"), "repeat": 2},
-             {**row("r", "amp-fp16", time=4.2, tc=0.9, busy=0.95), "repeat": 3}]
-    text = section(V.build(*tables(rows)), "r")
-    assert "(median of 2 repeats; 1 of its 3 repeats did not finish)" in text
+    assert "<strong>What limits" in html_text and "**" not in html_text
+    assert Vd.bottom_line_of(md).startswith("Reduced precision pays off")

@@ -6,6 +6,7 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import environment, matrix  # noqa: E402
+from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
 
 if config.get("require_gpu") and not environment.nvidia_gpus():
@@ -24,7 +25,7 @@ except ConfigError as exc:
 
 RESULTS = f"results/{RUN}"
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
-FIGURE_KINDS = ["throughput", "time", "memory", "speedup", "attribution", "tensor_cores"]
+FIGURE_KINDS = list(V.FIGURES)
 FIGURE_FORMATS = ["pdf", "svg", "png"]
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
 

@@ -24,7 +24,7 @@ COMPARE_DIR = f"results/{COMPARE.get('name', 'compare')}"
 COMPARE_RUNS = list(dict.fromkeys(RUN if r == "auto" else r for r in COMPARE.get("runs", ["auto"])))
 COMPARE_REFERENCES = COMPARE.get("references", ["config/reference/seed_t4.csv"])
 COMPARE_EXPERIMENTS = COMPARE.get("experiments") or EXPERIMENTS
-COMPARE_KINDS = ["time", "speedup", "memory"]
+COMPARE_KINDS = list(V.COMPARE_FIGURES)
 mark_for_report = report  # Snakemake's parser reads a line starting with "report" as a directive
 
 if COMPARE_DIR.removeprefix("results/") in {RUN, *COMPARE_RUNS}:

@@ -1,11 +1,20 @@
 """Records -> tidy tables. Reads JSON records only (never runs torch).
 
-    python -m tcbench.aggregate results/nvidia-h200/records --calibration \
+    python -m tcbench.aggregate results/nvidia-h200/records --calibration \\
         results/nvidia-h200/calibration.json --out results/nvidia-h200
 
-writes ``metrics.csv`` (one row per record), ``summary.csv`` (one row per cell, repeats pooled:
-median, IQR, 95% bootstrap CI) and ``speedup.csv`` / ``speedup.md`` (each precision against
-``fp32`` with everything else equal).
+writes
+
+* ``metrics.csv``: one row per record (one training process);
+* ``summary.csv``: one row per cell, its finished repeats pooled by ``tcbench.stats``: the mean
+  of each metric with its interval and n;
+* ``speedup.csv``: each cell against fp32 at the same setting (every cell key but the
+  precision equal): throughput ratio with its interval, memory, energy and warm-up ratios,
+  and the accuracy difference paired by seed;
+* ``best.csv``: per workload and model, the fastest configuration against the fastest plain
+  fp32 one (eager, contiguous, no CUDA graphs);
+* ``overhead.csv`` (with ``--benchmarks``): each job's wall time against the time it measured;
+* the Markdown views ``speedup.md`` and ``best.md`` (written by ``tcbench.tables``).
 """
 
 from __future__ import annotations
@@ -20,29 +29,33 @@ import pandas as pd
 
 from . import atomic
 from . import record as R
+from . import stats
 from . import vocabulary as V
-from .vocabulary import HARNESS_PHASES, STATUS_RANK
 
-PRECISION_ORDER = list(V.PRECISIONS)
-CELL_KEYS = list(V.CELL_KEYS)
-BASELINE_KEYS = list(V.BASELINE_KEYS)
 # tables made before an axis existed hold its default
 AXIS_DEFAULTS = {a.name: a.default for a in V.AXES if a.default is not None}
+# pooled per cell with an interval (tcbench.stats.estimate)
+ESTIMATED = [m.column for m in V.METRICS]
+# pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
+DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
+             "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
+             "power_mean_w", "steady_time_s", "flops_per_sample"]
 
 _METRICS = ["total_time_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
             "throughput_samples_per_s", "wall_throughput_samples_per_s", "samples", "epochs",
-            "steps", "warmup_steps", "warmup_time_s", "first_step_time_s", "steady_time_s",
-            "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "data_wait_s",
-            "compute_s", "data_wait_share", "input_bound", "compile_time_s", "final_loss",
-            "first_nonfinite_step", "grad_scaler_final_scale", "grad_scaler_skipped_steps",
-            "flops_per_step", "flops_per_sample", "achieved_tflops", "test_accuracy",
-            "test_loss"]
-_TELEMETRY = ["energy_j", "energy_per_sample_j", "power_mean_w", "power_max_w",
-              "sm_clock_mean_mhz", "temperature_max_c", "nvml_memory_used_max_bytes",
-              "energy_source"]
+            "steps", "warmup_steps", "warmup_time_s", "time_to_steady_s", "first_step_time_s",
+            "steady_time_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
+            "data_wait_s", "compute_s", "data_wait_share", "input_bound", "compile_time_s",
+            "final_loss", "first_nonfinite_step", "grad_scaler_final_scale",
+            "grad_scaler_skipped_steps", "flops_per_step", "flops_per_sample", "achieved_tflops",
+            "test_accuracy", "test_loss"]
+_TELEMETRY = ["energy_j", "energy_per_sample_j", "steady_energy_j", "steady_energy_per_sample_j",
+              "steady_energy_window_s", "power_mean_w", "power_max_w", "sm_clock_mean_mhz",
+              "temperature_max_c", "nvml_memory_used_max_bytes", "energy_source"]
 _ENV = ["device_name", "gpu_uuid", "gpu_index", "compute_capability", "driver_version",
-        "cuda_runtime_version", "cudnn_version", "torch_version", "hostname", "timestamp_utc",
-        "git_commit", "in_container", "container_image"]
+        "cuda_runtime_version", "torch_cuda_version", "cudnn_version", "torch_version",
+        "hostname", "timestamp_utc", "git_commit", "git_dirty", "execution",
+        "host_containerised", "in_container", "container_image", "allow_dirty"]
 
 
 def data_kind(r: dict) -> str:
@@ -70,6 +83,7 @@ def tidy(records: list[dict]) -> pd.DataFrame:
         env, flags = r["environment"], r.get("precision_flags") or {}
         row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                  "batch_size", "repeat", "status", "status_reason")}
+        row["seed"] = r.get("seed", p.get("seed"))
         row |= {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
                 **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
                    ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
@@ -78,22 +92,49 @@ def tidy(records: list[dict]) -> pd.DataFrame:
         row |= {k: t.get(k) for k in _TELEMETRY}
         row |= {"tensor_core_share": tc.get("tensor_core_share"),
                 "gpu_busy_share": tc.get("gpu_busy_share"),
-                "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name")}
+                "matmul_share": tc.get("matmul_share"),
+                "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
+                "evidence_repeat": tc.get("evidence_repeat",
+                                          r["repeat"] if tc.get("profiled") else None)}
         row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),
                 "cudnn_allow_tf32": flags.get("cudnn_allow_tf32"),
                 "autocast_dtype": flags.get("autocast_dtype")}
         row |= {k: env.get(k) for k in _ENV}
         h = r.get("harness") or {}
         row["harness_process_start_s"] = h.get("process_start_to_main_s")
-        row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in HARNESS_PHASES}
+        row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in V.HARNESS_PHASES}
         row["record"] = r.get("_path")
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    df["precision"] = pd.Categorical(df["precision"], PRECISION_ORDER, ordered=True)
-    return df.sort_values(["experiment", "batch_size", "loader", "memory_format", "compile",
-                           "cuda_graphs", "precision", "repeat"]).reset_index(drop=True)
+    return order(df).sort_values([*order_keys(df), "repeat"]).reset_index(drop=True)
+
+
+def fill_axes(df: pd.DataFrame) -> pd.DataFrame:
+    """Axes a table does not name hold their default (the model is the workload's own); for
+    tables made before an axis existed."""
+    df = df.copy()
+    # an axis whose default is the workload's own: the model is the workload; cuDNN autotuning
+    # is off, PyTorch's default and what a plain script (the seed, a published reference) runs
+    implicit = {"model": df["workload"], "cudnn_benchmark": "off"}
+    for col in V.AXIS_NAMES:
+        value = implicit[col] if col in implicit else AXIS_DEFAULTS.get(col, "default")
+        df[col] = df[col].fillna(value) if col in df else value
+    return df
+
+
+def order(df: pd.DataFrame) -> pd.DataFrame:
+    """Precision as an ordered category (the vocabulary's order), axes as text."""
+    df = fill_axes(df)
+    for a in V.AXIS_NAMES:
+        df[a] = df[a].astype(str)
+    df["precision"] = pd.Categorical(df["precision"].astype(str), V.PRECISIONS, ordered=True)
+    return df
+
+
+def order_keys(df: pd.DataFrame) -> list[str]:
+    return [k for k in ("experiment", *V.SETTING_KEYS, "precision") if k in df]
 
 
 def add_mfu(df: pd.DataFrame, calibration: dict | None) -> pd.DataFrame:
@@ -104,231 +145,248 @@ def add_mfu(df: pd.DataFrame, calibration: dict | None) -> pd.DataFrame:
     return df
 
 
-def bootstrap_ci(values, statistic=np.median, confidence=0.95, seed=0):
-    """95% percentile-bootstrap interval of ``statistic`` (scipy); None for fewer than 2 values."""
-    from scipy.stats import bootstrap
-
-    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
-    if len(values) < 2:
-        return None, None
-    if np.all(values == values[0]):
-        return float(values[0]), float(values[0])
-    res = bootstrap((values,), statistic, confidence_level=confidence, n_resamples=2000,
-                    method="percentile", random_state=np.random.default_rng(seed))
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+def _numeric(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s, errors="coerce")
 
 
-def fill_axes(df: pd.DataFrame) -> pd.DataFrame:
-    """Axes a table does not name hold their default (the model is the workload's own); for
-    tables made before an axis existed."""
-    df = df.copy()
-    for col in V.AXIS_NAMES:
-        value = df["workload"] if col == "model" else AXIS_DEFAULTS.get(col, "default")
-        df[col] = df[col].fillna(value) if col in df else value
-    return df
-
-
-def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    """One row per cell, repeats pooled over the records with status ok."""
-    df = fill_axes(df)
+def summarise(df: pd.DataFrame, keys=V.CELL_KEYS) -> pd.DataFrame:
+    """One row per cell (``keys``): counts, the worst status, every ``ESTIMATED`` metric as
+    mean/low/high/n (``tcbench.stats.estimate``) and every ``DESCRIBED`` one as a mean, over
+    the repeats that finished (status ok)."""
+    df = order(df)
+    keys = list(keys)
     rows = []
-    for key, g in df.groupby(CELL_KEYS, observed=True, sort=False, dropna=False):
-        row = dict(zip(CELL_KEYS, key))
+    for key, g in df.groupby(keys, observed=True, sort=False, dropna=False):
+        row = dict(zip(keys, key))
         ok = g[g["status"] == "ok"]
-        worst = max(g["status"], key=STATUS_RANK.get)
-        row |= {"repeats": len(g), "repeats_ok": len(ok),
+        worst = max(g["status"], key=V.STATUS_RANK.get)
+        row |= {"repeats": len(g), "repeats_ok": len(ok), "interval": stats.method(len(ok)),
                 "status": "ok" if len(ok) == len(g) else worst,
-                "status_reason": "; ".join(sorted(set(g["status_reason"].dropna()))) or None}
-        for col in ("throughput_samples_per_s", "total_time_s"):
-            v = ok[col].dropna().astype(float)
-            lo, hi = bootstrap_ci(v)
-            row |= {f"{col}_median": v.median() if len(v) else None,
-                    f"{col}_q1": v.quantile(0.25) if len(v) else None,
-                    f"{col}_q3": v.quantile(0.75) if len(v) else None,
-                    f"{col}_ci_low": lo, f"{col}_ci_high": hi,
-                    f"{col}_cv": float(v.std(ddof=1) / v.mean()) if len(v) > 1 else None}
-        for col in ("max_memory_allocated_bytes", "max_memory_reserved_bytes", "achieved_tflops",
-                    "mfu", "energy_per_sample_j", "power_mean_w", "data_wait_share",
-                    "tensor_core_share", "gpu_busy_share", "final_loss", "test_accuracy",
-                    "step_time_median_s", "first_step_time_s"):
+                "status_reason": "; ".join(sorted(set(g["status_reason"].dropna().astype(str))))
+                or None,
+                "seeds": " ".join(str(int(s)) for s in ok["seed"].dropna()) if "seed" in ok
+                else None}
+        for col in ESTIMATED:
             if col in ok:
-                v = pd.to_numeric(ok[col], errors="coerce").dropna()
-                row[col] = float(v.median()) if len(v) else None
+                row |= stats.estimate(_numeric(ok[col])).as_dict(col)
+        row[f"{V.HEADLINE}_cv"] = stats.cv(_numeric(ok[V.HEADLINE])) if V.HEADLINE in ok \
+            else None
+        for col in DESCRIBED:
+            if col in ok:
+                v = _numeric(ok[col]).dropna()
+                row[col] = float(v.mean()) if len(v) else None
         row["input_bound"] = bool(ok["input_bound"].astype(bool).all()) if len(ok) else None
-        row["device_name"] = g["device_name"].iloc[0]
+        evidence = ok.dropna(subset=["top_kernel"]) if "top_kernel" in ok else ok.iloc[:0]
+        row["top_kernel"] = evidence["top_kernel"].iloc[0] if len(evidence) else None
+        row["evidence_repeat"] = (int(evidence["repeat"].iloc[0]) if len(evidence) else None)
+        row["device_name"] = g["device_name"].dropna().iloc[0] if g["device_name"].notna().any() \
+            else None
         rows.append(row)
     out = pd.DataFrame(rows)
-    out["precision"] = pd.Categorical(out["precision"], PRECISION_ORDER, ordered=True)
+    return order(out) if not out.empty else out
+
+
+def _groups(df: pd.DataFrame, keys) -> dict:
+    return {k: g for k, g in df.groupby(list(keys), observed=True, sort=False, dropna=False)}
+
+
+PLAIN_KEYS = ("run", "workload", "model", "data", "loader")
+
+
+def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
+    """Per workload, model, data and input pipeline: the fastest *plain* fp32 cell (strict
+    fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at any batch size. The one
+    baseline of every "gain": how far precision and execution knobs together take a workload
+    beyond what plain PyTorch in fp32 does."""
+    plain = (summary["precision"].astype(str) == V.BASELINE) & (summary["repeats_ok"] > 0)
+    for k, v in V.EAGER.items():
+        plain &= summary[k].astype(str) == v
+    out = {}
+    for key, g in summary[plain].dropna(subset=[V.HEADLINE]).groupby(list(PLAIN_KEYS),
+                                                                     sort=False, observed=True):
+        out[key] = g.loc[g[V.HEADLINE].astype(float).idxmax()]
     return out
 
 
-def speedup(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each precision against fp32 of the same cell (same run, workload, batch size, loader,
-    memory format, compile and data). Speedup > 1 is faster; memory ratio < 1 saves memory."""
-    base = summary[summary["precision"] == "fp32"].set_index(BASELINE_KEYS)
+def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """Each cell against fp32 at the same setting (``V.BASELINE_KEYS`` equal): the ratio of
+    mean throughputs with its interval (``stats.ratio``), the ratios of memory, steady energy
+    per sample and time to the first fast step, and the accuracy difference paired by seed.
+    A speedup > 1 is faster; a memory ratio < 1 saves memory."""
+    m = order(metrics)
+    ok = m[m["status"] == "ok"]
+    runs = _groups(ok, V.CELL_KEYS)
+    plain = plain_baselines(summary)
     rows = []
     for _, r in summary.iterrows():
-        key = tuple(r[k] for k in BASELINE_KEYS)
-        b = base.loc[key] if key in base.index else None
-        if isinstance(b, pd.DataFrame):
-            b = b.iloc[0]
-        row = {k: r[k] for k in CELL_KEYS} | {"status": r["status"]}
+        key = tuple(r[k] for k in V.CELL_KEYS)
+        base_key = key[:-1] + (V.BASELINE,)
+        x, b = runs.get(key), runs.get(base_key)
+        row = {k: r[k] for k in V.CELL_KEYS} | {
+            "status": r["status"], "repeats_ok": r["repeats_ok"],
+            "baseline_repeats_ok": 0 if b is None else len(b),
+            V.HEADLINE: r.get(V.HEADLINE), "max_memory_allocated_bytes":
+                r.get("max_memory_allocated_bytes")}
 
-        def ratio(num, den):
-            return float(num / den) if b is not None and pd.notna(num) and pd.notna(den) \
-                and den else None
-        row |= {
-            "total_time_s": r["total_time_s_median"],
-            "fp32_total_time_s": b["total_time_s_median"] if b is not None else None,
-            "speedup_total_time": ratio(b["total_time_s_median"], r["total_time_s_median"])
-            if b is not None else None,
-            "throughput_samples_per_s": r["throughput_samples_per_s_median"],
-            "speedup_throughput": ratio(r["throughput_samples_per_s_median"],
-                                        b["throughput_samples_per_s_median"])
-            if b is not None else None,
-            "max_memory_allocated_bytes": r["max_memory_allocated_bytes"],
-            "memory_ratio": ratio(r["max_memory_allocated_bytes"],
-                                  b["max_memory_allocated_bytes"]) if b is not None else None,
-            "input_bound": r["input_bound"],
-            "tensor_core_share": r.get("tensor_core_share"),
-            "test_accuracy": r.get("test_accuracy"),
-            "fp32_test_accuracy": b.get("test_accuracy") if b is not None else None,
-        }
+        def col(g, c):
+            return [] if g is None or c not in g else _numeric(g[c])
+        sp = stats.ratio(col(x, V.HEADLINE), col(b, V.HEADLINE))
+        row |= {"speedup": sp.value, "speedup_low": sp.low, "speedup_high": sp.high,
+                "speedup_n": sp.n, "speedup_interval": sp.method,
+                "faster": stats.clears(sp, 1.0), "slower": stats.clears(sp, 1.0, above=False)}
+        p = plain.get(tuple(r[k] for k in PLAIN_KEYS))
+        gain = stats.ratio(col(x, V.HEADLINE), col(runs.get(tuple(p[k] for k in V.CELL_KEYS)),
+                                                    V.HEADLINE)) if p is not None else stats.EMPTY
+        row |= {"gain": gain.value, "gain_low": gain.low, "gain_high": gain.high,
+                "gain_n": gain.n, "gain_interval": gain.method,
+                "plain_experiment": None if p is None else p["experiment"],
+                "plain_batch_size": None if p is None else p["batch_size"]}
+        for name, c in (("memory_ratio", "max_memory_allocated_bytes"),
+                        ("energy_ratio", "steady_energy_per_sample_j"),
+                        ("time_to_steady_ratio", "time_to_steady_s"),
+                        ("seed_speedup", V.SEED_METRIC)):
+            e = stats.ratio(col(x, c), col(b, c))
+            if name == "seed_speedup":  # time, not rate: fp32 time over this time
+                e = stats.ratio(col(b, c), col(x, c))
+            row |= {name: e.value, f"{name}_low": e.low, f"{name}_high": e.high,
+                    f"{name}_n": e.n}
+
+        def by_seed(g):
+            if g is None or "test_accuracy" not in g:
+                return {}
+            g = g.dropna(subset=["test_accuracy"])
+            return {int(s) if pd.notna(s) else -i: float(a) for i, (s, a) in
+                    enumerate(zip(g["seed"] if "seed" in g else [None] * len(g),
+                                  g["test_accuracy"]))}
+        acc = stats.difference(by_seed(x), by_seed(b))
+        row |= {"accuracy_diff": acc.value, "accuracy_diff_low": acc.low,
+                "accuracy_diff_high": acc.high, "accuracy_diff_n": acc.n,
+                "accuracy_diff_interval": acc.method}
+        for c in ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
+                  "data_wait_share",
+                  "test_accuracy", "time_to_steady_s", "steady_energy_per_sample_j"):
+            row[c] = r.get(c)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
-EAGER = V.EAGER
-
-
-def best(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per workload, the fastest ok configuration by steady-state throughput, against the strict
-    fp32 eager baseline (contiguous, no compile, no CUDA graphs) with the same batch size, loader
-    and data; with its memory and whether it still trains as well (loss, accuracy)."""
+def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
+    """Per workload and model, the fastest finished configuration (highest mean steady-state
+    throughput) with its gain over the plain fp32 baseline (``plain_baselines``, as in
+    ``speedup.csv``)."""
+    gains = {tuple(str(r[k]) for k in V.CELL_KEYS): r for _, r in order(speedup_table).iterrows()}
+    plain = plain_baselines(summary)
+    ok = summary[(summary["repeats_ok"] > 0)].dropna(subset=[V.HEADLINE])
     rows = []
-    ok = summary[summary["status"] == "ok"].dropna(subset=["throughput_samples_per_s_median"])
-    for (run, workload), g in ok.groupby(["run", "workload"], sort=False):
-        top = g.loc[g["throughput_samples_per_s_median"].astype(float).idxmax()]
-        same = (g["precision"] == "fp32") & (g["batch_size"] == top["batch_size"]) & \
-            (g["loader"] == top["loader"]) & (g["data"] == top["data"])
-        for k, v in EAGER.items():
-            same &= g[k] == v
-        base = g[same].sort_values("throughput_samples_per_s_median").head(1)
-        b = base.iloc[0] if len(base) else None
-
-        def vs(col, invert=False):
-            if b is None or pd.isna(b[col]) or pd.isna(top[col]) or not b[col]:
-                return None
-            return float(b[col] / top[col]) if invert else float(top[col] / b[col])
+    for (run, workload, model), g in ok.groupby(["run", "workload", "model"], sort=False,
+                                                observed=True):
+        top = g.loc[g[V.HEADLINE].astype(float).idxmax()]
+        gain = gains[tuple(str(top[k]) for k in V.CELL_KEYS)]
+        b = plain.get(tuple(top[k] for k in PLAIN_KEYS))
+        same_batch = b is not None and b["batch_size"] == top["batch_size"]
+        shown = [a for a in V.AXES if a.name != "model" and (
+            g[a.name].astype(str).nunique() > 1
+            or (a.default is not None and str(top[a.name]) != a.default))]
         rows.append({
-            "run": run, "workload": workload, "experiment": top["experiment"],
-            **{k: top[k] for k in ("precision", "batch_size", "loader", "memory_format",
-                                   "compile", "cuda_graphs", "data")},
-            "throughput_samples_per_s": top["throughput_samples_per_s_median"],
-            "total_time_s": top["total_time_s_median"],
-            "max_memory_allocated_bytes": top.get("max_memory_allocated_bytes"),
-            "final_loss": top.get("final_loss"),
-            "test_accuracy": top.get("test_accuracy"),
-            "baseline": None if b is None else f"{b['experiment']}: fp32 eager, bs {b['batch_size']}"
-                                               f", {b['loader']}",
-            "baseline_throughput_samples_per_s": None if b is None
-            else b["throughput_samples_per_s_median"],
-            "speedup_throughput": vs("throughput_samples_per_s_median"),
-            "speedup_total_time": vs("total_time_s_median", invert=True),
-            "memory_ratio": vs("max_memory_allocated_bytes"),
+            "run": run, "workload": workload, "model": model, "experiment": top["experiment"],
+            "setting_axes": ",".join(a.name for a in shown),
+            **{k: top[k] for k in ("precision", *V.SETTING_KEYS, "data")},
+            "repeats_ok": top["repeats_ok"],
+            **{c: top.get(c) for c in (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high",
+                                       "time_to_steady_s", "max_memory_allocated_bytes",
+                                       "final_loss", "test_accuracy", "tensor_core_share",
+                                       "matmul_share", "gpu_busy_share", "data_wait_share",
+                                       "input_bound")},
+            **{c: gain.get(c) for c in ("gain", "gain_low", "gain_high", "gain_n",
+                                        "gain_interval")},
+            "baseline_experiment": None if b is None else b["experiment"],
+            "baseline_batch_size": None if b is None else b["batch_size"],
+            "baseline_repeats_ok": None if b is None else b["repeats_ok"],
+            f"baseline_{V.HEADLINE}": None if b is None else b[V.HEADLINE],
+            # peak memory grows with the batch: compared only at the same batch size
+            "memory_ratio": None if not same_batch or not b.get("max_memory_allocated_bytes")
+            else top.get("max_memory_allocated_bytes") / b["max_memory_allocated_bytes"],
             "baseline_final_loss": None if b is None else b.get("final_loss"),
-            "baseline_test_accuracy": None if b is None else b.get("test_accuracy"),
-        })
+            "baseline_test_accuracy": None if b is None else b.get("test_accuracy")})
     return pd.DataFrame(rows)
 
 
-HARNESS_COLUMNS = ("harness_process_start_s",
-                   *(f"harness_{k}_s" for k in HARNESS_PHASES))
+HARNESS_COLUMNS = ("harness_process_start_s", *(f"harness_{k}_s" for k in V.HARNESS_PHASES))
 
 
-def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
-    """Harness overhead per job: Snakemake's wall time for the job (benchmark TSV, column ``s``)
-    against the steady-state training time inside it. Everything else is overhead: process
-    start, imports, CUDA initialisation, building the model, FLOP counting, warm-up steps,
-    profiling, evaluation, writing the record. A job without a benchmark file is kept, with
-    NaN, never dropped. The ``harness_*_s`` columns split that overhead by phase (from the
-    record's ``harness`` field; Snakemake's own start-up of the job is the rest)."""
+def benchmark_path(benchmarks: Path, r) -> Path:
+    return Path(benchmarks) / str(r["experiment"]) / f"{r['cell']}.tsv"
+
+
+def overhead(metrics: pd.DataFrame, benchmarks: Path | list[Path]) -> pd.DataFrame:
+    """Each job's wall time (Snakemake's benchmark TSV, column ``s``) against what it measured:
+    ``fixed_cost_s`` is the wall time less the warm-up (time to the first fast step) and the
+    timed steady steps: process start, imports, CUDA context, building, FLOP counting,
+    profiling, evaluation and writing the record. ``harness_*_s`` split it by phase (from the
+    record); Snakemake's own start of the job is the rest. A job without a benchmark file is
+    kept with NaN, never dropped. ``benchmarks`` is the benchmark folder, or the list of files."""
+    files = {f"{p.parent.name}/{p.stem}": p for p in map(Path, benchmarks)} \
+        if isinstance(benchmarks, list) else None
     rows = []
     for _, r in metrics.iterrows():
-        path = Path(benchmarks) / r["experiment"] / f"{r['cell']}.tsv"
-        wall = float(pd.read_csv(path, sep="\t")["s"].iloc[0]) if path.exists() else np.nan
-        steady = r.get("steady_time_s")
-        rows.append({"experiment": r["experiment"], "cell": r["cell"], "status": r["status"],
-                     "job_wall_s": wall, "total_time_s": r.get("total_time_s"),
-                     "steady_time_s": steady,
-                     "overhead_s": wall - steady if pd.notna(steady) else wall,
-                     # the overhead split, where the record has it (records since 2026-11-30)
+        path = files.get(f"{r['experiment']}/{r['cell']}") if files is not None \
+            else benchmark_path(benchmarks, r)
+        have = path is not None and Path(path).exists()
+        wall = float(pd.read_csv(path, sep="\t")["s"].iloc[0]) if have else np.nan
+        steady = _numeric(pd.Series([r.get("steady_time_s")])).iloc[0]
+        warm = _numeric(pd.Series([r.get("time_to_steady_s")])).iloc[0]
+        measured = (0 if pd.isna(steady) else steady) + (0 if pd.isna(warm) else warm)
+        rows.append({"experiment": r["experiment"], "cell": r["cell"], "workload": r["workload"],
+                     "status": r["status"], "job_wall_s": wall,
+                     "time_to_steady_s": warm, "steady_time_s": steady,
+                     "fixed_cost_s": wall - measured, "overhead_s": wall - (
+                         0 if pd.isna(steady) else steady),
                      **{c: r.get(c) for c in HARNESS_COLUMNS},
-                     "benchmark": str(path) if path.exists() else None})
+                     "benchmark": str(path) if have else None})
     df = pd.DataFrame(rows)
     if not df.empty:
-        tot = {"experiment": "(study)", "cell": "(all jobs)", "status": None,
-               "job_wall_s": df["job_wall_s"].sum(min_count=1),
-               "total_time_s": pd.to_numeric(df["total_time_s"]).sum(min_count=1),
-               "steady_time_s": pd.to_numeric(df["steady_time_s"]).sum(min_count=1),
-               "overhead_s": df["overhead_s"].sum(min_count=1),
-               **{c: pd.to_numeric(df[c]).sum(min_count=1) for c in HARNESS_COLUMNS},
-               "benchmark": None}
-        df = pd.concat([df, pd.DataFrame([tot])], ignore_index=True)
+        total = {"experiment": "(study)", "cell": "(all jobs)", "workload": None, "status": None,
+                 "benchmark": None, **{c: _numeric(df[c]).sum(min_count=1) for c in
+                                       ("job_wall_s", "time_to_steady_s", "steady_time_s",
+                                        "fixed_cost_s", "overhead_s", *HARNESS_COLUMNS)}}
+        df = pd.concat([df, pd.DataFrame([total])], ignore_index=True)
         df["overhead_share"] = df["overhead_s"] / df["job_wall_s"]
     return df
-
-
-def markdown(df: pd.DataFrame, floatfmt: str | None = None) -> str:
-    """A GitHub Markdown table of raw columns, numbers as in the summary tables (tcbench.tables:
-    three significant digits, never scientific notation)."""
-    from .tables import num
-
-    def fmt(v):
-        if v is None or (isinstance(v, float) and np.isnan(v)):
-            return "–"
-        if isinstance(v, (float, np.floating)):
-            return floatfmt.format(v) if floatfmt else num(v)
-        return str(v)
-    head = "| " + " | ".join(df.columns) + " |"
-    sep = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, sep, *body]) + "\n"
 
 
 def write_csv(df: pd.DataFrame, path: Path) -> None:
     atomic.write_text(path, df.to_csv(index=False))
 
 
-def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
+def aggregate(records, out_dir: Path, calibration: Path | None = None,
               expected: list[Path] | None = None,
-              benchmarks: Path | None = None) -> dict[str, pd.DataFrame]:
-    # A result set is every record in its folder: studies run with other configs on the same
-    # device (config/fastest.yaml, say) add to it; ``expected`` only checks none is missing.
-    paths = find_records(records_dir)
+              benchmarks: Path | list[Path] | None = None) -> dict[str, pd.DataFrame]:
+    """``records``: a result set's records folder (every record in it: studies run with other
+    configs on the same device add to it), or the list of record files."""
+    from . import tables as T
+
+    paths = find_records(records) if isinstance(records, (str, Path)) else sorted(map(Path,
+                                                                                      records))
     if expected is not None:
         missing = sorted(set(map(Path, expected)) - set(paths))
         if missing:
             raise R.RecordError(f"{len(missing)} expected record(s) missing, e.g. {missing[0]}")
     if not paths:
-        raise R.RecordError(f"{records_dir}: no records to aggregate")
+        raise R.RecordError(f"{records}: no records to aggregate")
     df = tidy(load(paths))
     cal = json.loads(Path(calibration).read_text()) if calibration and Path(calibration).exists() \
         else None
     df = add_mfu(df, cal)
     summary = summarise(df)
-    table = speedup(summary)
+    table = speedup(df, summary)
+    top = best(summary, table)
     out_dir = Path(out_dir)
     write_csv(df, out_dir / "metrics.csv")
     write_csv(summary, out_dir / "summary.csv")
     write_csv(table, out_dir / "speedup.csv")
-    cols = ["experiment", "precision", "batch_size", "loader", "status", "total_time_s",
-            "speedup_total_time", "throughput_samples_per_s", "speedup_throughput",
-            "max_memory_allocated_bytes", "memory_ratio", "input_bound", "tensor_core_share"]
-    atomic.write_text(out_dir / "speedup.md", markdown(table[cols]))
-    top = best(summary)
     write_csv(top, out_dir / "best.csv")
-    atomic.write_text(out_dir / "best.md", markdown(top))
+    T.write_markdown(T.speedup_table(table), out_dir / "speedup.md")
+    T.write_markdown(T.best_table(top), out_dir / "best.md")
     result = {"metrics": df, "summary": summary, "speedup": table, "best": top}
     if benchmarks is not None:
         result["overhead"] = overhead(df, benchmarks)
@@ -339,15 +397,24 @@ def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tcbench.aggregate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("records", type=Path, help="the records folder of one result set")
+    ap.add_argument("records", type=Path, nargs="?", help="the records folder of one result set")
+    ap.add_argument("--records", dest="record_files", type=Path, nargs="+",
+                    help="the record files of one result set (instead of a folder)")
     ap.add_argument("--out", type=Path, required=True, help="folder for the tables")
     ap.add_argument("--calibration", type=Path, help="calibration.json of the same result set")
     ap.add_argument("--expect", type=Path, nargs="*", help="records that must all be there")
-    ap.add_argument("--benchmarks", type=Path,
-                    help="Snakemake's benchmark folder of the train jobs, for overhead.csv")
+    ap.add_argument("--benchmarks", type=Path, nargs="+",
+                    help="Snakemake's benchmark folder of the train jobs, or its TSV files, "
+                         "for overhead.csv")
     args = ap.parse_args(argv)
+    if (args.records is None) == (args.record_files is None):
+        ap.error("give the records folder or --records FILE..., one of the two")
+    bench = args.benchmarks
+    if bench is not None and len(bench) == 1 and bench[0].is_dir():
+        bench = bench[0]
     try:
-        aggregate(args.records, args.out, args.calibration, args.expect, args.benchmarks)
+        aggregate(args.records or args.record_files, args.out, args.calibration, args.expect,
+                  bench)
     except R.RecordError as exc:
         print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
         return 2

@@ -355,32 +355,40 @@ def table(docs: list[dict]):
     return df
 
 
-def markdown(df) -> str:
+def capacity_table(df):
+    """The capacity study as a reader's table (tcbench.tables: one number format, captions)."""
     import pandas as pd
 
-    from .aggregate import markdown as md
+    from . import tables as T
 
     def known(v):
         return v is not None and not pd.isna(v)
 
-    show = df.assign(
-        largest_batch=[(f"≥ {r.largest_batch_size}" if r.status == "capped" else
-                        str(r.largest_batch_size)) if known(r.largest_batch_size) else "–"
-                       for r in df.itertuples()],
-        first_oom=[str(v) if known(v) else "–" for v in df["smallest_oom_batch_size"]],
-        peak_memory_gib=[float(v) / 2**30 if known(v) else None
-                         for v in df["peak_memory_bytes"]])
-    cols = ["workload", "precision", "status", "largest_batch", "first_oom", "capacity_vs_fp32",
-            "peak_memory_gib", "peak_memory_source", "probes", "probes_oom"]
+    rows = [[r.workload, str(r.precision), r.status,
+             (f"≥ {r.largest_batch_size}" if r.status == "capped" else
+              str(r.largest_batch_size)) if known(r.largest_batch_size) else T.MISSING,
+             str(r.smallest_oom_batch_size) if known(r.smallest_oom_batch_size) else T.MISSING,
+             T.times(r.capacity_vs_fp32), T.memory(r.peak_memory_bytes, "GiB")
+             if known(r.peak_memory_bytes) else T.MISSING,
+             f"{r.probes} ({r.probes_oom} oom)"] for r in df.itertuples()]
     device = ", ".join(sorted({str(v) for v in df["device_name"].dropna()})) or "unknown device"
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
-    head = (f"Largest batch size that trains without running out of memory on {device}"
-            + (f" (memory_limit_bytes={', '.join(map(str, limits))})" if limits else "")
-            + f", searched to within {', '.join(sorted({str(v) for v in df['resolution']}))} "
-              f"samples; first_oom is the smallest size tried that ran out of memory.\n\n")
-    notes = [f"- {r.workload} {r.precision}: {r.status_reason}" for r in df.itertuples()
-             if isinstance(r.status_reason, str) and r.status_reason]
-    return head + md(show[cols]) + ("\n" + "\n".join(notes) + "\n" if notes else "")
+    notes = [f"Searched to within {', '.join(sorted({str(v) for v in df['resolution']}))} "
+             f"samples, each probe a fresh process; first out of memory is the smallest batch "
+             f"size tried that ran out of memory; peak memory is that of the largest batch that "
+             f"fit (torch.cuda.max_memory_allocated)."]
+    notes += [f"{r.workload} {r.precision}: {r.status_reason}" for r in df.itertuples()
+              if isinstance(r.status_reason, str) and r.status_reason]
+    return T.Table(f"Largest batch size that trains without running out of memory on {device}"
+                   + (f" (memory_limit_bytes={', '.join(map(str, limits))})" if limits else ""),
+                   ["workload", "precision", "status", "largest batch", "first out of memory",
+                    "× fp32", "peak memory", "probes"], rows, align="lllrrrrr", notes=notes)
+
+
+def markdown(df) -> str:
+    from . import tables as T
+
+    return T.to_markdown(capacity_table(df), "##")
 
 
 def figure(df, out_dir: Path) -> list[Path]:

@@ -1,14 +1,14 @@
-"""Summary tables for readers: one table per experiment, written as Markdown, LaTeX (booktabs)
-and HTML (for the Snakemake report), from ``summary.csv`` and ``speedup.csv`` only.
+"""Tables for readers: per experiment, for the whole set (speedup, best), written as Markdown,
+LaTeX (booktabs) and HTML (for the Snakemake report), from ``summary.csv``, ``speedup.csv`` and
+``best.csv`` only.
 
-    python -m tcbench.tables --tables results/nvidia-h200 --out results/nvidia-h200/tables \
+    python -m tcbench.tables --tables results/nvidia-h200 --out results/nvidia-h200/tables \\
         --combined results/nvidia-h200/tables
 
-A table is built once as text cells (numbers already rounded, units in the header) and then
-rendered three ways, so the three files always say the same thing. A cell without a number
-shows why (the cell's status, or "n/a" where the device does not measure it), and a column
-that no cell of the experiment has is dropped with a note under the table saying so.
-No templating dependency: the three writers are a few lines each.
+A table is built once as text cells (numbers rounded one way, units in the header, a caption)
+and then rendered three ways, so the three files always say the same thing. Every number that
+rests on repeats carries its interval and says what the interval is (``tcbench.stats``); n is a
+column. A cell without a number says why. No templating dependency: each writer is a few lines.
 """
 
 from __future__ import annotations
@@ -16,25 +16,22 @@ from __future__ import annotations
 import argparse
 import html
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from . import atomic
+from . import atomic, diagnosis, stats
 from . import vocabulary as V
 
-PRECISION_ORDER = list(V.PRECISIONS)
-SETTING_AXES = V.AXIS_NAMES
 MISSING = "–"
-MIB = 2**20
-NA_NOTE = ("n/a: the run finished but has no such number (not measured on this device, or no "
-           "fp32 run at that setting to compare with); –: the run did not finish.")
+MIB, GIB = 2**20, 2**30
 
 
 # ------------------------------------------------------------------------------- number format
-def _missing(v) -> bool:
+def missing(v) -> bool:
     if v is None:
         return True
     try:
@@ -44,8 +41,9 @@ def _missing(v) -> bool:
 
 
 def num(v, digits: int = 3) -> str:
-    """``digits`` significant digits, thousands grouped, never scientific notation."""
-    if _missing(v):
+    """``digits`` significant digits, thousands grouped, never scientific notation: the one
+    number format of every table, figure label and verdict sentence."""
+    if missing(v):
         return MISSING
     v = float(v)
     if v == 0 or not math.isfinite(v):
@@ -60,26 +58,59 @@ def num(v, digits: int = 3) -> str:
 
 
 def times(v, digits: int = 3) -> str:
-    return MISSING if _missing(v) else f"{num(v, digits)}×"
+    return MISSING if missing(v) else f"{num(v, digits)}×"
 
 
-def percent(v) -> str:
-    return MISSING if _missing(v) else f"{100 * float(v):.0f}%"
+def percent(v, decimals: int = 0) -> str:
+    return MISSING if missing(v) else f"{100 * float(v):.{decimals}f}%"
 
 
-def mib(v) -> str:
-    return MISSING if _missing(v) else f"{float(v) / MIB:,.0f}"
+def memory_unit(max_bytes) -> tuple[str, float]:
+    """MiB up to 4 GiB, GiB beyond: one unit per column or axis, chosen from its largest value."""
+    return ("GiB", GIB) if not missing(max_bytes) and float(max_bytes) >= 4 * GIB else ("MiB", MIB)
+
+
+def memory(v, unit: str | None = None) -> str:
+    """Bytes in MiB or GiB (chosen from the value unless given), with the unit."""
+    if missing(v):
+        return MISSING
+    unit = unit or memory_unit(v)[0]
+    return f"{num(float(v) / (GIB if unit == 'GiB' else MIB))} {unit}"
 
 
 def interval(lo, hi, digits: int = 3) -> str:
-    return MISSING if _missing(lo) or _missing(hi) else f"[{num(lo, digits)}, {num(hi, digits)}]"
+    return MISSING if missing(lo) or missing(hi) else f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
+def with_interval(value, low, high, n, fmt=num, bound=None) -> str:
+    """A value and its interval, saying what the interval is: ``5,730 [5,700, 5,760]`` (95% CI,
+    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``. A ratio's unit sign
+    stays on the value: ``2.79× [2.75, 2.83]``."""
+    if missing(value):
+        return MISSING
+    n = 0 if missing(n) else int(n)
+    kind = stats.method(n)
+    text = fmt(value)
+    bound = bound or (num if fmt is times else fmt)
+    if kind == stats.CI and not missing(low):
+        return f"{text} [{bound(low)}, {bound(high)}]"
+    if kind == stats.RANGE and not missing(low):
+        return f"{text} (range {bound(low)}–{bound(high)})"
+    if kind == stats.SINGLE:
+        return f"{text} (1 run)"
+    return text
+
+
+INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
+                 "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
+                 "given only where n >= 3; with n = 2 the range is shown and marked as such; "
+                 "(1 run) marks a single run.")
 
 
 # ------------------------------------------------------------------------------------ the table
 @dataclass
 class Table:
-    """Text cells plus what a reader needs around them. ``groups`` (one label per row, or
-    empty) start a new block where the label changes: a rule in LaTeX, a bold row in HTML."""
+    """Text cells plus what a reader needs around them: a title, a caption (``notes``)."""
 
     title: str
     columns: list[str]
@@ -115,27 +146,67 @@ def to_markdown(t: Table, heading: str | None = "###") -> str:
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
           "×": r"$\times$", "–": "--", "—": "---", "†": r"\textsuperscript{\dag}",
-          "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "µ": r"\textmu{}"}
+          "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "µ": r"\textmu{}",
+          "Δ": r"$\Delta$", "→": r"$\rightarrow$", "<": r"\textless{}", ">": r"\textgreater{}"}
 
 
 def latex_escape(s) -> str:
     return "".join(_LATEX.get(ch, ch) for ch in str(s).replace("\n", " "))
 
 
+_INTERVAL_TAIL = re.compile(r"^(.+?) (\[.+\]|\(range .+\)|\(1 run\))$")
+
+
+def _stack(lines: list[str], align: str, small_from: int | None = None) -> str:
+    """Several lines in one table cell (a nested tabular); lines from ``small_from`` on are set
+    smaller (an interval under its value)."""
+    if len(lines) == 1:
+        return latex_escape(lines[0])
+    body = r" \\ ".join((r"{\scriptsize " + latex_escape(x) + "}") if small_from is not None
+                         and i >= small_from else latex_escape(x) for i, x in enumerate(lines))
+    return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{body}\end{{tabular}}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in str(text).split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _latex_cell(text: str, align: str) -> str:
+    """A body cell, narrowed for print: an interval goes under its value, a long setting is
+    broken at its commas."""
+    text = str(text)
+    m = _INTERVAL_TAIL.match(text)
+    if m:
+        return _stack([m.group(1), m.group(2)], align, small_from=1)
+    if len(text) > 18 and ", " in text:
+        return _stack(text.split(", "), align)
+    return latex_escape(text)
+
+
 def to_latex(t: Table, float_env: bool = True) -> str:
-    """A booktabs table (needs ``\\usepackage{booktabs}``); ``float_env=False`` gives the bare
-    tabular for ``\\input`` inside your own float."""
-    body = [r"\begin{tabular}{" + t.align + "}", r"\toprule",
-            " & ".join(latex_escape(c) for c in t.columns) + r" \\", r"\midrule"]
-    body += [" & ".join(latex_escape(c) for c in row) + r" \\" for row in t.rows]
+    """A booktabs table (needs ``\\usepackage{booktabs}``) that fits a page's text width:
+    headers wrapped, intervals set under their values, long settings broken at their commas
+    (tests/test_latex.py compiles every generated table and fails on an overfull box);
+    ``float_env=False`` gives the bare tabular for ``\\input`` in a float."""
+    head = " & ".join(_stack(_wrap(c, 11), "c") for c in t.columns) + r" \\"
+    body = [r"\begin{tabular}{" + t.align + "}", r"\toprule", head, r"\midrule"]
+    body += [" & ".join(_latex_cell(c, a) for c, a in zip(row, t.align)) + r" \\"
+             for row in t.rows]
     body += [r"\bottomrule", r"\end{tabular}"]
     if not float_env:
         return "\n".join(body) + "\n"
     caption = ". ".join(latex_escape(s.rstrip(".")) for s in [t.title, *t.notes]) + "."
-    head = [r"\begin{table}[tbp]", r"\centering", r"\small", rf"\caption{{{caption}}}"]
+    top = [r"\begin{table}[tbp]", r"\centering", r"\footnotesize",
+           r"\setlength{\tabcolsep}{3pt}", rf"\caption{{{caption}}}"]
     if t.label:
-        head.append(rf"\label{{{t.label}}}")
-    return "\n".join(head + body + [r"\end{table}"]) + "\n"
+        top.append(rf"\label{{{t.label}}}")
+    return "\n".join(top + body + [r"\end{table}"]) + "\n"
 
 
 def to_html(t: Table, standalone: bool = True) -> str:
@@ -168,10 +239,29 @@ def page(title: str, body: str) -> str:
             f"<body>\n{body}</body></html>\n")
 
 
-# ------------------------------------------------------------------- one experiment, one table
+def write_markdown(tables: Table | list[Table], path: Path) -> Path:
+    tables = [tables] if isinstance(tables, Table) else tables
+    return atomic.write_text(path, "\n".join(to_markdown(t, "##") for t in tables))
+
+
+# ------------------------------------------------------------------------------------ settings
 def varying_axes(df: pd.DataFrame) -> list[str]:
-    """The setting axes that take more than one value inside ``df``."""
-    return [a for a in SETTING_AXES if a in df and df[a].astype(str).nunique() > 1]
+    """The axes that take more than one value inside ``df``."""
+    return [a for a in V.AXIS_NAMES if a in df and df[a].astype(str).nunique() > 1]
+
+
+def shown_axes(df: pd.DataFrame) -> list[str]:
+    """The axes a row label must name within ``df`` (one experiment): those that vary, and
+    those held at a value other than the vocabulary's default (so a row says channels_last
+    even where every row of the experiment is channels_last)."""
+    out = []
+    for a in V.AXES:
+        if a.name not in df:
+            continue
+        values = df[a.name].astype(str)
+        if values.nunique() > 1 or (a.default is not None and (values != a.default).any()):
+            out.append(a.name)
+    return out
 
 
 def axis_value(axis: str, value) -> str:
@@ -179,121 +269,226 @@ def axis_value(axis: str, value) -> str:
     return V.axis(axis).display(value)
 
 
-def setting_text(row, axes: list[str]) -> str:
-    return " ".join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])
+def setting_text(row, axes: list[str], sep: str = ", ") -> str:
+    return sep.join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])
 
 
-def status_text(row) -> str:
-    """The cell's status; the repeats column says how many of its runs finished."""
-    return str(row.get("status"))
+def _keys(df: pd.DataFrame) -> pd.DataFrame:
+    from .aggregate import order
+    return order(df)
 
 
-def _value_or_status(row, text: str) -> str:
-    """A cell with no number: "n/a" where the run finished but this device has no such
-    measurement; a dash where the run did not finish (the status column says why)."""
+def _cell_key(row) -> tuple:
+    return tuple(str(row[k]) for k in V.CELL_KEYS)
+
+
+def _no_value(row, text: str) -> str:
+    """A cell with no number: "n/a" where the run finished but has no such measurement; a
+    dash where the run did not finish (the status column says why)."""
     if text != MISSING:
         return text
     return "n/a" if row.get("repeats_ok", 0) else MISSING
 
 
-def experiment_table(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str) -> Table:
-    from .aggregate import AXIS_DEFAULTS  # tables from before an axis existed hold its default
-    summary = summary.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in summary})
-    speedup = speedup.assign(**{k: v for k, v in AXIS_DEFAULTS.items() if k not in speedup})
-    s = summary[summary["experiment"] == experiment].copy()
+# ------------------------------------------------------------------- one experiment, two tables
+def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str
+                      ) -> list[Table]:
+    """Speed and memory (always); where the time goes (where there is a kernel profile)."""
+    s = _keys(summary[summary["experiment"] == experiment])
     if s.empty:
         raise ValueError(f"experiment {experiment!r} has no rows in summary.csv")
-    keys = ["batch_size", *SETTING_AXES, "precision"]
-    sp = speedup[speedup["experiment"] == experiment][
-        keys + ["speedup_total_time", "speedup_throughput", "memory_ratio"]]
-    for df in (s, sp):
-        df["precision"] = pd.Categorical(df["precision"].astype(str), PRECISION_ORDER,
-                                         ordered=True)
-        for a in SETTING_AXES:
-            df[a] = df[a].astype(str)
-    s = s.merge(sp, on=keys, how="left").sort_values(["batch_size", *SETTING_AXES, "precision"])
-    axes = varying_axes(s)
-    repeats = s["repeats"].max() > 1
+    sp = _keys(speedup[speedup["experiment"] == experiment])
+    sp = {_cell_key(r): r for _, r in sp.iterrows()}
+    s = s.sort_values(["batch_size", *V.AXIS_NAMES, "precision"])
+    axes = shown_axes(s)
+    run = str(s["run"].iloc[0])
+    device = s["device_name"].dropna().astype(str)
+    where = device.iloc[0] if len(device) else run
+    mem_unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
+    has_acc = "test_accuracy" in s and s["test_accuracy"].notna().any()
+    has_mem = s["max_memory_allocated_bytes"].notna().any()
 
-    # (header, formatter, measured-on-this-device column); optional columns are dropped when
-    # no row has a value, and a note names them.
-    spec = [
-        ("time (s)", lambda r: num(r["total_time_s_median"]), "total_time_s_median"),
-        ("95% CI", lambda r: interval(r["total_time_s_ci_low"], r["total_time_s_ci_high"]),
-         None if repeats else "__never__"),
-        ("speedup vs fp32", lambda r: times(r["speedup_total_time"]), "speedup_total_time"),
-        ("samples/s", lambda r: num(r["throughput_samples_per_s_median"]),
-         "throughput_samples_per_s_median"),
-        ("peak memory (MiB)", lambda r: mib(r["max_memory_allocated_bytes"]),
-         "max_memory_allocated_bytes"),
-        ("memory vs fp32", lambda r: times(r["memory_ratio"]), "memory_ratio"),
-        ("Tensor Core share", lambda r: percent(r.get("tensor_core_share")),
-         "tensor_core_share"),
-        ("GPU busy", lambda r: percent(r.get("gpu_busy_share")), "gpu_busy_share"),
-        ("data wait", lambda r: percent(r.get("data_wait_share")), "data_wait_share"),
-        ("MFU", lambda r: percent(r.get("mfu")), "mfu"),
-        ("test accuracy", lambda r: percent(r.get("test_accuracy")) if _missing(
-            r.get("test_accuracy")) else f"{100 * r['test_accuracy']:.2f}%", "test_accuracy"),
-    ]
-    kept, dropped = [], []
-    for head, fn, col in spec:
-        if col == "__never__":
-            continue
-        if col is not None and (col not in s or s[col].isna().all()):
-            dropped.append(head)
-            continue
-        kept.append((head, fn))
-    columns = ["setting", "precision", *(h for h, _ in kept), "repeats", "status"]
+    cols = ["setting", "precision", "n", "samples/s", "× fp32"]
+    cols += ["first fast step (s)"]
+    cols += [f"peak memory ({mem_unit})", "memory × fp32"] if has_mem else []
     rows = []
     for _, r in s.iterrows():
-        rows.append([setting_text(r, axes), str(r["precision"]),
-                     *(_value_or_status(r, fn(r)) for _, fn in kept),
-                     f"{int(r['repeats_ok'])}/{int(r['repeats'])}", status_text(r)])
-    device = s["device_name"].dropna().astype(str)
-    run = str(s["run"].iloc[0])
-    notes = ["Medians over the repeats that finished (status ok)"
-             + (", 95% bootstrap interval of the median time" if repeats else "")
-             + "; speedup is fp32 time / this time, memory is torch.cuda.max_memory_allocated "
-               "against fp32 at the same setting."]
-    notes.append(NA_NOTE)
-    if dropped:
-        notes.append("Not measured on this device, hence not shown: " + ", ".join(dropped) + ".")
-    reasons = s.loc[s["status"] != "ok", ["precision", "status_reason"]].dropna()
-    for _, r in reasons.drop_duplicates("status_reason").iterrows():
-        notes.append(f"{r['precision']}: {r['status_reason']}")
-    title = f"{experiment} on {device.iloc[0] if len(device) else run} (result set {run})"
-    return Table(title, columns, rows, align="ll" + "r" * (len(columns) - 3) + "l",
-                 notes=notes, label=f"tab:{run}:{experiment}")
-
-
-def write_table(t: Table, stem: Path) -> list[Path]:
-    """``stem``.md / .tex / .html."""
-    out = []
-    for ext, text in (("md", to_markdown(t)), ("tex", to_latex(t)), ("html", to_html(t))):
-        path = stem.with_name(f"{stem.name}.{ext}")
-        atomic.write_text(path, text)
-        out.append(path)
+        q = sp.get(_cell_key(r), {})
+        n = int(r["repeats_ok"])
+        cells = [setting_text(r, axes), str(r["precision"]), n_status(r),
+                 with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
+                               r.get(f"{V.HEADLINE}_high"), r.get(f"{V.HEADLINE}_n")),
+                 _speedup_text(q, r), num(r.get("time_to_steady_s"))]
+        if has_mem:
+            unit_div = GIB if mem_unit == "GiB" else MIB
+            mem = r.get("max_memory_allocated_bytes")
+            cells += [num(float(mem) / unit_div) if not missing(mem) else MISSING,
+                      times(q.get("memory_ratio")) if str(r["precision"]) != V.BASELINE
+                      else "1×" if not missing(mem) else MISSING]
+        rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
+    notes = [f"Result set {run}. Throughput is the steady-state training throughput (the steps "
+             f"after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the same "
+             f"setting; first fast step is the time to the end of warm-up (autotuning, "
+             f"compilation), reported on its own and in no ratio.",
+             INTERVAL_NOTE]
+    if has_mem:
+        notes.append("Peak memory is torch.cuda.max_memory_allocated.")
+    for _, r in s[s["status"] != "ok"].drop_duplicates("status_reason").iterrows():
+        if not missing(r.get("status_reason")):
+            notes.append(f"{r['precision']} ({setting_text(r, axes)}): {r['status']}: "
+                         f"{str(r['status_reason'])[:200]}")
+    out = [Table(f"{experiment} on {where}: speed and memory", cols, rows,
+                 align="lll" + "r" * (len(cols) - 3), notes=notes,
+                 label=f"tab:{run}:{experiment}")]
+    if has_acc:
+        out.append(_accuracy_table(s, sp, axes, run, where, experiment))
+    if s["tensor_core_share"].notna().any() or s["data_wait_share"].notna().any():
+        out.append(_evidence_table(s, axes, run, where, experiment))
     return out
 
 
+def _accuracy_table(s, sp, axes, run, where, experiment) -> Table:
+    pct = lambda v: f"{100 * float(v):.2f}%"  # noqa: E731
+    points = lambda v: f"{100 * float(v):+.2f}"  # noqa: E731
+    rows = []
+    for _, r in s.iterrows():
+        q = sp.get(_cell_key(r), {})
+        cells = [setting_text(r, axes), str(r["precision"]), n_status(r),
+                 with_interval(r.get("test_accuracy"), r.get("test_accuracy_low"),
+                               r.get("test_accuracy_high"), r.get("test_accuracy_n"), fmt=pct,
+                               bound=lambda v: f"{100 * float(v):.2f}"),
+                 "" if str(r["precision"]) == V.BASELINE else with_interval(
+                     q.get("accuracy_diff"), q.get("accuracy_diff_low"),
+                     q.get("accuracy_diff_high"), q.get("accuracy_diff_n"), fmt=points),
+                 num(r.get("final_loss"))]
+        rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
+    notes = [f"Result set {run}. Accuracy on the held-out set after training, evaluated in fp32, "
+             f"mean over the repeats (each its own seed); Δ is the mean difference to fp32 in "
+             f"percentage points, each repeat paired with the fp32 repeat of the same seed.",
+             INTERVAL_NOTE]
+    return Table(f"{experiment} on {where}: accuracy against fp32",
+                 ["setting", "precision", "n", "test accuracy", "Δ vs fp32 (points)",
+                  "final training loss"], rows, align="lllrrr", notes=notes,
+                 label=f"tab:{run}:{experiment}:accuracy")
+
+
+def n_status(r) -> str:
+    """Finished repeats of all, with the cell's status where it is not ok ("0/3 oom")."""
+    text = f"{int(r['repeats_ok'])}/{int(r['repeats'])}"
+    return text if str(r["status"]) == "ok" else f"{text} {r['status']}"
+
+
+def _speedup_text(q, r) -> str:
+    if str(r["precision"]) == V.BASELINE:
+        return "1×" if r.get("repeats_ok") else MISSING
+    if not len(q) or missing(q.get("speedup")):
+        return "no fp32" if r.get("repeats_ok") else MISSING
+    return with_interval(q["speedup"], q.get("speedup_low"), q.get("speedup_high"),
+                         q.get("speedup_n"), fmt=times)
+
+
+def _evidence_table(s, axes, run, where, experiment) -> Table:
+    cols = ["setting", "precision", "Tensor Core share", "matmul share", "GPU busy",
+            "data wait", "MFU", "energy/sample (mJ)", "limited by"]
+    rows = []
+    for _, r in s.iterrows():
+        e = r.get("steady_energy_per_sample_j")
+        cells = [setting_text(r, axes), str(r["precision"]), percent(r.get("tensor_core_share")),
+                 percent(r.get("matmul_share")), percent(r.get("gpu_busy_share")),
+                 percent(r.get("data_wait_share")), percent(r.get("mfu"), 1),
+                 num(float(e) * 1e3) if not missing(e) else MISSING,
+                 diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
+        rows.append([_no_value(r, c) if i > 1 else c for i, c in enumerate(cells)])
+    notes = [f"Result set {run}, means over the finished repeats; shares are of GPU kernel time "
+             f"(Tensor Core, matmul) or of wall time (GPU busy, data wait), from one profiled "
+             f"repeat per cell (torch.profiler, after the timed steps). MFU is achieved "
+             f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
+             f"NVML's counter over the steady steps.",
+             "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
+                                        diagnosis.NAMES.items() if k) + " (tcbench.diagnosis)."]
+    return Table(f"{experiment} on {where}: where the time goes", cols, rows,
+                 align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
+                 label=f"tab:{run}:{experiment}:evidence")
+
+
+# ----------------------------------------------------------------------- whole-set tables
+def speedup_table(sp: pd.DataFrame) -> Table:
+    """Every cell against fp32 at the same setting, with the claim its interval allows."""
+    sp = _keys(sp)
+    rows = []
+    for exp, g in sp.groupby("experiment", sort=False):
+        axes = shown_axes(g)
+        for _, r in g.sort_values(["batch_size", *V.AXIS_NAMES, "precision"]).iterrows():
+            rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
+                         f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
+                         + ("" if str(r["status"]) == "ok" else f" {r['status']}"),
+                         num(r.get(V.HEADLINE)) if r.get("repeats_ok") else MISSING,
+                         _speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
+                         if str(r["precision"]) != V.BASELINE else ""])
+    cols = ["experiment", "setting", "precision", "n (cell/fp32)", "samples/s", "× fp32",
+            "claim", "memory × fp32"]
+    return Table("Speedup over strict fp32 at the same setting", cols, rows,
+                 align="lllrrrlr", notes=[INTERVAL_NOTE, CLAIM_NOTE])
+
+
+CLAIM_NOTE = (f"Claim: 'faster' or 'slower' only where the 95% interval of the ratio excludes 1; "
+              f"'pays off' where it lies wholly above {diagnosis.GAIN:.2f}; 'n < 3' where either "
+              f"side has fewer than three finished repeats, so no claim is made.")
+
+
+def claim(r) -> str:
+    return diagnosis.claim(r.get("speedup"), r.get("speedup_low"), r.get("speedup_high"),
+                           r.get("speedup_interval")) \
+        if str(r["precision"]) != V.BASELINE else ""
+
+
+def best_table(b: pd.DataFrame) -> Table:
+    """Per workload and model: the fastest configuration against the fastest plain fp32 one."""
+    rows = []
+    for _, r in b.iterrows():
+        axes = [] if missing(r.get("setting_axes")) else \
+            [a for a in str(r["setting_axes"]).split(",") if a]
+        model = "" if str(r["model"]) == str(r["workload"]) else f" ({r['model']})"
+        rows.append([f"{r['workload']}{model}", f"{r['precision']}, {setting_text(r, axes)}",
+                     with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
+                                   r.get(f"{V.HEADLINE}_high"), r.get("repeats_ok")),
+                     with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
+                                   r.get("gain_n"), fmt=times) if not missing(r.get("gain")) else "no fp32 run",
+                     MISSING if missing(r.get("baseline_batch_size")) else
+                     f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}",
+                     times(r.get("memory_ratio")), num(r.get("time_to_steady_s"))])
+    cols = ["workload", "fastest configuration", "samples/s", "× plain fp32",
+            "plain fp32 baseline", "memory × baseline", "first fast step (s)"]
+    return Table("Fastest configuration per workload, against the fastest plain fp32 one "
+                 "(strict fp32, eager, contiguous, no CUDA graphs; same workload, data and "
+                 "input pipeline, any batch size)", cols, rows,
+                 align="llrrlrr", notes=[INTERVAL_NOTE])
+
+
+# ----------------------------------------------------------------------------------- driver
 def render(tables: Path, out_dir: Path | None = None, combined: Path | None = None,
            experiments: list[str] | None = None) -> list[Path]:
-    """Per experiment ``out_dir/<experiment>.{md,tex,html}``; all experiments in one
+    """Per experiment ``out_dir/<experiment>.{md,tex,html}``; every experiment of the set in
     ``combined.md`` / ``combined.tex``."""
     summary = pd.read_csv(Path(tables) / "summary.csv")
     speedup = pd.read_csv(Path(tables) / "speedup.csv")
-    experiments = experiments or list(dict.fromkeys(summary["experiment"]))
-    built = [experiment_table(summary, speedup, e) for e in experiments]
+    everything = list(dict.fromkeys(summary["experiment"]))
     written = []
     if out_dir is not None:
-        for exp, t in zip(experiments, built):
-            written += write_table(t, Path(out_dir) / exp)
+        for exp in experiments or everything:
+            built = experiment_tables(summary, speedup, exp)
+            stem = Path(out_dir) / exp
+            for ext, text in (("md", "\n".join(to_markdown(t) for t in built)),
+                              ("tex", "\n".join(to_latex(t) for t in built)),
+                              ("html", page(exp, "".join(to_html(t, False) for t in built)))):
+                written.append(atomic.write_text(stem.with_name(f"{stem.name}.{ext}"), text))
     if combined is not None:
+        built = [t for exp in everything for t in experiment_tables(summary, speedup, exp)]
         combined = Path(combined)
-        md, tex = combined.with_name(combined.name + ".md"), combined.with_name(combined.name + ".tex")
-        atomic.write_text(md, "".join(to_markdown(t, "##") + "\n" for t in built))
-        atomic.write_text(tex, "\n".join(to_latex(t) for t in built))
-        written += [md, tex]
+        md = combined.with_name(combined.name + ".md")
+        tex = combined.with_name(combined.name + ".tex")
+        written.append(atomic.write_text(md, "".join(to_markdown(t, "##") + "\n" for t in built)))
+        written.append(atomic.write_text(tex, "\n".join(to_latex(t) for t in built)))
     return written
 
 

@@ -55,14 +55,30 @@ def classify(name: str) -> tuple[bool, str]:
     return False, "other"
 
 
+# GEMMs and convolutions, whatever unit runs them (cuBLAS/cuDNN/CUTLASS engines, SIMT sgemm,
+# Winograd and FFT convolutions), less the helpers around them
+_MATMUL = re.compile(r"gemm|conv(?!ert)|wgrad|dgrad|fprop|winograd|fft2d|nvjet|xmma", re.I)
+_NOT_MATMUL = re.compile(r"reduc|helper|workspace|nchwtonhwc|nhwctonchw|padding|transpose", re.I)
+
+
+def is_matmul(name: str) -> bool:
+    """Whether a kernel does matrix work (a GEMM or a convolution) on any unit."""
+    return classify(name)[0] or bool(_MATMUL.search(name) and not _NOT_MATMUL.search(name))
+
+
 def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> dict:
-    """``kernels``: name -> (total device time in seconds, calls). Shares and the top kernels."""
+    """``kernels``: name -> (total device time in seconds, calls). Shares and the top kernels.
+
+    ``matmul_share`` (GEMMs and convolutions on any unit) beside ``tensor_core_share`` tells
+    "the matrix work ran on Tensor Cores" apart from "the matrix work is what the step spends
+    its time on"."""
     total = sum(t for t, _ in kernels.values())
-    tc = 0.0
+    tc = mm = 0.0
     rows = []
     for name, (t, calls) in kernels.items():
         is_tc, rule = classify(name)
         tc += t if is_tc else 0.0
+        mm += t if is_tc or is_matmul(name) else 0.0
         rows.append({"name": name[:200], "time_s": t, "calls": calls, "tensor_core": is_tc,
                      "rule": rule, "share": t / total if total else None})
     rows.sort(key=lambda r: r["time_s"], reverse=True)
@@ -70,6 +86,8 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
         "kernel_time_s": total,
         "tensor_core_time_s": tc,
         "tensor_core_share": tc / total if total else None,
+        "matmul_time_s": mm,
+        "matmul_share": mm / total if total else None,
         "kernels_distinct": len(rows),
         "top_kernels": rows[:top],
     }

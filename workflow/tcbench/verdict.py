@@ -2,18 +2,12 @@
 Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
 ``metrics.csv``), never from records and never by hand.
 
-Per workload: the fastest configuration, its speedup and memory saving against fp32 at the
-same setting, whether Tensor Cores carried the work, and, where reduced precision did not pay
-off, the bottleneck. Every sentence carries the numbers it rests on. The rules of thumb:
-
-* Tensor Cores *carried the work* when at least ``TC_CARRIED`` of GPU kernel time ran in
-  Tensor Core kernels (kernel-name evidence, tcbench.tensorcores).
-* Reduced precision *paid off* when it was at least ``GAIN`` times faster than fp32.
-* Where it did not, the bottleneck is, in this order: the **input pipeline** when the run is
-  input-bound (its data-wait share of step time reached the run's ``input_bound_share``);
-  the **host** (kernel launches, Python, synchronisation) when the GPU had a kernel running
-  less than ``BUSY_LOW`` of the wall time; **memory-bound kernels** when the GPU was busy but
-  less than ``TC_CARRIED`` of kernel time was on Tensor Cores.
+Per experiment: the fastest configuration and its speedup over strict fp32 at the same setting
+(steady-state throughput, with its interval), the warm-up as its own number, memory and energy
+against fp32, whether the matrix work ran on Tensor Cores, what limits the step
+(``tcbench.diagnosis``), and accuracy parity. Every sentence carries the numbers it rests on,
+with n and the kind of interval; a claim ("faster", "pays off") is made only where a 95%
+confidence interval clears it (``diagnosis.claim``).
 
     python -m tcbench.verdict --tables results/nvidia-h200 --out results/nvidia-h200
 """
@@ -29,24 +23,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from .aggregate import AXIS_DEFAULTS
-from . import atomic
+from . import atomic, diagnosis, stats
 from . import vocabulary as V
-from .tables import MIB, SETTING_AXES, num, page, percent, times, varying_axes
+from .tables import (memory, missing, num, page, percent, setting_text, shown_axes, times,
+                     with_interval)
 
-TC_CARRIED = 0.5
-GAIN = 1.10
-BUSY_LOW = 0.5
-REDUCED = V.REDUCED
-ORDER = list(V.PRECISIONS)
-
-
-def _na(v) -> bool:
-    return v is None or (not isinstance(v, str) and pd.isna(v))
-
-
-def _mem(v) -> str:
-    return f"{float(v) / 2**30:.3g} GiB" if float(v) >= 4 * 2**30 else f"{float(v) / MIB:,.0f} MiB"
+CLAIM_WORDS = {"pays off": "pays off", "faster": "is faster, but by less than the "
+               f"{diagnosis.GAIN:.2f}× that counts as paying off",
+               "slower": "is slower", "no difference shown": "shows no difference",
+               "n < 3": "cannot be judged (fewer than three repeats on a side)"}
 
 
 @dataclass
@@ -66,7 +51,7 @@ class Verdict:
         out = [f"# {self.title}", "", " ".join(self.intro), "", "**Bottom line.** "
                + " ".join(self.bottom_line), ""]
         for s in self.sections:
-            out += [f"## {s.title}", "", " ".join(s.sentences), ""]
+            out += [f"## {s.title}", "", *(f"- {x}" for x in s.sentences), ""]
         return "\n".join(out)
 
     def html(self) -> str:
@@ -77,258 +62,303 @@ class Verdict:
         body = [f"<h2>{inline(self.title)}</h2>", f"<p>{inline(' '.join(self.intro))}</p>",
                 f"<p><strong>Bottom line.</strong> {inline(' '.join(self.bottom_line))}</p>"]
         for s in self.sections:
-            body += [f"<h3>{inline(s.title)}</h3>", f"<p>{inline(' '.join(s.sentences))}</p>"]
+            items = "".join(f"<li>{inline(x)}</li>" for x in s.sentences)
+            body += [f"<h3>{inline(s.title)}</h3>", f"<ul>{items}</ul>"]
         return page(self.title, "\n".join(body) + "\n")
 
 
 # ---------------------------------------------------------------------------------- the data
-def cells(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None
-          ) -> pd.DataFrame:
-    """One row per cell: the summary's medians joined with its speedup and memory ratio
-    against fp32, and the most frequent top kernel of its records."""
-    keys = ["experiment", "batch_size", *SETTING_AXES, "precision"]
-    s, sp = summary.copy(), speedup.copy()
+def cells(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: the summary joined with its ratios against fp32 (speedup.csv)."""
+    from .aggregate import order
+
+    s, sp = order(summary), order(speedup)
+    keys = list(V.CELL_KEYS)
+    extra = [c for c in sp.columns if c not in s.columns or c in keys]
     for df in (s, sp):
-        for a in SETTING_AXES:
-            df[a] = df[a].astype(str) if a in df else AXIS_DEFAULTS.get(a, "n/a")
         df["precision"] = df["precision"].astype(str)
-    cols = ["speedup_total_time", "speedup_throughput", "memory_ratio", "fp32_total_time_s"]
-    out = s.merge(sp[keys + cols], on=keys, how="left")
-    if metrics is not None and "top_kernel" in metrics:
-        m = metrics.copy()
-        for a in SETTING_AXES:
-            m[a] = m[a].astype(str) if a in m else AXIS_DEFAULTS.get(a, "n/a")
-        m["precision"] = m["precision"].astype(str)
-        top = (m.dropna(subset=["top_kernel"]).groupby(keys)["top_kernel"]
-               .agg(lambda k: k.value_counts().index[0]).rename("top_kernel").reset_index())
-        out = out.merge(top, on=keys, how="left")
-    out["order"] = out["precision"].map({p: i for i, p in enumerate(ORDER)})
-    return out.sort_values(["experiment", "batch_size", *SETTING_AXES, "order"])
-
-
-def setting(row, axes) -> str:
-    return ", ".join([f"batch size {int(row['batch_size'])}",
-                      *(f"{a.replace('_', ' ')} {row[a]}" for a in axes)])
+    out = s.merge(sp[extra], on=keys, how="left")
+    out["order"] = out["precision"].map({p: i for i, p in enumerate(V.PRECISIONS)})
+    return out.sort_values(["experiment", "batch_size", *V.AXIS_NAMES, "order"])
 
 
 def config(row, axes) -> str:
-    return f"{row['precision']} at {setting(row, axes)}"
+    return f"{row['precision']} at {setting_text(row, axes, ', ').replace('bs ', 'batch size ')}"
 
 
-# ---------------------------------------------------------------------------------- the rules
-def tensor_cores_carried(row) -> bool | None:
-    share = row.get("tensor_core_share")
-    return None if _na(share) else float(share) >= TC_CARRIED
+def n_text(n) -> str:
+    n = 0 if missing(n) else int(n)
+    return "1 run" if n == 1 else f"n = {n}"
 
 
-def bottleneck(row) -> str | None:
-    """'input', 'host', 'memory' or None (no single bottleneck, or not measurable)."""
-    if row.get("input_bound") is True or str(row.get("input_bound")) == "True":
-        return "input"
-    busy, tc = row.get("gpu_busy_share"), row.get("tensor_core_share")
-    if not _na(busy) and float(busy) < BUSY_LOW:
-        return "host"
-    if not _na(busy) and not _na(tc) and float(tc) < TC_CARRIED:
-        return "memory"
-    return None
+def speed(row) -> str:
+    """Throughput with its interval and what the interval is."""
+    e = stats.method(0 if missing(row.get(f"{V.HEADLINE}_n")) else int(row[f"{V.HEADLINE}_n"]))
+    label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(e)
+    text = with_interval(row.get(V.HEADLINE), row.get(f"{V.HEADLINE}_low"),
+                         row.get(f"{V.HEADLINE}_high"), row.get(f"{V.HEADLINE}_n"))
+    return f"{text} samples/s" + (f" ({label}, {n_text(row[f'{V.HEADLINE}_n'])})" if label
+                                  else "")
 
 
-def bottleneck_sentence(row, axes) -> str:
-    kind = bottleneck(row)
-    what = config(row, axes)
-    wait, busy = row.get("data_wait_share"), row.get("gpu_busy_share")
-    tc = row.get("tensor_core_share")
-    if kind == "input":
-        return (f"**Bottleneck: the input pipeline.** In {what} the GPU waited for the next "
-                f"batch {percent(wait)} of each step (data-wait share; the run counts as "
-                f"input-bound), so faster arithmetic cannot shorten the run.")
-    if kind == "host":
-        return (f"**Bottleneck: launch overhead on the host.** In {what} the GPU had a kernel "
-                f"running only {percent(busy)} of the wall time (GPU-busy share), with "
-                f"{percent(wait)} spent waiting for data: Python, kernel launches and "
-                f"synchronisation set the pace, not the arithmetic.")
-    if kind == "memory":
-        top = row.get("top_kernel")
-        return (f"**Bottleneck: memory-bound kernels.** In {what} the GPU was busy "
-                f"{percent(busy)} of the wall time but only {percent(tc)} of kernel time ran "
-                f"on Tensor Cores; the rest is elementwise, normalisation and optimiser work "
-                f"limited by memory bandwidth" + (f" (top kernel: `{str(top)[:60]}`)."
-                                                  if not _na(top) else "."))
-    if _na(busy):
-        return (f"No single bottleneck can be named for {what}: it waited for data "
-                f"{percent(wait)} of each step (not input-bound), and without a kernel profile "
-                f"(a CUDA device) host overhead and memory-bound kernels cannot be told apart.")
-    return (f"No single bottleneck stands out for {what}: data wait {percent(wait)}, GPU busy "
-            f"{percent(busy)}, Tensor Core share {percent(tc)}.")
+def ratio_text(row, stem: str = "speedup") -> str:
+    text = with_interval(row.get(stem), row.get(f"{stem}_low"), row.get(f"{stem}_high"),
+                         row.get(f"{stem}_n"), fmt=times)
+    kind = row.get(f"{stem}_interval")
+    label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(kind)
+    return text + (f" ({label})" if label and "(" not in text else "")
 
 
 # ---------------------------------------------------------------------------- one experiment
-def _speed(row) -> float:
-    v = row.get("throughput_samples_per_s_median")
-    return -1.0 if _na(v) else float(v)
+def _fastest(ok: pd.DataFrame):
+    return ok.loc[ok[V.HEADLINE].astype(float).idxmax()]
 
 
 def experiment_section(df: pd.DataFrame, experiment: str) -> tuple[Section, dict]:
-    """The paragraph of one experiment, and the facts the bottom line is built from."""
-    axes = varying_axes(df)
+    """The findings of one experiment, and the facts the bottom line is built from."""
+    axes = shown_axes(df)
     workload = df["workload"].iloc[0]
     data = df["data"].dropna().astype(str)
-    title = f"{experiment} ({workload}" + (f", {data.iloc[0]} data)" if len(data) else ")")
-    sec = Section(title)
-    ok = df[df["repeats_ok"] > 0]
-    facts = {"experiment": experiment, "best_speedup": None, "bottleneck": None,
-             "best_config": None, "tc": None}
+    sec = Section(f"{experiment} ({workload}" + (f", {data.iloc[0]} data)" if len(data) else ")"))
+    axes = [a for a in axes if a != "model" or df["model"].nunique() > 1]
+    ok = df[(df["repeats_ok"] > 0)].dropna(subset=[V.HEADLINE])
+    facts = {"experiment": experiment, "claim": "", "speedup": None, "focus": None}
     if ok.empty:
         sec.sentences.append("No configuration finished, so there is nothing to compare.")
-        _not_measured(df, axes, sec)
+        _without_result(df, axes, sec)
         return sec, facts
+    fastest = _fastest(ok)
+    fp32 = ok[ok["precision"] == V.BASELINE]
+    reduced = ok[ok["precision"] != V.BASELINE]
+    with_base = reduced.dropna(subset=["speedup"])
+    focus = with_base.loc[with_base["speedup"].astype(float).idxmax()] if len(with_base) \
+        else None
+    facts["focus"] = None if focus is None else config(focus, axes)
 
-    fastest = ok.loc[ok.apply(_speed, axis=1).idxmax()]
-    fp32 = ok[ok["precision"] == "fp32"]
-    reduced = ok[ok["precision"].isin(REDUCED)]
-    # the runs behind the fastest cell's median, not the experiment's largest repeat count: a
-    # cell whose second repeat is missing or failed must not read as a median of two
-    done, tried = int(fastest["repeats_ok"]), int(fastest["repeats"])
-    basis = "median of " + (f"{done} repeats" if done > 1 else "1 run")
-    if done < tried:
-        basis += f"; {tried - done} of its {tried} repeats did not finish"
-
-    # 1. the fastest configuration, against fp32 at its setting
-    s = (f"**Fastest:** {config(fastest, axes)}, "
-         f"{num(fastest['throughput_samples_per_s_median'])} samples/s and "
-         f"{num(fastest['total_time_s_median'])} s in total ({basis}).")
-    if fastest["precision"] == "fp32":
+    # 1. the fastest configuration, and its speedup over fp32 at the same setting
+    s = f"**Fastest:** {config(fastest, axes)}, {speed(fastest)}."
+    if fastest["precision"] == V.BASELINE:
         s += " No reduced precision beat strict fp32 here."
-    elif not _na(fastest.get("speedup_total_time")):
-        s += (f" Against fp32 at the same setting "
-              f"({num(fastest['fp32_total_time_s'])} s) that is "
-              f"{times(fastest['speedup_total_time'])} the speed in total time and "
-              f"{times(fastest['speedup_throughput'])} in steady-state throughput.")
+    elif not missing(fastest.get("speedup")):
+        c = diagnosis.claim(fastest["speedup"], fastest.get("speedup_low"),
+                            fastest.get("speedup_high"), fastest.get("speedup_interval"))
+        s += (f" Against strict fp32 at the same setting that is {ratio_text(fastest)} the "
+              f"steady-state throughput: it {CLAIM_WORDS[c]}.")
+    elif not missing(fastest.get("gain")):
+        s += (f" This experiment has no fp32 cell at that setting; against the plain fp32 "
+              f"baseline ({fastest['plain_experiment']}, batch size "
+              f"{int(fastest['plain_batch_size'])}, eager) it reaches "
+              f"{ratio_text(fastest, 'gain')} the throughput.")
     else:
-        base = df[(df["precision"] == "fp32") & (df["batch_size"] == fastest["batch_size"])]
-        why = base["status"].iloc[0] if len(base) else "not run"
-        s += f" fp32 has no result at this setting ({why}), so there is no speedup to quote"
-        if len(fp32):
-            best32 = fp32.loc[fp32.apply(_speed, axis=1).idxmax()]
-            s += (f"; against the fastest fp32 configuration ({setting(best32, axes)}, "
-                  f"{num(best32['throughput_samples_per_s_median'])} samples/s) it delivers "
-                  f"{times(_speed(fastest) / _speed(best32))} the throughput")
-        s += "."
+        s += " No fp32 run exists to compare it with."
     sec.sentences.append(s)
+    if focus is not None and config(focus, axes) != config(fastest, axes):
+        c = diagnosis.claim(focus["speedup"], focus.get("speedup_low"), focus.get("speedup_high"),
+                            focus.get("speedup_interval"))
+        sec.sentences.append(f"**Largest speedup over fp32 at the same setting:** "
+                             f"{config(focus, axes)}, {ratio_text(focus)}: it {CLAIM_WORDS[c]}.")
+    if focus is not None:
+        facts["claim"] = diagnosis.claim(focus["speedup"], focus.get("speedup_low"),
+                                         focus.get("speedup_high"), focus.get("speedup_interval"))
+        facts["speedup"] = ratio_text(focus)
+    _fp8_against_bf16(df, axes, sec)
 
-    # 2. memory against fp32 at the same setting
+    # 2. warm-up, on its own
+    warm = fastest.get("time_to_steady_s")
+    if not missing(warm):
+        base = fp32[(fp32["batch_size"] == fastest["batch_size"])]
+        s = (f"**Warm-up** (time to the first fast step: autotuning, compilation; not part of "
+             f"any speedup): {num(warm)} s for the fastest configuration")
+        if len(base) and not missing(base["time_to_steady_s"].iloc[0]) and \
+                fastest["precision"] != V.BASELINE:
+            s += f", {num(base['time_to_steady_s'].iloc[0])} s for fp32 at batch size " \
+                 f"{int(fastest['batch_size'])}"
+        sec.sentences.append(s + ".")
+
+    # 3. memory and energy against fp32
+    mem = fastest.get("max_memory_allocated_bytes")
     ratio = fastest.get("memory_ratio")
-    if fastest["precision"] != "fp32" and not _na(ratio):
-        mem = fastest["max_memory_allocated_bytes"]
-        base_mem = mem / ratio
-        if abs(ratio - 1) < 0.005:
-            sec.sentences.append(f"**Memory:** the same peak memory as fp32 ({_mem(mem)}, "
-                                 f"torch.cuda.max_memory_allocated).")
-        else:
-            change = (f"{percent(1 - ratio)} less peak memory" if ratio < 1
-                      else f"{percent(ratio - 1)} more peak memory")
-            sec.sentences.append(f"**Memory:** {change} than fp32 ({_mem(mem)} vs "
-                                 f"{_mem(base_mem)}, torch.cuda.max_memory_allocated).")
+    if not missing(mem) and fastest["precision"] != V.BASELINE and not missing(ratio):
+        change = "the same peak memory as" if abs(float(ratio) - 1) < 0.005 else (
+            f"{percent(1 - float(ratio))} less peak memory than" if ratio < 1 else
+            f"{percent(float(ratio) - 1)} more peak memory than")
+        sec.sentences.append(f"**Memory:** {change} fp32 at the same setting ({memory(mem)} vs "
+                             f"{memory(float(mem) / float(ratio))}, "
+                             f"torch.cuda.max_memory_allocated).")
     elif ok["max_memory_allocated_bytes"].isna().all():
         sec.sentences.append("**Memory:** not measured (torch.cuda memory statistics need a "
                              "CUDA device).")
-    for _, r in df[(df["precision"] == "fp32") & (df["status"] == "oom")].iterrows():
+    savers = reduced.dropna(subset=["memory_ratio"])
+    savers = savers[savers["memory_ratio"] < 0.995]
+    if len(savers) and (fastest["precision"] == V.BASELINE or missing(ratio)):
+        best = savers.loc[savers["memory_ratio"].idxmin()]
+        sec.sentences.append(f"**Memory:** the largest saving is {config(best, axes)}, "
+                             f"{percent(1 - best['memory_ratio'])} less peak memory than fp32 "
+                             f"({memory(best['max_memory_allocated_bytes'])}).")
+    for _, r in df[(df["precision"] == V.BASELINE) & (df["status"] == "oom")].iterrows():
         fits = reduced[(reduced["batch_size"] == r["batch_size"])
                        & reduced["max_memory_allocated_bytes"].notna()]
-        fits = fits[(fits[list(axes)] == r[list(axes)]).all(axis=1)] if axes else fits
         if len(fits):
             f = fits.loc[fits["max_memory_allocated_bytes"].idxmin()]
             sec.sentences.append(f"**Memory made the difference:** fp32 ran out of memory at "
-                                 f"{setting(r, axes)}, where {f['precision']} fit in "
-                                 f"{_mem(f['max_memory_allocated_bytes'])}.")
-    savers = reduced[(reduced["memory_ratio"] < 1)]
-    if fastest["precision"] == "fp32" or _na(ratio):
-        if len(savers):
-            best = savers.loc[savers["memory_ratio"].idxmin()]
-            sec.sentences.append(
-                f"**Memory:** the largest saving is {config(best, axes)}, "
-                f"{percent(1 - best['memory_ratio'])} less peak memory than fp32 "
-                f"({_mem(best['max_memory_allocated_bytes'])}).")
+                                 f"batch size {int(r['batch_size'])}, where {f['precision']} "
+                                 f"fit in {memory(f['max_memory_allocated_bytes'])}.")
+    energy = fastest.get("energy_ratio")
+    if fastest["precision"] != V.BASELINE and not missing(energy):
+        sec.sentences.append(
+            f"**Energy:** {num(float(fastest['steady_energy_per_sample_j']) * 1e3)} mJ per "
+            f"sample over the steady steps, {times(energy)} that of fp32 at the same setting "
+            f"(NVML energy counter).")
 
-    # 3. did Tensor Cores carry the work? Asked of the reduced-precision configuration with
-    # the best speedup over fp32 (the fastest one where none has an fp32 baseline).
-    with_base = reduced.dropna(subset=["speedup_total_time"])
-    if len(with_base):
-        focus = with_base.loc[with_base["speedup_total_time"].astype(float).idxmax()]
-    elif len(reduced):
-        focus = reduced.loc[reduced.apply(_speed, axis=1).idxmax()]
-    else:
-        focus = None
-    if focus is None:
-        sec.sentences.append("**Tensor Cores:** no reduced precision finished, so the Tensor "
-                             "Cores were not tried.")
-    else:
-        facts["best_config"] = config(focus, axes)
-        sp = focus.get("speedup_total_time")
-        facts["best_speedup"] = None if _na(sp) else float(sp)
-        carried = tensor_cores_carried(focus)
-        facts["tc"] = carried
-        tc = focus.get("tensor_core_share")
-        fp32_tc = fp32["tensor_core_share"].dropna()
-        if carried is None:
-            sec.sentences.append(f"**Tensor Cores:** not measured for {config(focus, axes)} "
-                                 f"(kernel profiling needs a CUDA device).")
-        elif carried:
-            s = (f"**Tensor Cores carried the work:** {percent(tc)} of GPU kernel time in "
-                 f"{config(focus, axes)} ran in Tensor Core kernels")
-            s += (f" (strict fp32: {percent(fp32_tc.median())})." if len(fp32_tc) else ".")
-            sec.sentences.append(s)
-        else:
-            sec.sentences.append(f"**Tensor Cores did not carry the work:** only {percent(tc)} "
-                                 f"of GPU kernel time in {config(focus, axes)} ran in Tensor "
-                                 f"Core kernels.")
-        mfu = focus.get("mfu")
-        if not _na(mfu):
-            sec.sentences.append(f"Its model FLOP utilisation is {percent(mfu)} of this "
-                                 f"device's measured {focus['precision']} matmul ceiling.")
-        # 4. where reduced precision did not pay off (or Tensor Cores were idle): why
-        paid_off = not _na(sp) and float(sp) >= GAIN
-        if not paid_off and not _na(sp):
-            sec.sentences.append(f"**Reduced precision did not pay off:** its best speedup "
-                                 f"over fp32 is {times(sp)} ({config(focus, axes)}), below "
-                                 f"the {GAIN:.2f}× that counts as a gain.")
-        if not paid_off or carried is False:
-            facts["bottleneck"] = bottleneck(focus)
-            sec.sentences.append(bottleneck_sentence(focus, axes))
-
-    # 5. accuracy parity, where there is held-out data
-    acc = ok.dropna(subset=["test_accuracy"]) if "test_accuracy" in ok else ok.iloc[:0]
-    if len(acc):
-        parts = ", ".join(f"{r['precision']} {100 * r['test_accuracy']:.2f}%"
-                          for _, r in acc.iterrows())
-        s = f"**Test accuracy:** {parts}"
-        base = acc[acc["precision"] == "fp32"]["test_accuracy"]
-        if len(base) and len(acc) > 1:
-            drop = (base.max() - acc["test_accuracy"].min()) * 100
-            s += f"; the largest drop against fp32 is {max(drop, 0):.2f} points"
-        sec.sentences.append(s + ".")
-    _not_measured(df, axes, sec)
+    # 4. Tensor Cores: did the matrix work run on them, and what limits the step now
+    for label, row in (("fastest", fastest), ("largest speedup", focus)):
+        if row is None or (label != "fastest" and config(row, axes) == config(fastest, axes)):
+            continue
+        sec.sentences.append(_evidence(row, axes, fp32))
+    _accuracy(df, sec)
+    _without_result(df, axes, sec)
     return sec, facts
 
 
-def _not_measured(df, axes, sec: Section) -> None:
+def _evidence(row, axes, fp32) -> str:
+    what = config(row, axes)
+    on_tc = diagnosis.matmuls_on_tensor_cores(row)
+    tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
+    kind = diagnosis.bottleneck(row)
+    if on_tc is None and kind is None:
+        return (f"**Tensor Cores and bottleneck:** not measurable for {what} (kernel profiling "
+                f"needs a CUDA device)." + (" It waited for data "
+                                             f"{percent(row.get('data_wait_share'))} of each "
+                                             f"step." if not missing(row.get("data_wait_share"))
+                                             else ""))
+    parts = []
+    if on_tc is not None:
+        share = f"{percent(tc)} of GPU kernel time ran in Tensor Core kernels" + (
+            f", of {percent(mm)} in matrix kernels (GEMMs, convolutions) on any unit"
+            if not missing(mm) else "")
+        if row["precision"] == V.BASELINE:
+            parts.append(f"**Tensor Cores:** strict fp32 keeps them off in {what}: {share}.")
+        elif on_tc:
+            parts.append(f"**Tensor Cores:** in {what} the matrix work ran on Tensor Cores "
+                         f"({share}).")
+        else:
+            parts.append(f"**Tensor Cores:** in {what} most matrix work did not run on Tensor "
+                         f"Cores ({share}).")
+    busy, wait = row.get("gpu_busy_share"), row.get("data_wait_share")
+    limit = {"input": f"the input pipeline: the GPU waited for the next batch {percent(wait)} "
+                      f"of each step",
+             "host": f"the host: the GPU had a kernel running only {percent(busy)} of the wall "
+                     f"time, so Python, kernel launches and synchronisation set the pace",
+             "tensor": f"Tensor Core arithmetic ({percent(tc)} of kernel time), the best case",
+             "simt": f"matrix arithmetic on the ordinary fp32 units ({percent(mm)} of kernel "
+                     f"time in matrix kernels, none on Tensor Cores)",
+             "memory": f"memory-bound kernels: the GPU was busy {percent(busy)} of the time but "
+                       f"{percent(1 - float(tc)) if not missing(tc) else 'most'} of kernel time "
+                       f"went to elementwise, normalisation, pooling and optimiser kernels"
+                       + (f" (top kernel `{str(row['top_kernel'])[:60]}`)"
+                          if not missing(row.get("top_kernel")) else ""),
+             None: "not measurable without a kernel profile"}[kind]
+    parts.append(f"**What limits {what}:** {limit}.")
+    return " ".join(parts)
+
+
+def _fp8_against_bf16(df, axes, sec: Section) -> None:
+    """FP8 is a question against bf16 (the mode it replaces), not only against fp32."""
+    fp8 = [m.name for m in V.MODES if m.fp8_recipe]
+    if not fp8:
+        return
+    for _, r in df[df["precision"].isin(fp8) & (df["repeats_ok"] > 0)].iterrows():
+        same = df[(df["precision"] == "amp-bf16") & (df["repeats_ok"] > 0)]
+        for a in ("batch_size", *V.AXIS_NAMES):
+            same = same[same[a].astype(str) == str(r[a])]
+        if not len(same) or missing(r.get(V.HEADLINE)):
+            continue
+        b = same.iloc[0]
+        ratio = float(r[V.HEADLINE]) / float(b[V.HEADLINE])
+        sec.sentences.append(f"**FP8 against bf16:** {config(r, axes)} reaches "
+                             f"{times(ratio)} the throughput of amp-bf16 at the same setting "
+                             f"({num(r[V.HEADLINE])} vs {num(b[V.HEADLINE])} samples/s, "
+                             f"{n_text(r['repeats_ok'])} and {n_text(b['repeats_ok'])}).")
+
+
+def _accuracy(df, sec: Section) -> None:
+    acc = df.dropna(subset=["test_accuracy"]) if "test_accuracy" in df else df.iloc[:0]
+    if not len(acc):
+        return
+    pct = lambda v: f"{100 * float(v):.2f}%"  # noqa: E731
+    parts = [f"{r['precision']} {with_interval(r['test_accuracy'], r.get('test_accuracy_low'), r.get('test_accuracy_high'), r.get('test_accuracy_n'), fmt=pct)}"  # noqa: E501
+             for _, r in acc.iterrows()]
+    s = f"**Test accuracy** (held-out set, mean over seeds): {'; '.join(parts)}."
+    diffs = []
+    for _, r in acc[acc["precision"] != V.BASELINE].iterrows():
+        if missing(r.get("accuracy_diff")):
+            continue
+        d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
+                          r.get("accuracy_diff_high"), r.get("accuracy_diff_n"),
+                          fmt=lambda v: f"{100 * float(v):+.2f}")
+        judged = r.get("accuracy_diff_interval") == stats.CI
+        lo, hi = r.get("accuracy_diff_low"), r.get("accuracy_diff_high")
+        verdict = ("no difference shown" if judged and lo <= 0 <= hi else
+                   "a loss" if judged and hi < 0 else "a gain" if judged else
+                   "fewer than three paired seeds, not judged")
+        diffs.append(f"{r['precision']} {d} points ({verdict})")
+    if diffs:
+        s += (" Against fp32, paired by seed (95% CI of the mean difference): "
+              + "; ".join(diffs) + ".")
+    sec.sentences.append(s)
+
+
+def _without_result(df, axes, sec: Section) -> None:
     bad = df[df["status"] != "ok"]
     if bad.empty:
         return
     parts = []
     for _, r in bad.iterrows():
         reason = r.get("status_reason")
-        reason = "" if _na(reason) else f": {str(reason).split(';')[0][:120]}"
-        n = f" ({int(r['repeats_ok'])} of {int(r['repeats'])} repeats ok)" \
+        reason = "" if missing(reason) else f": {str(reason).split(';')[0][:120]}"
+        done = f" ({int(r['repeats_ok'])} of {int(r['repeats'])} repeats finished)" \
             if r["repeats_ok"] else ""
-        parts.append(f"{config(r, axes)} — {r['status']}{n}{reason}")
+        parts.append(f"{config(r, axes)}, {r['status']}{done}{reason}")
     sec.sentences.append("**Without a result:** " + "; ".join(parts) + ".")
 
 
 # ------------------------------------------------------------------------------ the verdict
+def provenance(metrics: pd.DataFrame | None) -> list[str]:
+    if metrics is None or not len(metrics):
+        return []
+    out = []
+    commits = metrics["git_commit"].dropna().astype(str).unique() if "git_commit" in metrics \
+        else []
+    if len(commits):
+        out.append("Code: commit " + ", ".join(c[:12] for c in commits[:3])
+                   + (f" and {len(commits) - 3} more" if len(commits) > 3 else "") + ".")
+    if "git_dirty" in metrics:
+        dirty = metrics["git_dirty"].astype(str).str.lower()
+        n_dirty = int((dirty == "true").sum())
+        n_unknown = int(metrics["git_dirty"].isna().sum())
+        if n_dirty:
+            allowed = "allow_dirty" in metrics and metrics["allow_dirty"].astype(str).str.lower(
+            ).eq("true").any()
+            out.append(f"{n_dirty} of {len(metrics)} records ran on a tree with uncommitted "
+                       f"changes" + (" (the config set allow_dirty: true)." if allowed else "."))
+        elif n_unknown:
+            out.append(f"Whether the tree was clean is unknown for {n_unknown} records.")
+        else:
+            out.append("Every record ran on a clean tree.")
+    if "execution" in metrics and metrics["execution"].notna().any():
+        ex = metrics["execution"].dropna().astype(str).value_counts()
+        host = metrics.get("host_containerised")
+        text = ", ".join(f"{v} {k}" for k, v in ex.items())
+        if "native" in ex and host is not None and host.astype(str).eq("True").any():
+            text += " (natively on a host that is itself a container, not in the workflow's " \
+                    "image)"
+        out.append(f"Execution: {text}.")
+    return out
+
+
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None
           ) -> Verdict:
-    df = cells(summary, speedup, metrics)
+    df = cells(summary, speedup)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
@@ -337,45 +367,61 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
         metrics["compute_capability"].notna().any()
     intro = [f"Result set `{run}`: {len(df)} configurations of "
              f"{df['experiment'].nunique()} experiments on {device}"]
+    cuda_col = "torch_cuda_version" if not missing(env.get("torch_cuda_version")) \
+        else "cuda_runtime_version"
     versions = [f"{k} {env.get(c)}" for k, c in (("PyTorch", "torch_version"),
-                                                  ("CUDA runtime", "cuda_runtime_version"),
+                                                  ("built with CUDA", cuda_col),
                                                   ("driver", "driver_version"))
-                if not _na(env.get(c))]
+                if not missing(env.get(c)) and (k != "built with CUDA" or cuda)]
     intro[0] += (f" ({', '.join(versions)})." if versions else ".")
-    intro.append("Numbers are medians over the repeats that finished; speedup is fp32 total "
-                 "time divided by this total time, at the same batch size and settings, with "
-                 "fp32 strict (TF32 off); peak memory is torch.cuda.max_memory_allocated.")
+    intro += provenance(metrics)
+    head = V.metric(V.HEADLINE)
+    intro.append(f"Speed is the {head.label} ({head.definition}); a speedup is its ratio to strict fp32 (TF32 off) at the same setting. Values "
+                 "are means over the repeats that finished, each repeat a fresh process with its "
+                 "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
+                 "the log scale for ratios) where n >= 3, ranges where n = 2, none for single "
+                 f"runs. A gain is called only where its interval clears the threshold "
+                 f"(faster: above 1×; pays off: above {diagnosis.GAIN:.2f}×). Warm-up "
+                 "(autotuning, compilation) is reported on its own and is in no speedup.")
     if not cuda:
         intro.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
                      "test the harness and say nothing about Tensor Cores.")
     sections, facts = [], []
     for exp in dict.fromkeys(df["experiment"]):
-        sec, f = experiment_section(df[df["experiment"] == exp], exp)
-        sections.append(sec)
-        facts.append(f)
+        e = df[df["experiment"] == exp]
+        # a model zoo is answered per model: which families gain, which are bound elsewhere
+        parts = [(f"{exp}: {m}", e[e["model"] == m]) for m in dict.fromkeys(e["model"])] \
+            if e["model"].nunique() > 1 else [(exp, e)]
+        for name, part in parts:
+            sec, f = experiment_section(part, name)
+            sections.append(sec)
+            facts.append(f)
     return Verdict(f"Verdict: {run} on {device}", intro, bottom_line(facts), sections)
 
 
 def bottom_line(facts: list[dict]) -> list[str]:
-    tried = [f for f in facts if f["best_speedup"] is not None]
-    if not tried:
-        return ["No experiment has a reduced-precision result with an fp32 baseline, so "
-                "there is no speedup to report."]
-    gains = [f for f in tried if f["best_speedup"] >= GAIN]
-    out = [f"Reduced precision paid off (at least {GAIN:.2f}× faster than fp32) in "
-           f"{len(gains)} of {len(tried)} experiments"]
-    if gains:
-        best = max(gains, key=lambda f: f["best_speedup"])
-        out[0] += (f", most in {best['experiment']} ({times(best['best_speedup'])} with "
-                   f"{best['best_config']})")
-    out[0] += "."
-    names = {"input": "the input pipeline", "host": "launch overhead on the host",
-             "memory": "memory-bound kernels", None: "no single bottleneck"}
-    for f in tried:
-        if f["best_speedup"] < GAIN:
-            out.append(f"{f['experiment']}: {times(f['best_speedup'])} at best "
-                       f"({f['best_config']}); bottleneck: {names[f['bottleneck']]}"
-                       + (" (Tensor Cores carried the work)" if f["tc"] else "") + ".")
+    judged = [f for f in facts if f["claim"]]
+    if not judged:
+        return ["No experiment has a reduced-precision result with an fp32 baseline at the "
+                "same setting, so there is no speedup to report."]
+    groups = {}
+    for f in judged:
+        groups.setdefault(f["claim"], []).append(f)
+    out = []
+    order = ("pays off", "faster", "no difference shown", "slower", "n < 3")
+    lead = {"pays off": f"Reduced precision pays off (95% CI of the throughput ratio wholly "
+                        f"above {diagnosis.GAIN:.2f}×) in",
+            "faster": f"It is faster, but by less than {diagnosis.GAIN:.2f}×, in",
+            "no difference shown": "It shows no difference from fp32 in",
+            "slower": "It is slower than fp32 in",
+            "n < 3": "It cannot be judged (fewer than three repeats) in"}
+    for c in order:
+        if c not in groups:
+            continue
+        items = "; ".join(f"{f['experiment']} ({f['focus']}, {f['speedup']})" for f in groups[c])
+        k = len(groups[c])
+        out.append(f"{lead[c]} {k} of {len(judged)} experiment{'s' if len(judged) > 1 else ''}: "
+                   f"{items}.")
     return out
 
 
@@ -387,6 +433,14 @@ def write(tables: Path, out_dir: Path) -> list[Path]:
     atomic.write_text(md, v.markdown())
     atomic.write_text(page_, v.html())
     return [md, page_]
+
+
+def bottom_line_of(summary_md: Path) -> str | None:
+    """The bottom line of a written verdict, for the end of a run."""
+    for line in Path(summary_md).read_text().splitlines():
+        if line.startswith("**Bottom line.**"):
+            return line.removeprefix("**Bottom line.**").strip()
+    return None
 
 
 def main(argv=None) -> int:

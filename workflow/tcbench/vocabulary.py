@@ -139,3 +139,62 @@ BASELINE_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "precision")
 HARNESS_PHASES: tuple[str, ...] = (
     "imports", "gpu_pinning", "device_and_environment", "building", "counting_flops",
     "capturing_cuda_graph", "training", "measuring", "profiling", "evaluating")
+
+
+# ------------------------------------------------------------------------------------ metrics
+@dataclass(frozen=True)
+class Metric:
+    """One measured quantity, defined once: every table, figure, verdict sentence and README
+    number that names it means this column of ``metrics.csv`` and nothing else. ``label``
+    names it in prose, ``short`` in a column head or axis label (with ``unit``)."""
+
+    column: str
+    label: str
+    short: str
+    unit: str
+    higher_is_better: bool
+    definition: str
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("throughput_samples_per_s", "steady-state throughput", "throughput", "samples/s",
+           True, "the samples of the training steps after warm-up over their duration, timed "
+           "with CUDA events on the GPU's own timeline"),
+    Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
+           "wall time from the start of training to the end of the warm-up steps: CUDA "
+           "context, lazy module loading, cuDNN autotuning and compilation"),
+    Metric("total_time_s", "total time (the seed's metric)", "total time", "s", False,
+           "wall time of the whole training loop, warm-up included, as the seed timed it"),
+    Metric("max_memory_allocated_bytes", "peak memory", "peak memory", "bytes", False,
+           "torch.cuda.max_memory_allocated over the training loop"),
+    Metric("steady_energy_per_sample_j", "energy per sample", "energy/sample", "J", False,
+           "GPU energy (NVML's cumulative counter, read where the steady steps start and end) "
+           "over the samples of the steady steps"),
+    Metric("energy_per_sample_j", "energy per sample, whole run", "energy/sample (run)", "J",
+           False, "GPU energy over the whole training loop, warm-up included, per sample"),
+    Metric("test_accuracy", "test accuracy", "accuracy", "", True,
+           "accuracy on the held-out set after training, evaluated in fp32"),
+    Metric("achieved_tflops", "achieved TFLOP/s", "TFLOP/s", "TFLOP/s", True,
+           "FLOPs of one training step (torch.utils.flop_counter) times steady steps per second"),
+    Metric("mfu", "model FLOP utilisation", "MFU", "", True,
+           "achieved TFLOP/s over this device's measured matmul ceiling in the same mode"),
+    Metric("step_time_median_s", "median step time", "step time", "s", False,
+           "median of the steady steps' durations (CUDA events)"),
+)
+HEADLINE = "throughput_samples_per_s"     # the speed question's one metric
+SEED_METRIC = "total_time_s"              # kept for the seed-reproduction table only
+
+
+def metric(column: str) -> Metric:
+    for m in METRICS:
+        if m.column == column:
+            return m
+    raise ValueError(f"unknown metric {column!r}")
+
+
+# ------------------------------------------------------------------------------------ outputs
+# the figures of one experiment (tcbench.figures) and of the cross-GPU comparison
+# (tcbench.compare), named here because the workflow's rules must list them as outputs
+FIGURES: tuple[str, ...] = ("throughput", "speedup", "warmup", "memory", "attribution",
+                            "tensor_cores")
+COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")

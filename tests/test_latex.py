@@ -1,0 +1,69 @@
+"""Every generated LaTeX table compiles with pdflatex and fits the text width of an ordinary
+article page: an overfull box is a failure, not a warning. CI installs pdflatex from Debian's
+packages (.ci/run); without it these tests are skipped locally, and say so."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import gpu_like
+from tcbench import compare as C
+from tcbench import tables as T
+
+REPO = Path(__file__).resolve().parents[1]
+PREAMBLE = r"""\documentclass[11pt]{article}
+\usepackage[T1]{fontenc}
+\usepackage[utf8]{inputenc}
+\usepackage{booktabs}
+\usepackage[letterpaper,margin=1in]{geometry}
+\begin{document}
+"""
+
+needs_latex = pytest.mark.skipif(shutil.which("pdflatex") is None,
+                                 reason="pdflatex not installed (CI installs texlive)")
+
+
+def compile_tex(body: str, where: Path) -> str:
+    """Compile ``body`` in a minimal article; returns the log. Fails on errors and on any
+    overfull box (a table wider than the text)."""
+    doc = where / "doc.tex"
+    doc.write_text(PREAMBLE + body + "\n\\end{document}\n")
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", doc.name],
+                          cwd=where, capture_output=True, text=True, timeout=120)
+    log = (where / "doc.log").read_text(errors="replace")
+    assert proc.returncode == 0, log[-3000:]
+    overfull = re.findall(r"Overfull \\hbox \((\d+\.\d+)pt too wide\)", log)
+    assert not overfull, f"tables wider than the page by {overfull} pt"
+    return log
+
+
+@needs_latex
+def test_every_table_of_a_gpu_set_compiles_and_fits(tmp_path):
+    out = gpu_like.write(tmp_path / "set")
+    T.render(out, combined=tmp_path / "tables")
+    tex = (tmp_path / "tables.tex").read_text()
+    assert tex.count(r"\begin{table}") >= 12
+    # floats: clear them now and then, LaTeX allows only so many unprocessed ones
+    log = compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
+    assert "Output written on doc.pdf" in log
+
+
+@needs_latex
+def test_comparison_tables_compile_and_fit(tmp_path):
+    out = gpu_like.write(tmp_path / "set")
+    C.compare([out / "metrics.csv"], [REPO / "config" / "reference" / "seed_t4.csv"],
+              tmp_path / "cmp", formats=("png",))
+    tex = (tmp_path / "cmp" / "comparison.tex").read_text()
+    compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
+
+
+@needs_latex
+def test_an_overfull_table_is_caught(tmp_path):
+    wide = T.Table("too wide", [f"column {i}" for i in range(30)], [[f"{i}" for i in range(30)]])
+    with pytest.raises(AssertionError, match="wider than the page"):
+        compile_tex(T.to_latex(wide), tmp_path)

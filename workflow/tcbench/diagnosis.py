@@ -1,0 +1,91 @@
+"""What limits a cell's training step, named from its measurements: the one rule set that the
+verdict, the tables and the figures share.
+
+In this order (the first that applies):
+
+``input``      the run is input-bound: the GPU waited for the next batch at least the run's
+               ``input_bound_share`` of each step (data-wait share, CUDA events);
+``host``       the GPU had a kernel running less than ``BUSY_LOW`` of the profiled wall time:
+               Python, kernel launches and synchronisation set the pace, not the arithmetic;
+``tensor``     at least ``CARRIED`` of GPU kernel time ran in Tensor Core kernels: the step is
+               bound by Tensor Core arithmetic (the best case);
+``simt``       at least ``CARRIED`` of kernel time ran in matrix kernels on the ordinary fp32
+               units (strict fp32 GEMMs and convolutions, Tensor Cores off);
+``memory``     otherwise: most kernel time is elementwise, normalisation, pooling, layout and
+               optimiser kernels, which are bound by memory bandwidth;
+None           not measurable (no kernel profile: a CPU, or profiling failed).
+
+"The matrix work ran on Tensor Cores" is a separate fact (``matmuls_on_tensor_cores``): a cell
+can run every GEMM and convolution on Tensor Cores and still be limited by memory-bound work
+around them, which is what happens once those get fast.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import stats
+
+BUSY_LOW = 0.5       # GPU-busy share below which the host sets the pace
+CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
+GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
+
+NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
+         "tensor": "Tensor Core arithmetic", "simt": "fp32 arithmetic on the ordinary units",
+         "memory": "memory-bound kernels", None: "not measurable without a kernel profile"}
+SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
+         "simt": "fp32 units", "memory": "memory-bound", None: "n/a"}
+
+
+def _num(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _true(v) -> bool:
+    return v is True or str(v) == "True"
+
+
+def bottleneck(row) -> str | None:
+    if _true(row.get("input_bound")):
+        return "input"
+    busy, tc = _num(row.get("gpu_busy_share")), _num(row.get("tensor_core_share"))
+    if busy is None or tc is None:
+        return None
+    if busy < BUSY_LOW:
+        return "host"
+    if tc >= CARRIED:
+        return "tensor"
+    mm = _num(row.get("matmul_share"))
+    if mm is not None and mm - tc >= CARRIED:
+        return "simt"
+    return "memory"
+
+
+def matmuls_on_tensor_cores(row) -> bool | None:
+    """Whether the cell's matrix kernels (GEMMs, convolutions) ran on Tensor Cores: most of
+    the matrix kernel time is Tensor Core time. None without a profile."""
+    tc, mm = _num(row.get("tensor_core_share")), _num(row.get("matmul_share"))
+    if tc is None:
+        return None
+    if mm is None or mm == 0:
+        return tc > 0
+    return tc >= 0.5 * mm
+
+
+def claim(value, low, high, interval) -> str:
+    """What a throughput ratio's interval allows one to say (empty: no ratio)."""
+    if _num(value) is None:
+        return ""
+    if interval != stats.CI or _num(low) is None:
+        return "n < 3"
+    if float(low) > GAIN:
+        return "pays off"
+    if float(low) > 1:
+        return "faster"
+    if float(high) < 1:
+        return "slower"
+    return "no difference shown"
