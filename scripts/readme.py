@@ -1,0 +1,188 @@
+"""The README's measured numbers, generated from the committed result sets, so they cannot drift.
+
+README.md marks each generated part with an opening comment ``<!-- generated: NAME -->`` and a
+closing ``<!-- end: NAME -->``; this script rewrites what lies between from the tables under
+``results/`` (never from memory or by hand):
+
+    python scripts/readme.py            # rewrite the generated parts of README.md
+    python scripts/readme.py --check    # exit 1, naming the parts, if README.md has drifted
+
+tests/test_readme.py runs the check, and also fails where the README's results section quotes a
+measured number outside a generated part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "workflow"))
+
+from tcbench import diagnosis as D  # noqa: E402
+from tcbench import tables as T  # noqa: E402
+from tcbench import vocabulary as V  # noqa: E402
+from tcbench.aggregate import order  # noqa: E402
+
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
+                   re.S)
+
+
+def _read(path: Path) -> pd.DataFrame:
+    return order(pd.read_csv(path))
+
+
+def _table(t: T.Table) -> str:
+    """A table for the README: no heading (the README's prose introduces it), its notes."""
+    return T.to_markdown(t, heading=None)
+
+
+class Blocks:
+    """Every generated part, from one result set (``run``) and the comparison."""
+
+    def __init__(self, results: Path, run: str = "nvidia-h200", compare: str = "compare"):
+        self.dir = Path(results) / run
+        self.compare = Path(results) / compare
+        self.summary = _read(self.dir / "summary.csv")
+        self.speedup = _read(self.dir / "speedup.csv")
+        self.metrics = pd.read_csv(self.dir / "metrics.csv")
+
+    # -- the set as a whole ----------------------------------------------------------------
+    def provenance(self) -> str:
+        m = self.metrics
+        first = m.dropna(subset=["device_name"]).iloc[0]
+        days = sorted({str(t)[:10] for t in m["timestamp_utc"].dropna()})
+        commits = sorted(set(m["git_commit"].dropna().astype(str)))
+        dirty = m["git_dirty"].astype(str).str.lower().eq("true").sum() if "git_dirty" in m \
+            else None
+        cuda = first.get("torch_cuda_version", first.get("cuda_runtime_version"))
+        text = (f"Measured on {', '.join(days)} on {first['device_name']} (PyTorch "
+                f"{first['torch_version']}, built with CUDA {cuda}, cuDNN "
+                f"{first.get('cudnn_version')}, driver {first['driver_version']}): "
+                f"{len(m)} training jobs, each a fresh process, from commit"
+                f"{'s' if len(commits) > 1 else ''} {', '.join(c[:10] for c in commits)}")
+        text += (", every record from a clean tree." if dirty == 0 else
+                 f"; {dirty} records from a tree with uncommitted changes.")
+        return text + "\n"
+
+    def bottom_line(self) -> str:
+        for line in (self.dir / "summary.md").read_text().splitlines():
+            if line.startswith("**Bottom line.**"):
+                return line + "\n"
+        raise ValueError(f"{self.dir / 'summary.md'} has no bottom line")
+
+    def seed(self) -> str:
+        text = (self.compare / "seed.md").read_text()
+        return text.split("\n", 2)[2] if text.startswith("## ") else text
+
+    # -- per experiment ----------------------------------------------------------------------
+    def headline(self, experiments: list[str]) -> str:
+        """Per experiment (per model in a zoo): the reduced-precision cell with the largest
+        speedup over fp32 at the same setting, with its interval, claim and bottleneck."""
+        rows = []
+        s = self.summary.merge(self.speedup[[c for c in self.speedup if c not in self.summary
+                                             or c in V.CELL_KEYS]], on=list(V.CELL_KEYS))
+        for exp in experiments:
+            e = s[(s["experiment"] == exp) & (s["precision"].astype(str) != V.BASELINE)]
+            for model, g in e.groupby("model", sort=False, observed=True):
+                g = g.dropna(subset=["speedup"])
+                if g.empty:
+                    continue
+                r = g.loc[g["speedup"].astype(float).idxmax()]
+                axes = [a for a in T.shown_axes(s[s["experiment"] == exp]) if a != "model"]
+                name = exp if e["model"].nunique() == 1 else f"{exp}: {model}"
+                rows.append([name, f"{r['precision']}, {T.setting_text(r, axes)}",
+                             T.with_interval(r[V.HEADLINE], r.get(f"{V.HEADLINE}_low"),
+                                             r.get(f"{V.HEADLINE}_high"),
+                                             r.get(f"{V.HEADLINE}_n")),
+                             T.with_interval(r["speedup"], r["speedup_low"], r["speedup_high"],
+                                             r["speedup_n"], fmt=T.times),
+                             T.claim(r), T.times(r.get("memory_ratio")),
+                             D.SHORT[D.bottleneck(r)]])
+        t = T.Table("", ["experiment", "largest speedup at", "samples/s", "× fp32", "claim",
+                         "memory × fp32", "limited by"], rows, align="llrrlrl",
+                    notes=[T.INTERVAL_NOTE, T.CLAIM_NOTE])
+        return _table(t)
+
+    def experiment(self, experiment: str, which: int = 0) -> str:
+        return _table(T.experiment_tables(self.summary, self.speedup, experiment)[which])
+
+    def best(self) -> str:
+        return _table(T.best_table(_read(self.dir / "best.csv")))
+
+    def capacity(self) -> str:
+        from tcbench.capacity import capacity_table
+
+        df = pd.read_csv(self.dir / "capacity.csv")
+        return _table(capacity_table(df))
+
+    def job_cost(self) -> str:
+        ov = pd.read_csv(self.dir / "overhead.csv")
+        jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
+        rows = []
+        for (exp,), g in jobs.groupby(["experiment"], sort=False):
+            rows.append([exp, str(len(g)), T.num(g["job_wall_s"].median()),
+                         T.num(g["fixed_cost_s"].median()),
+                         T.num(pd.to_numeric(g["time_to_steady_s"]).median()),
+                         T.num(pd.to_numeric(g["steady_time_s"]).median())])
+        total = jobs["job_wall_s"].sum()
+        steady = pd.to_numeric(jobs["steady_time_s"]).sum()
+        rows.append(["(all)", str(len(jobs)), T.num(total), T.num(jobs["fixed_cost_s"].sum()),
+                     T.num(pd.to_numeric(jobs["time_to_steady_s"]).sum()), T.num(steady)])
+        t = T.Table("", ["experiment", "jobs", "job wall (s)", "fixed cost (s)", "warm-up (s)",
+                         "timed steps (s)"], rows, align="lrrrrr",
+                    notes=["Medians per job (the last row: sums over every job). Job wall is "
+                           "Snakemake's benchmark of the job's process; fixed cost is that less "
+                           "the warm-up and the timed steady steps (process start, imports, "
+                           "CUDA context, building, profiling, writing the record)."])
+        return _table(t)
+
+    def render(self, name: str) -> str:
+        kind, _, arg = name.partition("-")
+        if kind == "headline":
+            return self.headline(arg.split("+"))
+        if kind == "table":
+            exp, _, which = arg.rpartition("-")
+            return self.experiment(exp, int(which))
+        return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
+                "best": self.best, "capacity": self.capacity, "jobcost": self.job_cost}[kind]()
+
+
+def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:
+    """The README with every generated part rewritten, and the names of those that changed."""
+    changed = []
+
+    def sub(m):
+        body = blocks.render(m.group("name"))
+        if body != m.group("body"):
+            changed.append(m.group("name"))
+        return m.group(1) + body + m.group(4)
+    return BLOCK.sub(sub, readme), changed
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--results", type=Path, default=REPO / "results")
+    args = ap.parse_args(argv)
+    text = args.readme.read_text()
+    new, changed = regenerate(text, Blocks(args.results))
+    if args.check:
+        if changed:
+            print(f"README.md has drifted from the committed results in: {', '.join(changed)}; "
+                  f"run python scripts/readme.py", file=sys.stderr)
+            return 1
+        return 0
+    args.readme.write_text(new)
+    print(f"rewrote {len(changed)} part(s): {', '.join(changed) or 'none changed'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
