@@ -246,7 +246,16 @@ HARNESS_COLUMNS = ("harness_process_start_s",
                    *(f"harness_{k}_s" for k in HARNESS_PHASES))
 
 
-def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
+def benchmark_path(benchmarks, experiment: str, cell: str) -> Path:
+    """A job's benchmark TSV: in the benchmark folder, or among the files given
+    (``.../{experiment}/{cell}.tsv``)."""
+    if isinstance(benchmarks, (str, Path)):
+        return Path(benchmarks) / experiment / f"{cell}.tsv"
+    named = {(Path(p).parent.name, Path(p).stem): Path(p) for p in benchmarks}
+    return named.get((experiment, cell), Path(experiment) / f"{cell}.tsv.missing")
+
+
+def overhead(metrics: pd.DataFrame, benchmarks) -> pd.DataFrame:
     """Harness overhead per job: Snakemake's wall time for the job (benchmark TSV, column ``s``)
     against the steady-state training time inside it. Everything else is overhead: process
     start, imports, CUDA initialisation, building the model, FLOP counting, warm-up steps,
@@ -255,7 +264,7 @@ def overhead(metrics: pd.DataFrame, benchmarks: Path) -> pd.DataFrame:
     record's ``harness`` field; Snakemake's own start-up of the job is the rest)."""
     rows = []
     for _, r in metrics.iterrows():
-        path = Path(benchmarks) / r["experiment"] / f"{r['cell']}.tsv"
+        path = benchmark_path(benchmarks, r["experiment"], r["cell"])
         wall = float(pd.read_csv(path, sep="\t")["s"].iloc[0]) if path.exists() else np.nan
         steady = r.get("steady_time_s")
         rows.append({"experiment": r["experiment"], "cell": r["cell"], "status": r["status"],
@@ -300,12 +309,14 @@ def write_csv(df: pd.DataFrame, path: Path) -> None:
     atomic.write_text(path, df.to_csv(index=False))
 
 
-def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
+def aggregate(records_dir, out_dir: Path, calibration: Path | None = None,
               expected: list[Path] | None = None,
-              benchmarks: Path | None = None) -> dict[str, pd.DataFrame]:
+              benchmarks=None) -> dict[str, pd.DataFrame]:
     # A result set is every record in its folder: studies run with other configs on the same
     # device (config/fastest.yaml, say) add to it; ``expected`` only checks none is missing.
-    paths = find_records(records_dir)
+    # ``records_dir`` may also be the list of record files (the workflow names every one).
+    paths = find_records(records_dir) if isinstance(records_dir, (str, Path)) \
+        else sorted(map(Path, records_dir))
     if expected is not None:
         missing = sorted(set(map(Path, expected)) - set(paths))
         if missing:
@@ -339,15 +350,24 @@ def aggregate(records_dir: Path, out_dir: Path, calibration: Path | None = None,
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tcbench.aggregate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("records", type=Path, help="the records folder of one result set")
+    ap.add_argument("records", type=Path, nargs="?", help="the records folder of one result set")
+    ap.add_argument("--records", type=Path, nargs="+", dest="record_files",
+                    help="the record files of one result set (instead of the folder)")
     ap.add_argument("--out", type=Path, required=True, help="folder for the tables")
     ap.add_argument("--calibration", type=Path, help="calibration.json of the same result set")
     ap.add_argument("--expect", type=Path, nargs="*", help="records that must all be there")
-    ap.add_argument("--benchmarks", type=Path,
-                    help="Snakemake's benchmark folder of the train jobs, for overhead.csv")
+    ap.add_argument("--benchmarks", type=Path, nargs="*",
+                    help="Snakemake's benchmark folder of the train jobs, or their benchmark "
+                         "files ({experiment}/{cell}.tsv), for overhead.csv")
     args = ap.parse_args(argv)
+    if (args.records is None) == (args.record_files is None):
+        ap.error("give the records folder or --records FILE..., one of the two")
+    benchmarks = args.benchmarks
+    if benchmarks is not None and len(benchmarks) == 1 and benchmarks[0].is_dir():
+        benchmarks = benchmarks[0]
     try:
-        aggregate(args.records, args.out, args.calibration, args.expect, args.benchmarks)
+        aggregate(args.records or args.record_files, args.out, args.calibration, args.expect,
+                  benchmarks)
     except R.RecordError as exc:
         print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
         return 2
