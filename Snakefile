@@ -13,7 +13,7 @@ configfile: "config/config.yaml"
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from tcbench import config as tcconfig  # noqa: E402
-from tcbench import closing, environment  # noqa: E402
+from tcbench import environment  # noqa: E402
 
 # The one validation: the schema's types, enums and ranges, every violation named key=value,
 # before anything reads the config; then the schema's defaults are filled in.
@@ -77,4 +77,4 @@ onstart:
 
 # The run's last words: where the results are and what they say.
 onsuccess:
-    logger.info(closing.message(RESULTS, report_command=report_command()))
+    logger.info(closing_message())

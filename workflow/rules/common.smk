@@ -116,23 +116,31 @@ def measuring_checks(jobs):
     claim a GPU) are held to it: the GPU study needs an NVIDIA GPU where they run, and the code
     its records will name."""
     measuring = [job for job in jobs if "gpu" in job.rule.resources]
-    if not measuring or not config["require_gpu"]:
+    if not measuring or not config["require_gpu"] or workflow.touch:
         return None
     if any(job.is_local for job in measuring) and not environment.nvidia_gpus():
         return (
             "config requires an NVIDIA GPU (require_gpu: true) and none is visible. "
             "On a machine without a GPU run the CPU smoke study instead: "
             "snakemake --cores 2 --configfile config/smoke.yaml; to compare committed result "
-            "sets only: snakemake compare --cores 1 --config require_gpu=False"
+            "sets only: snakemake compare --cores 1"
         )
     why = environment.check_clean(config["allow_dirty"])
     return f"not starting {len(measuring)} measuring job(s): {why}" if why else None
 
 
-def report_command():
-    """The command that builds the HTML report of this run's study."""
+def closing_message():
+    """The run's last words (onsuccess): where the results are and what they say, and the
+    command that builds the HTML report of what this run made."""
     files = [os.path.relpath(f) for f in workflow.overwrite_configfiles]
-    return closing.report_command(files, dict(workflow.config_settings.config))
+    targets = workflow.dag_settings.targets
+    ran = {job.rule.name for job in workflow.dag.needrun_jobs(exclude_finished=False)}
+    return closing.message(
+        RESULTS,
+        report_command=closing.report_command(files, dict(workflow.config_settings.config),
+                                              targets),
+        comparison=COMPARE_DIR if "compare" in ran else None,
+    )
 
 
 # The cross-GPU comparison (compare.smk): result sets named in config (results/<run>/metrics.csv)

@@ -25,9 +25,10 @@ def bottom_line(verdict: Path) -> str | None:
     return None
 
 
-def report_command(configfiles=(), config: dict | None = None) -> str:
-    """``snakemake --report report.html`` with the run's own config files and overrides."""
-    words = ["snakemake", "--report", "report.html"]
+def report_command(configfiles=(), config: dict | None = None, targets=()) -> str:
+    """``snakemake [targets] --report report.html`` with the run's own targets, config files
+    and overrides."""
+    words = ["snakemake", *sorted(targets), "--report", "report.html"]
     if configfiles:
         words += ["--configfile", *map(str, configfiles)]
     scalars = {k: v for k, v in (config or {}).items() if isinstance(v, (str, int, float, bool))}
@@ -36,10 +37,13 @@ def report_command(configfiles=(), config: dict | None = None) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-def message(result_set: Path | str, report_command: str | None = None, width: int = 100) -> str:
-    """What a user wants to read when the run is over, from the files that exist."""
+def message(result_set: Path | str, report_command: str | None = None,
+            comparison: Path | str | None = None, width: int = 100) -> str:
+    """What a user wants to read when the run is over, from the files that exist: the result
+    set (when there is one), its verdict's bottom line, tables, figures, capacity table, the
+    cross-GPU comparison (when this run made it) and the command for the HTML report."""
     res = Path(result_set)
-    lines = [f"Result set: {res}/"]
+    lines = [f"Result set: {res}/"] if res.is_dir() else []
     verdict = res / "summary.md"
     if verdict.exists():
         lines.append(f"Verdict:    {verdict}")
@@ -47,8 +51,11 @@ def message(result_set: Path | str, report_command: str | None = None, width: in
         if said:
             lines += textwrap.wrap(said, width=width, initial_indent="            ",
                                    subsequent_indent="            ")
-    for label, path in (("Tables:", res / "tables.md"), ("Figures:", res / "figures"),
-                        ("Capacity:", res / "capacity.md")):
+    shown = [("Tables:", res / "tables.md"), ("Figures:", res / "figures"),
+             ("Capacity:", res / "capacity.md")]
+    if comparison is not None:
+        shown.append(("Comparison:", Path(comparison) / "comparison.md"))
+    for label, path in shown:
         if path.exists():
             lines.append(f"{label:<11} {path}{'/' if path.is_dir() else ''}")
     if report_command:

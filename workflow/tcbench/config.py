@@ -116,12 +116,3 @@ def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
         raise ConfigError("; ".join(found[:MAX_REPORTED]) + more)
     return fill_defaults(config, schema)
 
-
-def default(*keys):
-    """The schema's default at a key path, e.g. ``default("capacity", "start")``: for code that
-    takes a setting outside a checked config (a command line, a test)."""
-    node = load_schema()
-    for key in keys:
-        node = node["properties"][key]
-    value = copy.deepcopy(node.get("default"))
-    return fill_defaults(value, node) if isinstance(value, dict) else value
