@@ -2,7 +2,8 @@
 # Thin on purpose: the matrix lives in workflow/rules/common.smk, the work in the tcbench package.
 import sys
 
-from snakemake.utils import min_version, validate
+from snakemake.logging import logger
+from snakemake.utils import min_version
 
 min_version("9.0")
 
@@ -12,14 +13,14 @@ configfile: "config/config.yaml"
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from tcbench import config as tcconfig  # noqa: E402
+from tcbench import environment  # noqa: E402
 
-# Ours first: every violation named key=value, before anything reads the config. Snakemake's
-# validate then fills in the schema's defaults.
+# The one validation: the schema's types, enums and ranges, every violation named key=value,
+# before anything reads the config; then the schema's defaults are filled in.
 try:
     tcconfig.check(config)
 except tcconfig.ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
-validate(config, "workflow/schemas/config.schema.yaml")
 
 
 container: config["container"]
@@ -30,7 +31,6 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/container.smk"
-include: "workflow/rules/publication.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/aggregate.smk"
@@ -38,6 +38,12 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/capacity.smk"
+
+
+# What every job's shell is told (exported inside the job, in its container or not): the image
+# it runs in, and whether the config allowed a dirty tree. Snakemake's own environment is not
+# touched.
+shell.prefix(environment.shell_prefix(JOB_ENV))
 
 
 # On a cluster (--profile profiles/slurm) only the GPU jobs are worth a batch job; these are
@@ -53,7 +59,22 @@ localrules:
 
 
 rule all:
+    message:
+        "every result of the study is made"
     input:
         all_targets(),
         CAPACITY_TARGETS,
     default_target: True
+
+
+# Checked when jobs are about to run, not while the workflow is read: a report, a dry run or
+# the comparison of committed result sets needs neither a GPU nor a clean tree.
+onstart:
+    stop = measuring_checks(list(workflow.dag.needrun_jobs()))
+    if stop:
+        raise WorkflowError(stop)
+
+
+# The run's last words: where the results are and what they say.
+onsuccess:
+    logger.info(closing_message())

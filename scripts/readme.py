@@ -115,7 +115,7 @@ class Blocks:
         return _table(T.best_table(_read(self.dir / "best.csv")))
 
     def capacity(self) -> str:
-        from tcbench.capacity import capacity_table
+        from tcbench.capacity.report import capacity_table
 
         df = pd.read_csv(self.dir / "capacity.csv")
         return _table(capacity_table(df))

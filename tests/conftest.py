@@ -65,5 +65,7 @@ def smoke_run(tmp_path_factory) -> Path:
     """The CPU smoke study, run once per test session in a temporary copy; returns its
     result-set folder (results/<run>)."""
     wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
-    snakemake(wd, "--cores", "2", "--configfile", "config/smoke.yaml", "--config", "run=smoke")
+    proc = snakemake(wd, "--cores", "2", "--configfile", "config/smoke.yaml", "--config",
+                     "run=smoke")
+    (wd / "snakemake.out").write_text(proc.stdout + proc.stderr)  # what the user saw
     return wd / "results" / "smoke"

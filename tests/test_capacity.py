@@ -3,6 +3,7 @@ known answers; end to end on a CPU with the simulated memory budget."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -11,12 +12,23 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import snakemake
+from conftest import REPO, snakemake
 from tcbench import atomic
 from tcbench import capacity as C
+from tcbench import config as tcconfig
 from tcbench import record as R
 from tcbench import run as tr
-from tcbench.matrix import ConfigError
+from tcbench.vocabulary import ConfigError
+
+TINY = {"workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8]}
+
+
+def checked(capacity: dict | None = None, **top) -> dict:
+    """A config through the one validation (schema, defaults), as the workflow has it."""
+    cfg = {"experiments": [dict(TINY)], **top}
+    if capacity is not None:
+        cfg["capacity"] = capacity
+    return tcconfig.check(cfg)
 
 
 def threshold_probe(largest_fitting: int, calls: list | None = None):
@@ -107,13 +119,27 @@ def test_only_an_oom_record_means_does_not_fit():
 
 # ------------------------------------------------------------------------------ plan
 def test_plan_off_by_default():
-    assert C.plan({"experiments": []}, "r") == {}
+    assert C.plan(checked(), "r") == {}
+
+
+def test_the_schema_offers_the_workloads_the_study_can_bound():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    enum = schema["properties"]["capacity"]["properties"]["workloads"]["items"]["enum"]
+    assert enum == list(C.WORKLOADS)
+
+
+def test_plan_takes_the_schemas_defaults():
+    plan = C.plan(checked({"enabled": True}), "r")
+    assert list(plan) == ["resnet50/fp32", "resnet50/tf32", "resnet50/amp-fp16",
+                          "resnet50/amp-bf16"]
+    assert {k: plan["resnet50/fp32"][k] for k in ("start", "max", "resolution", "steps")} == \
+        {"start": 64, "max": 65536, "resolution": 8, "steps": 2}
 
 
 def test_plan_one_search_per_workload_and_precision():
-    plan = C.plan({"capacity": {"enabled": True, "workloads": ["amp_recipe", "resnet50"],
-                                "precisions": ["fp32", "amp-bf16"],
-                                "params": {"resnet50": {"image_size": 64}}}}, "r")
+    plan = C.plan(checked({"enabled": True, "workloads": ["amp_recipe", "resnet50"],
+                           "precisions": ["fp32", "amp-bf16"],
+                           "params": {"resnet50": {"image_size": 64}}}), "r")
     assert list(plan) == ["amp_recipe/fp32", "amp_recipe/amp-bf16", "resnet50/fp32",
                           "resnet50/amp-bf16"]
     spec = C.probe_spec(plan["resnet50/fp32"], 512)
@@ -125,7 +151,7 @@ def test_plan_one_search_per_workload_and_precision():
 
 def test_plan_rejects_a_bad_workload_parameter():
     with pytest.raises(ConfigError, match=r"capacity.params.resnet50: .*image_sise=64"):
-        C.plan({"capacity": {"enabled": True, "params": {"resnet50": {"image_sise": 64}}}}, "r")
+        C.plan(checked({"enabled": True, "params": {"resnet50": {"image_sise": 64}}}), "r")
 
 
 # ------------------------------------------------------------------------------ result and report
@@ -186,8 +212,8 @@ def test_report_refuses_a_file_that_is_not_a_result(tmp_path):
 
 
 def test_run_search_writes_its_result(tmp_path):
-    s = C.plan({"capacity": {"enabled": True, "workloads": ["amp_recipe"],
-                             "precisions": ["fp32"], "start": 8, "max": 64}}, "r")["amp_recipe/fp32"]
+    s = C.plan(checked({"enabled": True, "workloads": ["amp_recipe"], "precisions": ["fp32"],
+                        "start": 8, "max": 64}), "r")["amp_recipe/fp32"]
 
     class Fake:
         records, log = {}, []
@@ -219,7 +245,7 @@ CONFIG = {
 
 def simulated_peak(precision: str, bs: int) -> int:
     """The simulated memory of one probe, measured directly (no search): the known answer."""
-    s = C.plan(CONFIG, "cap")[f"amp_recipe/{precision}"]
+    s = C.plan(tcconfig.check(copy.deepcopy(CONFIG)), "cap")[f"amp_recipe/{precision}"]
     spec = C.probe_spec(s, bs) | {"memory_limit_bytes": 10**12}
     return tr.run_job(spec)["metrics"]["simulated_peak_bytes"]
 

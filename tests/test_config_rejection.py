@@ -1,8 +1,9 @@
 """Bad configurations are rejected before any job runs, with a message naming key and value.
 
-Every case goes through the same checks the workflow makes at parse time (our schema check,
-Snakemake's validate, the matrix, the run name, the capacity plan); a representative subset also
-goes through the real ``snakemake`` command line, which must stop before creating results.
+Every case goes through the same checks the workflow makes at parse time (the one schema check,
+which also fills in the defaults; then what only the matrix and the capacity plan know); a
+representative subset also goes through the real ``snakemake`` command line, which must stop
+before creating results.
 """
 
 from __future__ import annotations
@@ -11,12 +12,11 @@ import copy
 
 import pytest
 import yaml
-from snakemake.utils import validate
 
 from conftest import snakemake
 from tcbench import capacity, matrix
 from tcbench import config as tcconfig
-from tcbench.matrix import ConfigError
+from tcbench.vocabulary import ConfigError
 
 BASE = {
     "run": "reject",
@@ -80,8 +80,10 @@ CASES = [
     ("batch-size-fraction", exp(batch_sizes=[8.5]), ["experiments[0].batch_sizes[0]=8.5"]),
     ("batch-size-string", exp(batch_sizes=["8"]), ["experiments[0].batch_sizes[0]='8'"]),
     ("batch-size-bool", exp(batch_sizes=[True]), ["experiments[0].batch_sizes[0]=True"]),
-    # JSON Schema counts 8.0 as an integer; the matrix does not.
-    ("batch-size-integral-float", exp(batch_sizes=[8.0]), ["batch_sizes", "8.0"]),
+    # JSON Schema counts 8.0 as an integer; tcbench's check does not.
+    ("batch-size-integral-float", exp(batch_sizes=[8.0]),
+     ["experiments[0].batch_sizes[0]=8.0", "not of type 'integer'"]),
+    ("capacity-start-integral-float", cap(start=64.0), ["capacity.start=64.0"]),
     ("batch-sizes-empty", exp(batch_sizes=[]), ["experiments[0].batch_sizes=[]", "empty"]),
     ("batch-sizes-duplicate", exp(batch_sizes=[8, 8]), ["experiments[0].batch_sizes=[8, 8]",
                                                         "duplicate"]),
@@ -109,6 +111,13 @@ CASES = [
     ("axis-unknown-value", exp(axes={"loader": ["turbo"]}),
      ["experiments[0].axes.loader[0]='turbo'"]),
     ("exclude-unknown-key", exp(exclude=[{"gpu": 1}]), ["experiments[0].exclude[0].gpu=1"]),
+    ("exclude-matches-nothing", exp(exclude=[{"precision": "tf32"}]),
+     ["experiments[0].exclude[0]={'precision': 'tf32'}", "matches no cell"]),
+    ("params-and-axes-clash", exp(axes={"memory_format": ["contiguous"]},
+                                  params={"memory_format": "contiguous"}),
+     ["memory_format set both in params and in axes"]),
+    ("experiment-name-dotdot-inside", exp(name="a..b"), ["experiments[0].name='a..b'"]),
+    ("allow-dirty-string", top(allow_dirty="yes"), ["allow_dirty='yes'"]),
     ("capacity-start-off-grid", cap(start=12), ["capacity.start=12", "resolution"]),
     ("capacity-start-above-max", cap(start=128), ["capacity.start=128", "capacity.max=64"]),
     ("capacity-workload-unknown", cap(workloads=["digits"]), ["capacity.workloads[0]='digits'"]),
@@ -129,9 +138,7 @@ def bad_config(case_id: str) -> tuple[dict, list[str]]:
 
 def parse_time_checks(cfg: dict) -> dict:
     """What the workflow does with a config before it schedules anything."""
-    cfg = copy.deepcopy(cfg)
-    tcconfig.check(cfg)
-    validate(cfg, str(tcconfig.SCHEMA_PATH))
+    cfg = tcconfig.check(copy.deepcopy(cfg))
     jobs = matrix.expand(cfg)
     run = matrix.resolve_run(cfg)
     capacity.plan(cfg, run)

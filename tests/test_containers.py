@@ -111,6 +111,9 @@ def test_default_profile_makes_gpus_visible():
 CONTAINER_VARS = ("APPTAINER_CONTAINER", "APPTAINER_NAME", "SINGULARITY_CONTAINER",
                   "SINGULARITY_NAME", "TCBENCH_IMAGE", "TCBENCH_IMAGE_DIGEST",
                   "TCBENCH_BASE_IMAGE", "PYTHONUSERBASE")
+# Snakemake's own environment must never carry them: the jobs' shells export them
+JOB_VARS = ("TCBENCH_IMAGE", "PYTHONUSERBASE", "APPTAINERENV_TCBENCH_IMAGE",
+            "APPTAINERENV_PYTHONUSERBASE", "SINGULARITYENV_TCBENCH_IMAGE")
 
 
 @pytest.fixture
@@ -128,15 +131,23 @@ def test_image_digest_and_key():
     assert container.image_key("a") == container.image_key("a") != container.image_key("b")
 
 
-def test_job_env_goes_through_the_runtime(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(FAKE_APPTAINER))
+def test_job_env_names_the_image_and_the_user_base(tmp_path):
     assert container.job_env("docker://x", tmp_path) == {
-        "APPTAINERENV_TCBENCH_IMAGE": "docker://x", "APPTAINERENV_PYTHONUSERBASE": str(tmp_path)}
-    only_singularity = tmp_path / "bin"
-    only_singularity.mkdir()
-    (only_singularity / "singularity").symlink_to(FAKE_APPTAINER / "apptainer")
-    monkeypatch.setenv("PATH", str(only_singularity))
-    assert container.job_env("docker://x") == {"SINGULARITYENV_TCBENCH_IMAGE": "docker://x"}
+        "TCBENCH_IMAGE": "docker://x", "PYTHONUSERBASE": str(tmp_path)}
+    assert container.job_env("docker://x") == {"TCBENCH_IMAGE": "docker://x"}
+
+
+def test_the_jobs_shell_exports_it_inside_the_container():
+    """Exported by the job's own shell (Snakemake's shell prefix), so the variables exist inside
+    the container and nowhere else; quoted for the shell, braces doubled for Snakemake."""
+    prefix = environment.shell_prefix({"TCBENCH_IMAGE": "docker://r/x@sha256:ab",
+                                       "PYTHONUSERBASE": "/a dir/{k}"})
+    assert prefix == ("set -euo pipefail; export TCBENCH_IMAGE=docker://r/x@sha256:ab "
+                      "PYTHONUSERBASE='/a dir/{{k}}'; ")
+    out = subprocess.run(["bash", "-c", prefix.replace("{{", "{").replace("}}", "}")
+                          + 'echo "$PYTHONUSERBASE"'], capture_output=True, text=True).stdout
+    assert out == "/a dir/{k}\n"
+    assert environment.shell_prefix({}) == "set -euo pipefail; "
 
 
 def test_container_info_inside_apptainer(clean_env, tmp_path):
@@ -149,9 +160,9 @@ def test_container_info_inside_apptainer(clean_env, tmp_path):
     clean_env.setenv("PYTHONUSERBASE", str(tmp_path))
     info = environment.container_info()
     assert info == info | {
-        "in_container": True, "container_runtime": "apptainer",
+        "execution": "workflow-image", "host_containerised": None,
+        "container_runtime": "apptainer",
         "container_image": f"docker://pytorch/pytorch@{digest}",
-        "container_image_ref": f"docker://pytorch/pytorch@{digest}",
         "container_image_digest": digest,
         "container_image_file": "/wd/.snakemake/singularity/abc.simg",
         "container_name": "abc.simg", "container_python_overlay": {"pandas": "3.1.1"}}
@@ -162,10 +173,19 @@ def test_container_info_inside_apptainer(clean_env, tmp_path):
 def test_container_info_natively(clean_env):
     clean_env.setenv("TCBENCH_IMAGE", "docker://leaked")  # not trusted outside Apptainer
     info = environment.container_info()
-    assert info["container_runtime"] != "apptainer"
-    assert info["container_image_ref"] is None and info["container_image_digest"] is None
+    assert info["execution"] == "native" and info["container_runtime"] != "apptainer"
+    assert info["container_image"] is None and info["container_image_digest"] is None
     assert info["container_python_overlay"] is None
-    assert info["in_container"] == Path("/.dockerenv").exists()  # this very machine may be one
+    assert info["host_containerised"] == environment.host_containerised()  # this machine may be
+
+
+def test_an_apptainer_run_by_hand_is_native_on_a_containerised_host(clean_env):
+    """An image the workflow did not choose: no image named, but the host is a container."""
+    clean_env.setenv("APPTAINER_CONTAINER", "/home/me/own.sif")
+    info = environment.container_info()
+    assert (info["execution"], info["host_containerised"], info["container_image"]) == \
+        ("native", True, None)
+    assert info["container_image_file"] == "/home/me/own.sif"
 
 
 def test_git_commit_without_git(tmp_path):
@@ -321,6 +341,36 @@ def test_use_singularity_is_accepted(workflow_copy, tmp_path):
     assert read_log(log) == [["--version"]]  # a dry run checks the runtime, pulls nothing
 
 
+def test_reading_the_workflow_leaves_snakemakes_environment_alone(workflow_copy, tmp_path,
+                                                                 monkeypatch):
+    """The image reference reaches the jobs through their shell, not through os.environ of
+    the process that reads the workflow."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DeploymentSettings, OutputSettings,
+                                          ResourceSettings)
+    from snakemake.shell import shell
+    from snakemake_interface_executor_plugins.settings import DeploymentMethod
+
+    monkeypatch.setenv("PATH", fake_env(tmp_path / "log")["PATH"])
+    before = dict(os.environ)
+    cwd = os.getcwd()
+    try:
+        with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+            api.workflow(
+                resource_settings=ResourceSettings(cores=1),
+                config_settings=ConfigSettings(configfiles=[workflow_copy / "config/smoke.yaml"]),
+                deployment_settings=DeploymentSettings(
+                    deployment_method={DeploymentMethod.APPTAINER}),
+                snakefile=workflow_copy / "Snakefile", workdir=workflow_copy)._workflow
+            prefix = shell._process_prefix
+    finally:
+        os.chdir(cwd)
+        shell._process_prefix = None  # Snakemake's default again, for whatever runs next
+    assert dict(os.environ) == before
+    assert not [v for v in JOB_VARS if v in os.environ]
+    assert f"TCBENCH_IMAGE={default_image()}" in prefix and "PYTHONUSERBASE=" in prefix
+
+
 @pytest.fixture(scope="session")
 def container_run(tmp_path_factory):
     """The smoke study through --sdm apptainer with the fake: (workdir, apptainer log)."""
@@ -372,8 +422,9 @@ def test_records_say_which_image(container_run):
     assert manifest["image"] == image and manifest["installed"] == {}
     for path in sorted((wd / "results/smoke/records").glob("*/*.json")):
         env = json.loads(path.read_text())["environment"]
-        assert env["in_container"] is True and env["container_runtime"] == "apptainer", path
-        assert env["container_image"] == env["container_image_ref"] == image
+        assert env["execution"] == "workflow-image" and env["host_containerised"] is None, path
+        assert env["container_runtime"] == "apptainer"
+        assert env["container_image"] == image
         assert env["container_image_digest"] == container.image_digest(image)
         assert env["container_image_file"].startswith(str(wd / ".snakemake/singularity/"))
         assert env["container_python_overlay"] == {}
@@ -391,6 +442,7 @@ def test_containers_change_nothing_but_the_container_fields(container_run, smoke
         a, b = json.loads(inside[rel].read_text()), json.loads(native[rel].read_text())
         assert {k: a[k] for k in keys} == {k: b[k] for k in keys}, rel
         assert b["environment"]["container_runtime"] != "apptainer"
-        assert b["environment"]["container_image_ref"] is None
+        assert b["environment"]["execution"] == "native"
+        assert b["environment"]["container_image"] is None
         assert b["environment"]["container_python_overlay"] is None
     assert not (smoke_run.parents[1] / "resources" / "container-python").exists()

@@ -148,3 +148,36 @@ def test_killing_snakemake_itself_loses_only_the_running_jobs(workflow_copy):
     assert len(after) == 3
     assert {k: after[k] for k in before} == before
     assert f"{VICTIM}.json" in set(after) - set(before)
+
+
+@pytest.mark.slow
+def test_ctrl_c_to_snakemake_alone_then_a_plain_rerun_completes(workflow_copy):
+    """SIGINT to the snakemake process only (not its process group, so the running job is not
+    interrupted): the job finishes while Snakemake shuts down, and Snakemake marks its record
+    incomplete. The default profile's rerun-incomplete makes the plain rerun make it again
+    instead of refusing with IncompleteFilesException."""
+    wd = workflow_copy
+    (wd / "config" / "kill.yaml").write_text(yaml.safe_dump(CONFIG))
+    records = wd / "results" / "kill" / "records"
+    first_log = wd / "logs" / "kill" / "train" / "tiny" / "fp32_bs8_r1.log"
+    proc = start_snakemake(wd, "--cores", "1", "--configfile", "config/kill.yaml", env={})
+    try:
+        deadline = time.monotonic() + 240
+        while not first_log.exists():  # the first job has started (its shell opened the log)
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0, out
+    # the job outlived Snakemake's shutdown and is marked incomplete: the case at hand
+    assert list((wd / ".snakemake" / "incomplete").rglob("*")), out
+    rerun = snakemake(wd, "--cores", "1", "--configfile", "config/kill.yaml")
+    assert "IncompleteFilesException" not in rerun.stdout + rerun.stderr
+    assert len(snapshot(records)) == 3
+    for path in records.rglob("*.json"):
+        assert R.read(path)["status"] == "ok"
+    dry = snakemake(wd, "-n", "--cores", "1", "--configfile", "config/kill.yaml")
+    assert "Nothing to be done" in dry.stdout + dry.stderr

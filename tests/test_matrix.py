@@ -1,17 +1,24 @@
 import pytest
 import yaml
 
+from tcbench import config as tcconfig
 from tcbench import matrix as M
 
-REPO_CONFIGS = ["config/config.yaml", "config/smoke.yaml"]
+REPO_CONFIGS = ["config/config.yaml", "config/smoke.yaml", "config/fastest.yaml",
+                "config/multigpu.yaml"]
 
 
 def exp(**kw):
     return {"workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8]} | kw
 
 
+def expand(cfg: dict) -> dict:
+    """The matrix of a config as the workflow makes it: checked once, then expanded."""
+    return M.expand(tcconfig.check(cfg))
+
+
 def test_cross_product_and_cell_names():
-    jobs = M.expand({"repeats": 2, "experiments": [exp(precisions=["fp32", "amp-bf16"],
+    jobs = expand({"repeats": 2, "experiments": [exp(precisions=["fp32", "amp-bf16"],
                                                        batch_sizes=[8, 16])]})
     assert len(jobs) == 2 * 2 * 2
     assert "amp_recipe/amp-bf16_bs16_r2" in jobs
@@ -21,7 +28,7 @@ def test_cross_product_and_cell_names():
 
 
 def test_axes_and_exclude():
-    jobs = M.expand({"experiments": [{
+    jobs = expand({"experiments": [{
         "name": "m", "workload": "mnist_cnn", "precisions": ["fp32", "tf32"],
         "batch_sizes": [512, 1024], "axes": {"loader": ["gpu-resident", "synthetic"]},
         "exclude": [{"precision": "tf32", "batch_size": 1024}],
@@ -36,7 +43,7 @@ def test_axes_and_exclude():
 def test_yaml_off_is_the_compile_mode_off():
     cfg = yaml.safe_load("experiments: [{workload: resnet50, precisions: [fp32], "
                          "batch_sizes: [2], axes: {compile: [off, default]}}]")
-    jobs = M.expand(cfg)
+    jobs = expand(cfg)
     assert {dict(j.params)["compile"] for j in jobs.values()} == {"off", "default"}
 
 
@@ -44,33 +51,41 @@ def test_yaml_off_is_the_compile_mode_off():
     ({"experiments": []}, "empty"),
     ({"experiments": [exp(workload="vgg")]}, "workload='vgg'"),
     ({"experiments": [exp(precisions=["fp8"])]}, "'fp8'"),
-    ({"experiments": [exp(batch_sizes=[0])]}, "batch_sizes: 0"),
+    ({"experiments": [exp(batch_sizes=[0])]}, "batch_sizes[0]=0"),
+    ({"experiments": [exp(batch_sizes=[8.0])]}, "batch_sizes[0]=8.0"),
     ({"experiments": [exp(batch_sizes=[8, 8])]}, "duplicate"),
     ({"experiments": [exp(), exp()]}, "used twice"),
     ({"experiments": [exp(params={"nope": 1})]}, "nope=1"),
     ({"experiments": [exp(repeats=0)]}, "repeats=0"),
     ({"experiments": [exp(name="../up")]}, "name='../up'"),
     ({"experiments": [exp(exclude=[{"precision": "fp32"}])]}, "every cell is excluded"),
+    # an exclude that matches no cell is a typo, and would run the cells it meant to drop
+    ({"experiments": [exp(batch_sizes=[8, 16], exclude=[{"batch_size": 61}])]},
+     "exclude[0]={'batch_size': 61}: matches no cell"),
+    ({"experiments": [exp(exclude=[{"loader": "synthetic"}])]}, "matches no cell"),
+    ({"experiments": [exp(params={"loader": "x"}, axes={"loader": ["synthetic"]})]},
+     "set both in params and in axes"),
 ])
 def test_bad_configs_name_the_culprit(cfg, culprit):
     with pytest.raises(M.ConfigError, match=None) as err:
-        M.expand(cfg)
+        expand(cfg)
     assert culprit in str(err.value)
 
 
-@pytest.mark.parametrize("run", ["../x", "a/b", ".hidden", ""])
+@pytest.mark.parametrize("run", ["../x", "a/b", ".hidden", "", "x..y"])
 def test_run_names_cannot_escape_results(run):
-    with pytest.raises(M.ConfigError):
-        M.resolve_run({"run": run})
+    with pytest.raises(M.ConfigError, match="run="):
+        tcconfig.check({"run": run, "experiments": [exp()]})
 
 
 def test_auto_run_is_a_device_slug():
-    run = M.resolve_run({"run": "auto"})
-    assert M.NAME_RE.match(run) and "/" not in run
+    run = M.resolve_run(tcconfig.check({"experiments": [exp()]}))
+    tcconfig.check({"run": run, "experiments": [exp()]})  # a name the schema allows
+    assert "/" not in run
 
 
 @pytest.mark.parametrize("path", REPO_CONFIGS)
 def test_shipped_configs_expand(path):
     from conftest import REPO
     cfg = yaml.safe_load((REPO / path).read_text())
-    assert len(M.expand(cfg)) > 5
+    assert len(expand(cfg)) > 5

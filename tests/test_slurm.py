@@ -64,8 +64,8 @@ def test_smoke_study_runs_as_slurm_batch_jobs(slurm_cluster, tmp_path):
                      timeout=STUDY_TIMEOUT_S, check=False)
     assert proc.returncode == 0, f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
 
-    from tcbench import matrix
-    jobs = matrix.expand(yaml.safe_load((wd / "config" / "smoke.yaml").read_text()))
+    from tcbench import config as tcconfig, matrix
+    jobs = matrix.expand(tcconfig.check(yaml.safe_load((wd / "config" / "smoke.yaml").read_text())))
     results = wd / "results" / "smoke"
     paths = [results / "records" / f"{key}.json" for key in jobs] + [results / "calibration.json"]
     envs = {p.relative_to(results).as_posix(): json.loads(p.read_text())["environment"]

@@ -1,8 +1,12 @@
 """The smoke study end to end, in a temporary copy of the workflow (CPU only)."""
 
 import json
+import os
+import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import REPO, copy_workflow, snakemake
 from tcbench import record as R
@@ -41,15 +45,131 @@ def test_lint_is_clean():
     assert "Lints for" not in proc.stdout + proc.stderr
 
 
-def test_gpu_config_without_gpu_points_to_the_smoke_config(tmp_path):
+def test_gpu_config_without_gpu_stops_before_any_job(tmp_path):
+    """A dry run (and a report) needs no GPU: it shows the plan with a note; a real run stops
+    before its first job and points to the smoke config."""
     import shutil
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has nvidia-smi")
     wd = copy_workflow(tmp_path / "wf")
-    proc = snakemake(wd, "-n", check=False)
+    dry = snakemake(wd, "-n")
+    assert "config/smoke.yaml" in dry.stdout + dry.stderr
+    proc = snakemake(wd, "--cores", "1", check=False)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "config/smoke.yaml" in proc.stdout + proc.stderr
+    assert "require_gpu: true" in out and "--configfile config/smoke.yaml" in out
+    assert not (wd / "results").exists() and not (wd / "logs").exists()
+
+
+TINY = {"require_gpu": True, "run": "prov", "repeats": 1, "calibrate": {"enabled": False},
+        "experiments": [{"name": "tiny", "workload": "amp_recipe", "precisions": ["fp32"],
+                         "batch_sizes": [8],
+                         "params": {"in_size": 16, "out_size": 16, "num_batches": 2,
+                                    "epochs": 1, "warmup_steps": 1}}]}
+
+
+def committed_copy(tmp_path) -> Path:
+    """A workflow copy that is a git checkout of its own, clean."""
+    import subprocess
+
+    wd = copy_workflow(tmp_path / "wf")
+    (wd / ".gitignore").write_text((REPO / ".gitignore").read_text())
+    (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "study"]):
+        subprocess.run(["git", "-C", str(wd), "-c", "user.name=t", "-c", "user.email=t@t",
+                        *args], check=True, capture_output=True)
+    return wd
+
+
+def test_a_gpu_study_on_a_dirty_tree_is_refused_unless_allowed(tmp_path):
+    from test_gpus import fake_nvidia_smi
+
+    wd = committed_copy(tmp_path)
+    env = {"PATH": f"{fake_nvidia_smi(tmp_path / 'bin')}:{os.environ['PATH']}",
+           "TCBENCH_GPU_LOCK_DIR": str(tmp_path / "locks")}
+    (wd / "workflow/tcbench/vocabulary.py").write_text(
+        (wd / "workflow/tcbench/vocabulary.py").read_text() + "# tried something\n")
+    proc = snakemake(wd, "--cores", "1", "--configfile", "config/tiny.yaml", env=env,
+                     check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out
+    assert "workflow/tcbench/vocabulary.py" in out and "allow_dirty" in out
     assert not (wd / "results").exists()
+
+    snakemake(wd, "--cores", "1", "--configfile", "config/tiny.yaml", "--config",
+              "allow_dirty=True", env=env)
+    rec = R.read(wd / "results/prov/records/tiny/fp32_bs8_r1.json")["environment"]
+    assert rec["allow_dirty"] is True and rec["git_dirty"] is True
+    assert rec["git_dirty_files"] == ["workflow/tcbench/vocabulary.py"]
+    assert rec["git_source"] == "git" and rec["execution"] == "native"
+
+
+def test_a_clean_tree_runs_and_says_so(tmp_path):
+    from test_gpus import fake_nvidia_smi
+
+    wd = committed_copy(tmp_path)
+    env = {"PATH": f"{fake_nvidia_smi(tmp_path / 'bin')}:{os.environ['PATH']}",
+           "TCBENCH_GPU_LOCK_DIR": str(tmp_path / "locks")}
+    snakemake(wd, "--cores", "1", "--configfile", "config/tiny.yaml", env=env)
+    rec = R.read(wd / "results/prov/records/tiny/fp32_bs8_r1.json")["environment"]
+    assert (rec["git_dirty"], rec["git_dirty_files"], rec["allow_dirty"]) == (False, [], False)
+
+
+def test_the_run_ends_naming_the_results_and_their_bottom_line(smoke_run):
+    out = (smoke_run.parents[1] / "snakemake.out").read_text()
+    tail = out[out.rindex("Result set:"):]
+    verdict = (smoke_run / "summary.md").read_text()
+    bottom = verdict[verdict.index("**Bottom line.**") + len("**Bottom line.**"):]
+    bottom = bottom.split("\n\n")[0].split()
+    assert "Result set: results/smoke/" in tail
+    assert "Verdict:    results/smoke/summary.md" in tail
+    assert " ".join(bottom[:8]).replace("**", "") in " ".join(tail.split())
+    assert "Figures:    results/smoke/figures/" in tail
+    report = re.search(r"Report: +(.+)", tail).group(1)
+    assert report == "snakemake --report report.html --configfile config/smoke.yaml " \
+                     "--config run=smoke"
+    assert len(tail.splitlines()) < 15  # the last lines, not a wall of text
+
+
+def test_the_terminal_shows_one_line_per_job_not_commands(smoke_run):
+    out = (smoke_run.parents[1] / "snakemake.out").read_text()
+    assert "--spec" not in out and "PYTHONPATH" not in out  # no shell commands
+    assert "train amp_recipe/fp32_bs64_r1 (log: logs/smoke/train/amp_recipe/" in out
+    assert max(map(len, out.splitlines())) < 300  # no line listing every input
+    assert "100%) done" in out  # progress stays visible
+
+
+def test_results_are_readable_by_the_group(smoke_run):
+    """Written with the mode any new file gets (0644 under the usual umask 022), not 0600."""
+    import stat
+
+    from tcbench import atomic
+
+    expect = 0o666 & ~atomic.umask()
+    for path in [*smoke_run.glob("tables/*"), *smoke_run.glob("records/*/*.json"),
+                 smoke_run / "summary.md", smoke_run / "metrics.csv"]:
+        assert stat.S_IMODE(path.stat().st_mode) == expect, path
+
+
+def test_aggregate_takes_every_record_of_the_set_by_name(tmp_path):
+    """Another study's records in the same result set (config/fastest.yaml's beside
+    config/config.yaml's) are inputs of aggregate, named on its command line; never jobs."""
+    wd = copy_workflow(tmp_path / "wf")
+    (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(TINY | {"require_gpu": False}))
+    other = wd / "results/prov/records/other_study/fp32_bs4_r1.json"
+    other.parent.mkdir(parents=True)
+    other.write_text("{}")
+    bench = wd / "results/prov/benchmarks/train/other_study/fp32_bs4_r1.tsv"
+    bench.parent.mkdir(parents=True)
+    bench.write_text("s\n1.0\n")
+    plan = snakemake(wd, "-n", "--printshellcmds", "--configfile", "config/tiny.yaml").stdout
+    aggregate = next(line for line in plan.splitlines() if "tcbench.aggregate" in line)
+    assert "--records results/prov/records/tiny/fp32_bs8_r1.json " \
+           "results/prov/records/other_study/fp32_bs4_r1.json" in aggregate
+    assert "--benchmarks results/prov/benchmarks/train/tiny/fp32_bs8_r1.tsv " \
+           "results/prov/benchmarks/train/other_study/fp32_bs4_r1.tsv" in aggregate
+    stats = plan.split("Job stats:")[1]
+    assert re.search(r"^train\s+1$", stats, re.M)  # this study's one cell, not the other's
 
 
 def test_bad_config_value_stops_before_any_job(tmp_path):

@@ -9,7 +9,7 @@ import sys
 import yaml
 
 sys.path.insert(0, "workflow")
-from tcbench import matrix  # noqa: E402
+from tcbench import config, matrix  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("config")
@@ -17,7 +17,7 @@ ap.add_argument("--only", default="")
 ap.add_argument("--skip", default="")
 ap.add_argument("--run")
 args = ap.parse_args()
-cfg = yaml.safe_load(open(args.config))
+cfg = config.check(yaml.safe_load(open(args.config)))
 run = args.run or matrix.resolve_run(cfg)
 only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
 paths = [f"results/{run}/records/{k}.json" for k, j in matrix.expand(cfg).items()

@@ -1,7 +1,17 @@
+# Records -> tidy tables. A result set is every record in it: this study's (made by `train`)
+# and those other studies left there (config/fastest.yaml's beside config/config.yaml's), found
+# when the DAG is built. Every file aggregate reads is an input, passed to it by name.
+
+
 rule aggregate:
+    message:
+        "aggregate the records of {wildcards.run}"
     input:
-        records=lambda wc: record_paths(wc.run),
-        calibration=calibration_path(),
+        records=lambda wc: for_each_job(rules.train.output[0], wc.run),
+        other_records=lambda wc: others_in_set(rules.train.output[0], wc.run),
+        benchmarks=lambda wc: study_benchmarks(wc.run),
+        other_benchmarks=lambda wc: others_in_set(rules.train.benchmark, wc.run),
+        calibration=calibration_paths(),
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         metrics="results/{run}/metrics.csv",
@@ -15,15 +25,13 @@ rule aggregate:
         "logs/{run}/aggregate.log",
     params:
         src=TCBENCH_SRC,
-        records=lambda wc: f"results/{wc.run}/records",
-        out=lambda wc: f"results/{wc.run}",
-        benchmarks=lambda wc: f"results/{wc.run}/benchmarks/train",
-        # a list, so that :q quotes each word: the option and the path
+        out=lambda wc, output: str(Path(output.metrics).parent),
+        # lists, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
             ["--calibration", input.calibration] if input.calibration else []
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.aggregate {params.records:q} "
-        "--out {params.out:q} {params.calibration:q} --expect {input.records:q} "
-        "--benchmarks {params.benchmarks:q} "
-        "> {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.aggregate "
+        "--records {input.records:q} {input.other_records:q} "
+        "--benchmarks {input.benchmarks:q} {input.other_benchmarks:q} "
+        "--out {params.out:q} {params.calibration:q} > {log:q} 2>&1"

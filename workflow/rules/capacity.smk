@@ -1,6 +1,7 @@
 # The capacity study (optional: capacity.enabled): per workload and precision, the largest batch
 # that trains without running out of memory. `snakemake capacity` runs only this study.
 from tcbench import capacity as capacity_study  # noqa: E402
+from tcbench import vocabulary  # noqa: E402
 
 try:
     CAPACITY = capacity_study.plan(config, RUN)
@@ -8,30 +9,16 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 
 
-CAPACITY_TARGETS = (
-    [
-        f"{RESULTS}/capacity.csv",
-        f"{RESULTS}/capacity.md",
-        *expand(f"{RESULTS}/figures/capacity.{{ext}}", ext=["pdf", "png"]),
-    ]
-    if CAPACITY
-    else []
-)
-
-
-rule capacity:
-    input:
-        CAPACITY_TARGETS,
-
-
 rule capacity_search:
+    message:
+        "capacity search {wildcards.workload} {wildcards.precision} (log: {log})"
     output:
         "results/{run}/capacity/{workload}/{precision}.json",
     log:
         "logs/{run}/capacity/{workload}/{precision}.log",
     wildcard_constraints:
-        workload="|".join(capacity_study.WORKLOADS),
-        precision="|".join(capacity_study.DEFAULTS["precisions"]),
+        workload=alternatives(capacity_study.WORKLOADS),
+        precision=alternatives(vocabulary.PRECISIONS),
     params:
         plan=lambda wc: capacity_study.search_json(
             CAPACITY, wc.workload, wc.precision, wc.run
@@ -45,8 +32,13 @@ rule capacity_search:
 
 
 rule capacity_report:
+    message:
+        "capacity report: {output.table}"
     input:
-        lambda wc: [f"results/{wc.run}/capacity/{key}.json" for key in CAPACITY],
+        lambda wc: [
+            expand(rules.capacity_search.output[0], run=wc.run, workload=w, precision=p)[0]
+            for w, p in (key.split("/") for key in CAPACITY)
+        ],
     output:
         csv="results/{run}/capacity.csv",
         table="results/{run}/capacity.md",
@@ -55,8 +47,18 @@ rule capacity_report:
         "logs/{run}/capacity_report.log",
     params:
         src=TCBENCH_SRC,
-        out=lambda wc: f"results/{wc.run}",
-        figures=lambda wc: f"results/{wc.run}/figures",
+        out=lambda wc, output: str(Path(output.csv).parent),
+        figures=lambda wc, output: str(Path(output.figures[0]).parent),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.capacity report {input:q} "
         "--out {params.out:q} --figures {params.figures:q} > {log:q} 2>&1"
+
+
+CAPACITY_TARGETS = expand(rules.capacity_report.output, run=RUN) if CAPACITY else []
+
+
+rule capacity:
+    message:
+        "the capacity study is complete"
+    input:
+        CAPACITY_TARGETS,

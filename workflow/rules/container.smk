@@ -2,13 +2,13 @@
 # without it this file adds nothing, and the jobs run natively as they always did.
 #
 # Every job is told which image it runs in (Apptainer itself only tells the path of its cached
-# copy), so that its record can say so. The default image, the official PyTorch one, lacks
-# pandas, seaborn, scikit-learn, ...: one job completes it first, installing what is missing at
-# the versions of containers/constraints.txt into a folder of its own that every later job sees
-# as its Python user site. An image built from containers/ has everything: that job then only
+# copy), so that its record can say so: JOB_ENV is exported at the start of each job's shell
+# command (Snakemake's shell prefix, set in the Snakefile), which runs inside the container;
+# nothing is set in Snakemake's own environment. The default image, the official PyTorch one, lacks pandas,
+# seaborn, scikit-learn, ...: one job completes it first, installing what is missing at the
+# versions of containers/constraints.txt into a folder of its own that every later job sees as
+# its Python user site. An image built from containers/ has everything: that job then only
 # checks. docs/containers.md has the details.
-import os
-
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from tcbench import container as tc_container  # noqa: E402
@@ -17,10 +17,7 @@ CONTAINERIZED = DeploymentMethod.APPTAINER in workflow.deployment_settings.deplo
 IMAGE_PYTHON = f"resources/container-python/{tc_container.image_key(config['container'])}"
 
 if CONTAINERIZED:
-    # the runtime forwards APPTAINERENV_X into the container as X (and --cleanenv keeps them)
-    os.environ.update(
-        tc_container.job_env(config["container"], Path(IMAGE_PYTHON).resolve())
-    )
+    JOB_ENV.update(tc_container.job_env(config["container"], Path(IMAGE_PYTHON).resolve()))
 # an input of every rule that runs tcbench: the image's Python is complete before they start
 IMAGE_PYTHON_READY = (
     [f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"] if CONTAINERIZED else []
@@ -28,6 +25,8 @@ IMAGE_PYTHON_READY = (
 
 
 rule image_python:
+    message:
+        "complete the Python of {params.image} (log: {log})"
     output:
         f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}",
     log:
@@ -37,7 +36,7 @@ rule image_python:
         image=config["container"],
         requirements=str(Path(workflow.basedir) / "containers" / "requirements.txt"),
         constraints=str(Path(workflow.basedir) / "containers" / "constraints.txt"),
-        user_base=lambda wildcards, output: os.path.dirname(output[0]),
+        user_base=lambda wildcards, output: str(Path(output[0]).parent),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.imagedeps "
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "

@@ -1,4 +1,6 @@
 rule mnist_format_random:
+    message:
+        "write random MNIST-format files"
     input:
         ancient(IMAGE_PYTHON_READY),
     output:

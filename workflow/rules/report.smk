@@ -3,9 +3,11 @@
 
 
 rule table:
+    message:
+        "table of {wildcards.experiment}"
     input:
-        summary="results/{run}/summary.csv",
-        speedup="results/{run}/speedup.csv",
+        summary=rules.aggregate.output.summary,
+        speedup=rules.aggregate.output.speedup,
     output:
         md="results/{run}/tables/{experiment}.md",
         tex="results/{run}/tables/{experiment}.tex",
@@ -19,20 +21,22 @@ rule table:
     log:
         "logs/{run}/tables/{experiment}.log",
     wildcard_constraints:
-        experiment="|".join(map(re.escape, EXPERIMENTS)),
+        experiment=alternatives(EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
-        tables=lambda wc: f"results/{wc.run}",
-        out=lambda wc: f"results/{wc.run}/tables",
+        tables=lambda wc, input: str(Path(input.summary).parent),
+        out=lambda wc, output: str(Path(output.md).parent),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
         "--out {params.out:q} --experiments {wildcards.experiment:q} > {log:q} 2>&1"
 
 
 rule tables_combined:
+    message:
+        "tables of every experiment"
     input:
-        summary="results/{run}/summary.csv",
-        speedup="results/{run}/speedup.csv",
+        summary=rules.aggregate.output.summary,
+        speedup=rules.aggregate.output.speedup,
     output:
         md="results/{run}/tables.md",
         tex="results/{run}/tables.tex",
@@ -41,18 +45,20 @@ rule tables_combined:
     params:
         src=TCBENCH_SRC,
         experiments=EXPERIMENTS,
-        tables=lambda wc: f"results/{wc.run}",
-        out=lambda wc: f"results/{wc.run}/tables",
+        tables=lambda wc, input: str(Path(input.summary).parent),
+        stem=lambda wc, output: str(Path(output.md).with_suffix("")),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
-        "--combined {params.out:q} --experiments {params.experiments:q} > {log:q} 2>&1"
+        "--combined {params.stem:q} --experiments {params.experiments:q} > {log:q} 2>&1"
 
 
 rule verdict:
+    message:
+        "verdict: {output.md}"
     input:
-        metrics="results/{run}/metrics.csv",
-        summary="results/{run}/summary.csv",
-        speedup="results/{run}/speedup.csv",
+        metrics=rules.aggregate.output.metrics,
+        summary=rules.aggregate.output.summary,
+        speedup=rules.aggregate.output.speedup,
     output:
         md="results/{run}/summary.md",
         html=report(
@@ -65,7 +71,8 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         src=TCBENCH_SRC,
-        tables=lambda wc: f"results/{wc.run}",
+        tables=lambda wc, input: str(Path(input.metrics).parent),
+        out=lambda wc, output: str(Path(output.md).parent),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.verdict --tables {params.tables:q} "
-        "--out {params.tables:q} > {log:q} 2>&1"
+        "--out {params.out:q} > {log:q} 2>&1"

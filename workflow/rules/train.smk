@@ -1,4 +1,8 @@
+# One job per cell of this study's matrix. The constraints keep the rule to those cells: a
+# record of another study in the same result set (see others_in_set) is an input, never a job.
 rule train:
+    message:
+        "train {wildcards.experiment}/{wildcards.cell} (log: {log})"
     input:
         job_inputs,
         ancient(IMAGE_PYTHON_READY),
@@ -11,6 +15,9 @@ rule train:
     params:
         spec=job_spec,
         src=TCBENCH_SRC,
+    wildcard_constraints:
+        experiment=alternatives(EXPERIMENTS),
+        cell=alternatives(job.cell for job in JOBS.values()),
     resources:
         gpu=1,
     shell:
@@ -19,6 +26,8 @@ rule train:
 
 
 rule calibrate:
+    message:
+        "calibrate: this device's matmul ceilings (log: {log})"
     input:
         ancient(IMAGE_PYTHON_READY),
     output:
@@ -26,8 +35,8 @@ rule calibrate:
     log:
         "logs/{run}/calibrate.log",
     params:
-        size=config.get("calibrate", {}).get("size", 8192),
-        iterations=config.get("calibrate", {}).get("iterations", 20),
+        size=config["calibrate"]["size"],
+        iterations=config["calibrate"]["iterations"],
         src=TCBENCH_SRC,
     resources:
         gpu=1,

@@ -55,7 +55,7 @@ _TELEMETRY = ["energy_j", "energy_per_sample_j", "steady_energy_j", "steady_ener
 _ENV = ["device_name", "gpu_uuid", "gpu_index", "compute_capability", "driver_version",
         "cuda_runtime_version", "torch_cuda_version", "cudnn_version", "torch_version",
         "hostname", "timestamp_utc", "git_commit", "git_dirty", "execution",
-        "host_containerised", "in_container", "container_image", "allow_dirty"]
+        "host_containerised", "container_image", "allow_dirty"]
 
 
 def data_kind(r: dict) -> str:
@@ -403,7 +403,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="folder for the tables")
     ap.add_argument("--calibration", type=Path, help="calibration.json of the same result set")
     ap.add_argument("--expect", type=Path, nargs="*", help="records that must all be there")
-    ap.add_argument("--benchmarks", type=Path, nargs="+",
+    ap.add_argument("--benchmarks", type=Path, nargs="*",
                     help="Snakemake's benchmark folder of the train jobs, or its TSV files, "
                          "for overhead.csv")
     args = ap.parse_args(argv)

@@ -1,15 +1,23 @@
-"""The study configuration against its JSON schema, with messages a person can act on.
+"""The study configuration: checked once against its JSON Schema, defaults filled in from it.
 
-jsonschema's own messages name the value but not always the key ("0 is less than the minimum
-of 1"), and Snakemake's ``validate`` adds the whole schema to them. ``check`` reports every
-violation as ``<key path>=<value>: <what is wrong>``, e.g.
-``experiments[0].batch_sizes[1]=0: 0 is less than the minimum of 1``, and raises
-``ConfigError`` before anything else looks at the config. The Snakefile then still calls
-Snakemake's ``validate``, which fills in the schema's defaults.
+The schema (``workflow/schemas/config.schema.yaml``) owns every type, enum, range and default;
+``check`` is the one place that applies it, where the rules begin (the Snakefile). It reports
+every violation as ``<key path>=<value>: <what is wrong>``, e.g.
+``experiments[0].batch_sizes[1]=0: 0 is less than the minimum of 1``, raises ``ConfigError``
+before anything else looks at the config, and then writes the schema's defaults into the config
+(so ``capacity.start`` or ``calibrate.size`` are never restated in code). What a schema cannot
+say, the code that owns the concept checks afterwards, and only that: the matrix
+(``tcbench.matrix.expand``: duplicate names, workload parameters, excludes that match nothing)
+and the capacity study (``tcbench.capacity.plan``: start <= max on the resolution's grid).
+
+One difference from plain JSON Schema: an integer is an ``int``, not any number with no
+fractional part (JSON Schema takes ``8.0`` as an integer; a batch size of ``8.0`` is a typo).
 """
 
 from __future__ import annotations
 
+import copy
+from functools import lru_cache
 from pathlib import Path
 
 from .vocabulary import ConfigError
@@ -58,21 +66,53 @@ def describe(error) -> str:
     return f"{where}={_short(value)}: {error.message}"
 
 
-def errors(config, schema: dict) -> list[str]:
+@lru_cache(maxsize=4)
+def _validator_class():
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(schema)
+    base = jsonschema.Draft202012Validator
+    strict_int = base.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, v: isinstance(v, int) and not isinstance(v, bool))
+    return jsonschema.validators.extend(base, type_checker=strict_int)
+
+
+@lru_cache(maxsize=4)
+def load_schema(schema_path: Path = SCHEMA_PATH) -> dict:
+    import yaml
+
+    return yaml.safe_load(Path(schema_path).read_text())
+
+
+def errors(config, schema: dict) -> list[str]:
+    validator = _validator_class()(schema)
     found = sorted(validator.iter_errors(config),
                    key=lambda e: ([str(p) for p in e.absolute_path], e.validator))
     return list(dict.fromkeys(describe(e) for e in found))  # 'pattern' and 'not' can agree
 
 
-def check(config, schema_path: Path = SCHEMA_PATH) -> None:
-    """Raise ConfigError listing every schema violation of ``config``, each named key=value."""
-    import yaml
+def fill_defaults(instance, schema: dict):
+    """Write the schema's ``default`` of every absent property into ``instance``, depth first
+    (``calibrate: {}`` gets ``size: 8192`` and the rest). Only for an instance that validated:
+    a default never hides an error."""
+    if isinstance(instance, dict):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                fill_defaults(instance[key], sub)
+    elif isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        for item in instance:
+            fill_defaults(item, schema["items"])
+    return instance
 
-    schema = yaml.safe_load(Path(schema_path).read_text())
+
+def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
+    """Raise ConfigError listing every schema violation of ``config``, each named key=value;
+    otherwise fill in the schema's defaults (in place) and return ``config``."""
+    schema = load_schema(Path(schema_path))
     found = errors(config, schema)
     if found:
         more = f" (and {len(found) - MAX_REPORTED} more)" if len(found) > MAX_REPORTED else ""
         raise ConfigError("; ".join(found[:MAX_REPORTED]) + more)
+    return fill_defaults(config, schema)
+

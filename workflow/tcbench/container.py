@@ -1,10 +1,10 @@
 """Which container image a job runs in, and what the workflow tells the job about it.
 
 Apptainer/Singularity only tell a job the path of the image file it runs from (a cache file
-named after a hash of the URL); the workflow therefore passes the image reference it was
-configured with into every job, through ``APPTAINERENV_*`` variables, which Apptainer turns
-into the job's own environment (``APPTAINERENV_TCBENCH_IMAGE`` becomes ``TCBENCH_IMAGE``). They
-mean nothing outside a container, so a job that runs natively is not affected.
+named after a hash of the URL); the workflow therefore exports the image reference it was
+configured with (``TCBENCH_IMAGE``) at the start of every containerised job's shell command,
+which runs inside the container. A record believes it only inside Apptainer/Singularity
+(``environment.container_info``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from pathlib import Path
 
 DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})$")
@@ -30,20 +29,14 @@ def image_key(ref: str) -> str:
     return hashlib.sha256(ref.encode()).hexdigest()[:16]
 
 
-def env_prefix() -> str:
-    """The variable prefix that the installed runtime forwards into the container; Snakemake
-    prefers ``apptainer`` over ``singularity`` in the same way."""
-    return "APPTAINERENV_" if shutil.which("apptainer") or not shutil.which("singularity") \
-        else "SINGULARITYENV_"
-
-
 def job_env(image: str, python_user_base: Path | str | None = None) -> dict[str, str]:
     """What every containerised job should see: the image it was configured with and, when the
-    image's Python is completed at run time, where the extra packages are."""
+    image's Python is completed at run time, where the extra packages are. The workflow exports
+    these inside the job's shell (``environment.shell_prefix``)."""
     env = {"TCBENCH_IMAGE": image}
     if python_user_base is not None:
         env["PYTHONUSERBASE"] = str(python_user_base)
-    return {env_prefix() + k: v for k, v in env.items()}
+    return env
 
 
 def overlay_packages(user_base: str | None) -> dict | None:

@@ -3,7 +3,7 @@
 Snakemake counts ``--resources gpu=K`` but never says *which* GPU a job gets, so every job would
 land on device 0. Each job therefore claims a device itself:
 
-* the devices are those ``nvidia-smi`` lists (physical index and UUID);
+* the devices are those NVML (or ``nvidia-smi``) lists (physical index and UUID);
 * a device is claimed by an exclusive ``flock`` on ``<lock dir>/gpu-<uuid>.lock``, tried in
   index order, waiting (and saying so) while all are held;
 * the claim lives as long as the process: the kernel drops an ``flock`` when its last file
@@ -79,8 +79,39 @@ def parse_query(text: str) -> list[Gpu]:
     return gpus
 
 
+_NVML = None  # pynvml once initialised; False once it failed (no driver, no library)
+
+
+def nvml():
+    """pynvml, initialised once per process; None without a usable NVIDIA driver. NVML is what
+    nvidia-smi itself reads, without starting a process for each question, and it numbers
+    devices as nvidia-smi does, whatever CUDA_VISIBLE_DEVICES says."""
+    global _NVML
+    if _NVML is None:
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            _NVML = pynvml
+        except Exception:  # noqa: BLE001 - ImportError, NVMLError_LibraryNotFound, driver errors
+            _NVML = False
+    return _NVML or None
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def discover() -> list[Gpu]:
-    """The host's NVIDIA GPUs; empty when there is no nvidia-smi or it finds no device."""
+    """The host's NVIDIA GPUs (physical index and UUID), from NVML, else from nvidia-smi;
+    empty when neither finds a device."""
+    lib = nvml()
+    if lib is not None:
+        try:
+            handles = [lib.nvmlDeviceGetHandleByIndex(i) for i in range(lib.nvmlDeviceGetCount())]
+            return [Gpu(lib.nvmlDeviceGetIndex(h), _text(lib.nvmlDeviceGetUUID(h)))
+                    for h in handles]
+        except Exception:  # noqa: BLE001 - NVML errors: ask nvidia-smi instead
+            pass
     if not shutil.which("nvidia-smi"):
         return []
     try:

@@ -1,0 +1,46 @@
+"""``python -m tcbench.capacity search|report``: see the package doc."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import __doc__ as DOC
+from .probe import run_search
+from .report import report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tcbench.capacity", description=DOC,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("search", help="one search (workload x precision)")
+    s.add_argument("--plan", required=True, help="the search as a JSON object (see plan())")
+    s.add_argument("--out", type=Path, required=True)
+    r = sub.add_parser("report", help="capacity.csv, capacity.md and figures/capacity.{pdf,png}")
+    r.add_argument("results", type=Path, nargs="+")
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--figures", type=Path, required=True)
+    args = ap.parse_args(argv)
+    try:
+        if args.command == "search":
+            from .. import gpus
+
+            # The search claims one GPU for all its probes (they inherit CUDA_VISIBLE_DEVICES),
+            # so searches on a multi-GPU host run side by side, one per device.
+            gpus.pin()
+            doc = run_search(json.loads(args.plan), args.out)
+            print(f"{doc['workload']} {doc['precision']}: {doc['status']}, largest batch "
+                  f"{doc['largest_ok']}, first out of memory {doc['smallest_oom']}")
+        else:
+            report(args.results, args.out, args.figures)
+    except (ValueError, json.JSONDecodeError) as exc:
+        print(f"tcbench.capacity: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The last lines of a run: where the result set is, what its verdict says, where the figures
+are, and the command that builds the HTML report (the workflow's ``onsuccess`` prints them)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import textwrap
+from pathlib import Path
+
+BOTTOM_LINE = "**Bottom line.**"
+
+
+def bottom_line(verdict: Path) -> str | None:
+    """The verdict's first "**Bottom line.**" paragraph, as plain text; None without one."""
+    try:
+        text = Path(verdict).read_text()
+    except OSError:
+        return None
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if paragraph.startswith(BOTTOM_LINE):
+            plain = re.sub(r"\*\*(.+?)\*\*", r"\1", paragraph[len(BOTTOM_LINE):])
+            return " ".join(plain.replace("`", "").split())
+    return None
+
+
+def report_command(configfiles=(), config: dict | None = None, targets=()) -> str:
+    """``snakemake [targets] --report report.html`` with the run's own targets, config files
+    and overrides."""
+    words = ["snakemake", *sorted(targets), "--report", "report.html"]
+    if configfiles:
+        words += ["--configfile", *map(str, configfiles)]
+    scalars = {k: v for k, v in (config or {}).items() if isinstance(v, (str, int, float, bool))}
+    if scalars:
+        words += ["--config", *(f"{k}={v}" for k, v in scalars.items())]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def message(result_set: Path | str, report_command: str | None = None,
+            comparison: Path | str | None = None, width: int = 100) -> str:
+    """What a user wants to read when the run is over, from the files that exist: the result
+    set (when there is one), its verdict's bottom line, tables, figures, capacity table, the
+    cross-GPU comparison (when this run made it) and the command for the HTML report."""
+    res = Path(result_set)
+    lines = [f"Result set: {res}/"] if res.is_dir() else []
+    verdict = res / "summary.md"
+    if verdict.exists():
+        lines.append(f"Verdict:    {verdict}")
+        said = bottom_line(verdict)
+        if said:
+            lines += textwrap.wrap(said, width=width, initial_indent="            ",
+                                   subsequent_indent="            ")
+    shown = [("Tables:", res / "tables.md"), ("Figures:", res / "figures"),
+             ("Capacity:", res / "capacity.md")]
+    if comparison is not None:
+        shown.append(("Comparison:", Path(comparison) / "comparison.md"))
+    for label, path in shown:
+        if path.exists():
+            lines.append(f"{label:<11} {path}{'/' if path.is_dir() else ''}")
+    if report_command:
+        lines.append(f"Report:     {report_command}")
+    return "\n".join(lines)
