@@ -154,6 +154,22 @@ def test_fp8_converts_the_seed_cnn_fc1_and_keeps_fc2(name):
     assert fp8["linear_weights_converted_share"] == pytest.approx(9216 * 128 / (9216 * 128 + 1280))
     assert fp8["torchao_version"] and fp8["cast_configs"]["input"].endswith("e4m3")
     assert fp8["eager_note"] is None and fp8["unsupported_reason"] is None
+    assert fp8["pad_inner_dim"] is None and not model.fc1.config.pad_inner_dim
+
+
+def test_fp8_pads_the_inner_dimension_only_for_ragged_batches():
+    """digits: 1,437 training samples in batches of 64 leave a last batch of 29 rows, the inner
+    dimension of the weight-gradient GEMM, which torch._scaled_mm wants a multiple of 16."""
+    pytest.importorskip("torchao.float8")
+    from tcbench.workloads.mnist_cnn import Net
+
+    for name in FP8:
+        model, fp8 = P.get(name).prepare(Net(), "off", {64, 1437 % 64})
+        assert fp8["pad_inner_dim"] == "on: batches of 29 samples, not a multiple of 16"
+        assert model.fc1.linear_mm_config.grad_weight.pad_inner_dim
+        assert model.fc1.config.cast_config_input.short_str().endswith("e4m3")  # recipe kept
+        model, fp8 = P.get(name).prepare(Net(), "off", {4096, 60000 % 4096})  # 2,656 rows: fine
+        assert fp8["pad_inner_dim"] is None and not model.fc1.config.pad_inner_dim
 
 
 def test_fp8_eager_is_noted_and_attention_out_proj_is_kept():

@@ -10,6 +10,7 @@ torchao's ``Float8Linear`` and say which layers were swapped, which were not, an
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -138,15 +139,19 @@ class Precision:
             ok = reason is None
         return ok, reason
 
-    def prepare(self, model: torch.nn.Module, compile: str = "off"):
+    def prepare(self, model: torch.nn.Module, compile: str = "off", batches=()):
         """``(model, fp8)``: the model this mode trains, and what was done to it for the record.
 
         Modes without FP8 return the model untouched and ``None``. The FP8 modes swap every
         ``nn.Linear`` that can run in float8 for torchao's ``Float8Linear`` (in place: the
         parameters, hence the optimiser's references, stay the same tensors); ``fp8`` lists the
         converted and the kept layers, the latter with the reason, and ``unsupported_reason`` is
-        set when no layer could be converted. Call it after ``supported()`` said yes, after
-        FLOPs are counted (the arithmetic is the same) and before ``torch.compile``."""
+        set when no layer could be converted. ``batches``: the numbers of samples the training
+        batches hold; one that is not a multiple of 16 (an epoch's last, partial batch) would
+        be the inner dimension of a weight-gradient GEMM that torch._scaled_mm refuses, so
+        torchao then pads it (``pad_inner_dim``, a copy per GEMM: off unless needed). Call it
+        after ``supported()`` said yes, after FLOPs are counted (the arithmetic is the same) and
+        before ``torch.compile``."""
         if not self.fp8_recipe:
             return model, None
         import torchao
@@ -160,6 +165,9 @@ class Precision:
                 for name, mod in linears.items()}
         skip = {name: why for name, why in skip.items() if why}
         config = Float8LinearConfig.from_recipe_name(self.fp8_recipe)
+        ragged = sorted(b for b in set(batches) if b % FP8_DIM_MULTIPLE)
+        if ragged:
+            config = dataclasses.replace(config, pad_inner_dim=True)
         model = convert_to_float8_training(model, config=config,
                                            module_filter_fn=lambda mod, fqn: fqn not in skip)
         after = dict(model.named_modules())
@@ -181,6 +189,8 @@ class Precision:
             # Linear weights are what the FP8 GEMMs read: their share of the Linear work
             "linear_weights_converted_share":
                 sum(weights[n] for n in converted) / sum(weights.values()) if weights else None,
+            "pad_inner_dim": (f"on: batches of {', '.join(map(str, ragged))} samples, not a "
+                              f"multiple of {FP8_DIM_MULTIPLE}") if ragged else None,
             "compile": compile,
             "eager_note": None if compile != "off" else (
                 "compile: off; torchao's float8 scaling and casts run as separate eager "
