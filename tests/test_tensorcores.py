@@ -30,6 +30,37 @@ def test_classify_known_names(name, expected):
     assert classify(name)[0] is expected
 
 
+@pytest.mark.parametrize("name,rule", [
+    # cuBLASLt's FP8 GEMMs under aten::_scaled_mm: five-letter type code, "q" = float8
+    ("nvjet_sm90_qqtst_128x128_128x6_1x2_h_bz_ovscale_TNT", "nvjet-fp8"),
+    ("nvjet_qqhsh_64x64_128x8_2x1_v_bz_TNN", "nvjet-fp8"),
+    # cuBLAS xmma and CUTLASS FP8 GEMMs: named by their operand types, not by "gmma"/"tensorop"
+    ("sm90_xmma_gemm_e4m3f32_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1", "fp8-gemm"),
+    ("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_stage4_"
+     "gmmastage2_warpgroupsize1x1x1_tensor64x128x32", "fp8-gemm"),
+    ("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, "
+     "int>, cutlass::float_e4m3_t, cutlass::float_e4m3_t, cutlass::bfloat16_t>>(Params)",
+     "fp8-gemm"),
+])
+def test_fp8_gemms_are_tensor_core_and_named_fp8(name, rule):
+    assert classify(name) == (True, rule)
+
+
+@pytest.mark.parametrize("name", [
+    # the work around an FP8 GEMM: amax, scale, cast (eager and Inductor), split-K reduction
+    "void at::native::vectorized_elementwise_kernel<4, at::native::float8_copy_kernel_cuda("
+    "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, ...)",
+    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t"
+    "<float, at::native::MaxNanFunctor<float> >, unsigned int, float, 4, 4> >(...)",
+    "triton_red_fused_abs_amax_clamp_reciprocal_0",
+    "triton_poi_fused__to_copy_clamp_mul_1",
+    "void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_fp8_e4m3, float, __nv_bfloat16>",
+    "nvjet_sm90_sss_128x64_64x4_2x1_v_bz_NNN",
+])
+def test_fp8_helpers_are_not_tensor_core(name):
+    assert classify(name)[0] is False
+
+
 def test_summary_shares_and_top_kernels():
     s = summarise_kernels({"nvjet_sm90_hsh_x": (3.0, 2), "elementwise_kernel": (1.0, 10)})
     assert s["tensor_core_share"] == pytest.approx(0.75)
@@ -42,9 +73,15 @@ def test_collected_h200_kernels_classify_as_labelled():
     collect_kernels.py). Labels, by column label_source: ``ncu`` = Nsight Compute's matrix-MMA
     pipe counter (sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active) was > 0;
     ``strict-fp32-mode`` = profiled with TF32 off and no autocast, where no kernel may use
-    Tensor Cores; ``reviewed`` = read and labelled by a person."""
+    Tensor Cores; ``reviewed`` = read and labelled by a person; ``published`` = FP8 GEMM names
+    quoted from public profiles of Hopper/Blackwell runs (workload ``published``), labelled by
+    their float8 operand types, until the H200's own FP8 profile (scripts/device/fp8_probe.py)
+    is added."""
     rows = list(csv.DictReader(DATA.open()))
     assert len(rows) > 50
     wrong = [r["kernel"] for r in rows if classify(r["kernel"])[0] != (r["label"] == "True")]
     assert not wrong, wrong[:5]
-    assert {r["label_source"] for r in rows} == {"ncu", "strict-fp32-mode", "reviewed"}
+    assert {r["label_source"] for r in rows} == {"ncu", "strict-fp32-mode", "reviewed",
+                                                 "published"}
+    published = [classify(r["kernel"])[1] for r in rows if r["label_source"] == "published"]
+    assert set(published) <= {"nvjet-fp8", "fp8-gemm"}  # FP8 GEMMs, and said to be FP8

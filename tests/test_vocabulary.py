@@ -64,3 +64,9 @@ def test_cell_keys_hold_every_axis_once():
     assert len(set(V.CELL_KEYS)) == len(V.CELL_KEYS)
     assert set(V.AXIS_NAMES) <= set(V.CELL_KEYS) and V.CELL_KEYS[-1] == "precision"
     assert set(V.BASELINE_KEYS) == set(V.CELL_KEYS) - {"precision"}
+
+
+def test_fp8_recipe_enum_is_the_modes_recipes():
+    flags = RECORD["properties"]["precision_flags"]["oneOf"][1]["properties"]
+    fp8 = flags["fp8"]["oneOf"][1]["properties"]
+    assert fp8["recipe"]["enum"] == [m.fp8_recipe for m in V.MODES if m.fp8_recipe]

@@ -35,8 +35,15 @@ def main(out):
     device = torch.device("cuda")
     rows = []
     for mode_name, mode in P.MODES.items():
+        ok, reason = mode.supported(device)
+        if not ok:
+            print(f"{mode_name:14s} skipped: {reason}")
+            continue
         mode.apply()
         for name, model, x, y, loss_fn in workloads(device):
+            model, fp8 = mode.prepare(model)  # FP8 modes: torchao's Float8Linear layers
+            if fp8 and fp8["unsupported_reason"]:
+                continue
             opt = torch.optim.SGD(model.parameters(), lr=1e-3)
             scaler = mode.scaler(device)
 
@@ -64,7 +71,7 @@ def main(out):
                 rows.append({"mode": mode_name, "workload": name, "kernel": k, "time_us": round(t, 2),
                              "calls": c, "tensor_core": tc, "rule": rule})
             share = sum(r["time_us"] for r in rows if r["mode"] == mode_name and r["workload"] == name and r["tensor_core"]) / max(1e-9, sum(r["time_us"] for r in rows if r["mode"] == mode_name and r["workload"] == name))
-            print(f"{mode_name:9s} {name:24s} tensor-core share {share:6.1%}")
+            print(f"{mode_name:14s} {name:24s} tensor-core share {share:6.1%}")
     with open(out, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]))
         w.writeheader()

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, "workflow")
 from tcbench import precision as P  # noqa: E402
+from tcbench.calibrate import product  # noqa: E402
 
 device = torch.device("cuda")
 a = torch.randn(2048, 2048, device=device)
@@ -16,8 +17,17 @@ b = torch.randn(2048, 2048, device=device)
 x = torch.randn(32, 64, 56, 56, device=device)
 w = torch.randn(64, 64, 3, 3, device=device)
 for name, mode in P.MODES.items():
+    if not mode.device_supported(device)[0]:
+        continue
     mode.apply()
     torch.backends.cudnn.benchmark = False  # autotuning would launch dozens of candidates
+    if mode.fp8_recipe:  # FP8 is torch._scaled_mm (what torchao's Float8Linear calls), no conv
+        matmul, _ = product(mode.spec, 2048, device, torch.Generator(device=device))
+        torch.cuda.nvtx.range_push(f"{name}:matmul")
+        matmul()
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.synchronize()
+        continue
     with mode.autocast(device):
         torch.cuda.nvtx.range_push(f"{name}:matmul")
         (a @ b)

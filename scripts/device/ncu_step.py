@@ -21,6 +21,7 @@ mode = P.get(mode_name)
 mode.apply()
 params = W.resolve_params(name, {"data": "synthetic", "loader": "synthetic"} if name == "mnist_cnn" else {})
 w = W.build(name, params, bs, device)
+w.model, _ = mode.prepare(w.model)  # FP8 modes: torchao Float8Linear layers (eager)
 scaler = mode.scaler(device)
 x, y = w.example_batch
 for _ in range(5):

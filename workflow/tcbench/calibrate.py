@@ -3,7 +3,11 @@
 Large square matrix products in each precision, timed with CUDA events after warm-up (median
 of the timed products, fresh random operands, never zeros). Model FLOP utilisation is then
 achieved TFLOP/s over the ceiling *of the same mode on the same device*: a measured number,
-not a datasheet one.
+not a datasheet one. Each mode's product is read from the vocabulary: its autocast dtype (or
+float32, with or without TF32); the FP8 modes multiply float8 e4m3 operands with
+``torch._scaled_mm`` (bfloat16 out, fast accumulation, as torchao's forward GEMM does) with one
+scale per tensor (``fp8-tensorwise``) or one per row and column (``fp8-rowwise``), the roof
+their Float8Linear GEMMs run under.
 
     python -m tcbench.calibrate --out results/nvidia-h200/calibration.json [--size 8192]
 """
@@ -16,48 +20,73 @@ import sys
 import time
 from pathlib import Path
 
+WARMUP = 3  # library load, heuristics, clocks ramping up
 
-def _modes():
+
+def product(spec, size: int, device, generator):
+    """``(matmul, description)``: one ``size``-cubed product in the precision of ``spec`` (a
+    ``vocabulary.Mode``), on fresh random operands, and what it multiplies, for the record."""
     import torch
-    # mode name -> (operand dtype, allow TF32)
-    return {"fp32": (torch.float32, False), "tf32": (torch.float32, True),
-            "amp-fp16": (torch.float16, False), "amp-bf16": (torch.bfloat16, False)}
+
+    a = torch.randn(size, size, device=device, generator=generator)
+    b = torch.randn(size, size, device=device, generator=generator)
+    if spec.fp8_recipe:
+        fp8 = torch.float8_e4m3fn
+        # _scaled_mm takes its second operand column-major; randn stays inside e4m3's range
+        a8, b8 = a.to(fp8), b.t().contiguous().to(fp8).t()
+        if spec.fp8_recipe == "rowwise":
+            sa = torch.ones(size, 1, device=device)
+            sb = torch.ones(1, size, device=device)
+        else:
+            sa = sb = torch.ones((), device=device)
+        out = getattr(torch, spec.autocast or "bfloat16")
+
+        def matmul():
+            return torch._scaled_mm(a8, b8, scale_a=sa, scale_b=sb, out_dtype=out,
+                                    use_fast_accum=True)
+        return matmul, {"dtype": "float8_e4m3fn", "allow_tf32": False,
+                        "scaling": spec.fp8_recipe, "out_dtype": str(out).replace("torch.", ""),
+                        "use_fast_accum": True}
+    dtype = getattr(torch, spec.autocast or "float32")
+    a, b = a.to(dtype), b.to(dtype)
+    return (lambda: a @ b), {"dtype": str(dtype).replace("torch.", ""), "allow_tf32": spec.tf32}
 
 
 def measure(size: int, iterations: int, device) -> dict:
     import torch
 
+    from . import vocabulary as V
     from .precision import get
 
     rows = {}
-    for name, (dtype, tf32) in _modes().items():
-        ok, reason = get(name).supported(device)
+    for spec in V.MODES:
+        # the hardware's roof: FP8 needs no torchao for a bare _scaled_mm
+        ok, reason = get(spec.name).device_supported(device)
         if not ok:
-            rows[name] = {"status": "unsupported", "status_reason": reason, "tflops": None}
+            rows[spec.name] = {"status": "unsupported", "status_reason": reason, "tflops": None}
             continue
-        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = spec.tf32
         g = torch.Generator(device=device).manual_seed(0)
-        a = torch.randn(size, size, device=device, generator=g).to(dtype)
-        b = torch.randn(size, size, device=device, generator=g).to(dtype)
+        matmul, what = product(spec, size, device, g)
         times = []
-        for i in range(iterations + 3):
+        for i in range(iterations + WARMUP):
             if device.type == "cuda":
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 start.record()
-                a @ b
+                matmul()
                 end.record()
-                end.synchronize()
+                end.synchronize()  # host waits for this one product: its time, alone
                 t = start.elapsed_time(end) / 1e3
             else:
                 t0 = time.perf_counter()
-                a @ b
+                matmul()
                 t = time.perf_counter() - t0
-            if i >= 3:  # warm-up: library load, heuristics, clocks ramping up
+            if i >= WARMUP:
                 times.append(t)
         t = statistics.median(times)
-        rows[name] = {"status": "ok", "status_reason": None, "tflops": 2 * size ** 3 / t / 1e12,
-                      "median_time_s": t, "iterations": iterations, "size": size,
-                      "dtype": str(dtype).replace("torch.", ""), "allow_tf32": tf32}
+        rows[spec.name] = {"status": "ok", "status_reason": None,
+                           "tflops": 2 * size ** 3 / t / 1e12, "median_time_s": t,
+                           "iterations": iterations, "size": size, **what}
     torch.backends.cuda.matmul.allow_tf32 = False
     return rows
 
@@ -83,8 +112,9 @@ def main(argv=None) -> int:
               "modes": measure(size, args.iterations, device),
               "environment": environment.collect(device)}
     atomic.write_json(args.out, result)
+    width = max(map(len, result["modes"]))
     for name, row in result["modes"].items():
-        print(f"{name:9s} " + (f"{row['tflops']:8.1f} TFLOP/s" if row["tflops"] else row["status"]))
+        print(f"{name:{width}s} " + (f"{row['tflops']:8.1f} TFLOP/s" if row["tflops"] else row["status"]))
     return 0
 
 

@@ -239,6 +239,13 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase, phases)
     channels_last = params["memory_format"] == "channels_last"
     flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)
     phases.mark("counting_flops")
+    # FP8 modes: torchao's Float8Linear replaces nn.Linear (FLOPs above are the same; before compile)
+    batches = {spec["batch_size"], w.data.get("samples_per_epoch", 0) % spec["batch_size"]} - {0}
+    w.model, fp8 = mode.prepare(w.model, params["compile"], batches)
+    record["precision_flags"]["fp8"] = fp8
+    if fp8 is not None and fp8["unsupported_reason"]:
+        record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
+        return
     if channels_last:
         w.model = w.model.to(memory_format=torch.channels_last)
     model = w.model if params["compile"] == "off" else torch.compile(

@@ -8,16 +8,25 @@ order they are applied (first match wins):
    ``implicit_convolve_sgemm`` runs without Tensor Cores even on half inputs), or
    strict fp32 operands ``f32f32_f32f32`` without ``tf32`` (cuDNN/cuBLAS "xmma"
    kernels run SIMT this way on Hopper)                                        -> not Tensor Core
-3. ``nvjet`` (cuBLASLt on Hopper): type code after ``sm90_`` names A/B/C types;
-   ``s``-only codes (``sss``) are fp32 SIMT, any ``h``/``b``/``t``/``e`` code is
-   fp16/bf16/tf32/fp8 on the Tensor Cores                                     -> by code
-4. explicit Tensor Core instruction or tile markers: ``hmma``, ``wgmma``, ``gmma``,
-   ``imma``, ``tensorop``, ``16816``, ``1688``, ``884``, ``tf32``, ``_tc_``,
-   ``tensorcore``                                                             -> Tensor Core
-5. GEMM/convolution engines (``xmma``, ``cutlass``, ``gemm``) whose names carry f16/bf16
-   operand types (``f16``, ``bf16``, ``fp16``, ``half``, ``h16``), unless they are
-   helpers around the GEMM (reductions, layout conversions, padding)             -> Tensor Core
-6. everything else (elementwise, reductions, optimiser, pooling, SIMT GEMMs)  -> not Tensor Core
+3. ``nvjet`` (cuBLASLt on Hopper and later): the type code after ``nvjet_`` (and an optional
+   ``sm90_``) names the operand types, three letters (``tst``: A, B, C/D) or five for FP8
+   (``qqtst``: two float8 operands, then C, compute, D, as launched by ``aten::_scaled_mm``);
+   a ``q`` (float8, "quarter" precision) is FP8 on the Tensor Cores, ``s``-only codes
+   (``sss``) are fp32 SIMT, any ``h``/``b``/``t``/``e`` (fp16/bf16/tf32) is on the Tensor
+   Cores                                                                      -> by code
+4. FP8 GEMMs: GEMM/convolution engines (``xmma``, ``cutlass``, ``gemm``) whose names carry
+   float8 operand types (``e4m3``, ``e5m2``, ``fp8``, ``float8``: cuBLAS's
+   ``sm90_xmma_gemm_e4m3f32_e4m3f32_f32_...``, CUTLASS's ``..._gemm_e4m3_e4m3_f32_bf16_...``,
+   PyTorch's rowwise ``_scaled_mm`` with ``cutlass::float_e4m3_t`` operands), unless they are
+   helpers around the GEMM (reductions, layout conversions, padding); before the generic
+   markers, so that the rule names the FP8 evidence                          -> Tensor Core
+5. explicit Tensor Core instruction or tile markers: ``hmma``, ``wgmma``, ``gmma``
+   (``qgmma`` is Hopper's FP8 warpgroup MMA), ``imma``, ``tensorop``, ``16816``, ``1688``,
+   ``884``, ``tf32``, ``_tc_``, ``tensorcore``                                -> Tensor Core
+6. GEMM/convolution engines whose names carry f16/bf16 operand types (``f16``, ``bf16``,
+   ``fp16``, ``half``, ``h16``), unless they are helpers around the GEMM      -> Tensor Core
+7. everything else (elementwise, reductions, optimiser, pooling, SIMT GEMMs, and the scaling,
+   amax and casts around FP8 GEMMs, even with float8 in their names)          -> not Tensor Core
 
 The rules are tested on kernel names collected from real profiles (tests/data/kernel_names.csv).
 """
@@ -30,12 +39,14 @@ from collections import defaultdict
 
 _NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
 _SIMT = re.compile(r"ffma|(^|_)fma_|simt|sgemm|f32f32_f32f32(?!.*tf32)", re.I)
-_NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3})_", re.I)
+_NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3}|[a-z]{5})_", re.I)
 _TC_MARKERS = re.compile(r"hmma|wgmma|gmma|imma|tensorop|(?<!\d)(16816|1688|884)|tf32|_tc_|"
                          r"tensorcore", re.I)
 _GEMM_LIKE = re.compile(r"xmma|cutlass|gemm", re.I)
 _HELPER = re.compile(r"reduc|helper|convert|transpose|nchwtonhwc|nhwctonchw|padding", re.I)
 _HALF_TYPES = re.compile(r"bf16|f16|fp16|half|h16", re.I)
+_FP8_TYPES = re.compile(r"e4m3|e5m2|fp8|float8", re.I)
+_NVJET_TC_CODES = set("hbte")
 
 
 def classify(name: str) -> tuple[bool, str]:
@@ -47,10 +58,15 @@ def classify(name: str) -> tuple[bool, str]:
     m = _NVJET.search(name)
     if m:
         code = m.group(1).lower()
-        return (True, "nvjet-tc") if set(code) & set("hbte") else (False, "nvjet-simt")
+        if "q" in code:
+            return True, "nvjet-fp8"
+        return (True, "nvjet-tc") if set(code) & _NVJET_TC_CODES else (False, "nvjet-simt")
+    gemm = _GEMM_LIKE.search(name) and not _HELPER.search(name)
+    if gemm and _FP8_TYPES.search(name):  # before the generic markers: FP8 evidence by name
+        return True, "fp8-gemm"
     if _TC_MARKERS.search(name):
         return True, "tc-marker"
-    if _GEMM_LIKE.search(name) and _HALF_TYPES.search(name) and not _HELPER.search(name):
+    if gemm and _HALF_TYPES.search(name):
         return True, "half-gemm"
     return False, "other"
 

@@ -27,8 +27,10 @@ class Mode:
 
     ``autocast`` names the torch dtype under ``torch.amp.autocast`` (None: no autocast);
     ``tf32`` switches TF32 math on for fp32 matmuls and convolutions; ``min_capability`` is the
-    lowest CUDA compute capability that runs it; ``colour`` is its colour in every figure
-    (Okabe-Ito, safe for every common colour-vision deficiency)."""
+    lowest CUDA compute capability that runs it; ``fp8_recipe`` names torchao's float8 training
+    recipe whose ``Float8Linear`` layers replace the model's ``nn.Linear`` layers (None: no FP8);
+    ``colour`` is its colour in every figure (Okabe-Ito, safe for every common colour-vision
+    deficiency)."""
 
     name: str
     description: str
@@ -48,6 +50,15 @@ MODES: tuple[Mode, ...] = (
          autocast="float16", grad_scaler=True),
     Mode("amp-bf16", "autocast to bfloat16, no scaler (TF32 off elsewhere)", "#CC79A7",
          autocast="bfloat16", min_capability=(8, 0)),
+    # FP8 Tensor Cores arrived with Ada (8.9) and Hopper (9.0). Both recipes cast each Linear's
+    # input and weight to float8 e4m3 around torch._scaled_mm (its output gradient to e5m2
+    # tensorwise, e4m3 rowwise); everything else runs under bfloat16 autocast.
+    Mode("fp8-tensorwise", "nn.Linear layers in float8 (torchao, one scale per tensor), "
+         "autocast to bfloat16 elsewhere, no scaler", "#E69F00",
+         autocast="bfloat16", min_capability=(8, 9), fp8_recipe="tensorwise"),
+    Mode("fp8-rowwise", "nn.Linear layers in float8 (torchao, one scale per row), "
+         "autocast to bfloat16 elsewhere, no scaler", "#56B4E9",
+         autocast="bfloat16", min_capability=(8, 9), fp8_recipe="rowwise"),
 )
 PRECISIONS: tuple[str, ...] = tuple(m.name for m in MODES)
 BASELINE = "fp32"                       # every speedup and memory ratio is against this mode
