@@ -54,7 +54,12 @@ def create(name: str, num_classes: int, **kwargs):
 
 LIBRARY = C.ByName("timm", names, default_image_size, create,
                    examples=("resnet50d", "nfnet_l0"), size_arg="img_size")
-derive, check = LIBRARY.derive, LIBRARY.check
+check = LIBRARY.check
+
+
+def derive(params: dict) -> dict:
+    timm()  # first, and every time: the names are cached, a missing package must still say so
+    return LIBRARY.derive(params)
 
 
 def build(params: dict, batch_size, device):
