@@ -408,3 +408,31 @@ def test_the_documented_config_expands(tmp_path, monkeypatch):
     jobs = matrix.expand(cfg)
     assert {j.workload for j in jobs.values()} == {"custom", "torchvision"}
     assert len(jobs) == 6
+
+
+# ------------------------------------------------------------------------ the model-zoo study
+@pytest.mark.slow
+def test_zoo_study_expands_to_what_its_header_says():
+    """config/zoo.yaml: at least six families x the four modes x NCHW and channels_last x 3
+    repeats, short jobs, every model checked (timm's too) before any job."""
+    pytest.importorskip("timm")
+    from snakemake.utils import validate
+
+    from tcbench import config as tcconfig
+
+    cfg = yaml.safe_load((REPO / "config" / "zoo.yaml").read_text())
+    tcconfig.check(copy.deepcopy(cfg))
+    validate(cfg, str(tcconfig.SCHEMA_PATH))
+    jobs = matrix.expand(cfg)
+    header = (REPO / "config" / "zoo.yaml").read_text()
+    assert f"= {len(jobs)} " in header  # the job count the header promises
+    models = {dict(j.params)["model"] for j in jobs.values()}
+    assert len(models) >= 6 and {"vit_b_16", "resnet50", "nfnet_l0"} <= models
+    assert {j.precision for j in jobs.values()} == {"fp32", "tf32", "amp-fp16", "amp-bf16"}
+    assert {dict(j.params)["memory_format"] for j in jobs.values()} == \
+        {"contiguous", "channels_last"}
+    assert {j.repeat for j in jobs.values()} == {1, 2, 3}
+    for j in jobs.values():
+        p = dict(j.params)
+        assert (p["steps"], p["warmup_steps"], p["image_size"]) == (30, 10, 224)
+        assert p["compile"] == "off" and j.batch_size == 256
