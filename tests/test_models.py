@@ -368,7 +368,8 @@ def test_the_check_is_cached_per_model():
 ], ids=["misspelt-model", "missing-file"])
 def test_snakemake_stops_before_any_job(workflow_copy, params, fragments):
     workload = "custom" if "file" in params else "torchvision"
-    cfg = {"run": "reject", "calibrate": {"enabled": False}, "experiments": [{
+    cfg = {"run": "reject", "require_gpu": False, "calibrate": {"enabled": False},
+           "experiments": [{
         "name": "mine", "workload": workload, "precisions": ["fp32"], "batch_sizes": [2],
         "params": TINY | params}]}
     (workflow_copy / "config" / "bad.yaml").write_text(yaml.safe_dump(cfg))
