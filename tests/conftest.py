@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "containers")
+# tests/data/user_model.py: the smoke study's model of a user's own (config/smoke.yaml)
+WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "containers",
+                  "tests/data/user_model.py")
 
 
 def copy_workflow(dest: Path) -> Path:
@@ -22,6 +24,7 @@ def copy_workflow(dest: Path) -> Path:
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
         elif src.exists():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     return dest
 

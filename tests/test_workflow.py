@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow
 
 def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
     records = sorted((smoke_run / "records").rglob("*.json"))
-    assert len(records) == 11
+    assert len(records) == 13
     statuses = {}
     for path in records:
         rec = R.read(path)  # validates against workflow/schemas/record.schema.json
@@ -37,6 +37,16 @@ def test_smoke_records_carry_the_seed_loader_and_data(smoke_run):
     rec = json.loads((smoke_run / "records" / "mnist_seed" / "fp32_bs128_r1.json").read_text())
     assert rec["data"]["data"] == "mnist-format-random" and rec["data"]["loader"] == "dataloader"
     assert rec["params"]["num_workers"] == 2 and rec["params"]["sync_loss_every_step"] is True
+
+
+def test_smoke_records_name_the_model(smoke_run):
+    """A torchvision model by name and a model in a user's file, in the smoke study."""
+    by_name = R.read(smoke_run / "records" / "models" / "fp32_bs2_mobilenet_v3_small_r1.json")
+    own = R.read(smoke_run / "records" / "own_model" / "fp32_bs2_r1.json")
+    assert by_name["status"] == own["status"] == "ok"
+    assert by_name["model"]["name"] == "mobilenet_v3_small"
+    assert by_name["model"]["source"] == "torchvision" and by_name["model"]["parameters"] > 10**6
+    assert own["model"]["source"] == "custom" and own["model"]["input_shape"] == [3, 32, 32]
 
 
 def test_lint_is_clean():

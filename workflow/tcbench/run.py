@@ -235,6 +235,7 @@ def _train_and_measure(spec, record, mode, device, timer, budget, phase, phases)
     phases.mark("imports")
     w = W.build(spec["workload"], params, spec["batch_size"], device)
     record["data"] = w.data
+    record["model"] = w.model_info  # models-branch hook: what was built (name, source, size)
     phases.mark("building")
     channels_last = params["memory_format"] == "channels_last"
     flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)

@@ -2,6 +2,10 @@
 
 A workload module has ``DEFAULTS`` (every parameter it accepts, with its default),
 ``LOADERS`` (the loader kinds it accepts) and ``build(params, batch_size, device) -> Workload``.
+Optionally ``derive(params) -> dict``: values for parameters whose default depends on the
+others (their ``DEFAULTS`` entry is None; e.g. a model's own input size), and
+``check(params)``: raises ValueError naming a bad value. Both run before any job, at the
+workflow's parse time, so they must be cheap (cache what is slow).
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ import torch
 
 from .. import vocabulary as V
 
-NAMES = ("amp_recipe", "mnist_cnn", "digits", "resnet50")
+# workload name -> module under tcbench.workloads
+MODULES: dict[str, str] = {
+    "amp_recipe": "amp_recipe",
+    "mnist_cnn": "mnist_cnn",
+    "digits": "digits",
+    "resnet50": "resnet50",
+    "torchvision": "torchvision_models",   # any torchvision classification model, by name
+    "timm": "timm_models",                 # any timm model, by name (optional extra)
+    "custom": "custom",                    # a model in the user's own file or module
+}
+NAMES = tuple(MODULES)
 
 # Parameters every workload accepts: how the run is measured rather than what it trains.
 COMMON_DEFAULTS: dict[str, Any] = {
@@ -46,12 +60,13 @@ class Workload:
     non_blocking: bool = False        # host-to-device copies (pinned loaders only)
     evaluate: Callable[[], dict] | None = None   # held-out metrics, where there is held-out data
     notes: list[str] = field(default_factory=list)
+    model_info: dict | None = None    # what was built, for the record (see build below)
 
 
 def module(name: str):
     if name not in NAMES:
         raise ValueError(f"unknown workload {name!r}; known: {', '.join(NAMES)}")
-    return importlib.import_module(f"tcbench.workloads.{name}")
+    return importlib.import_module(f"tcbench.workloads.{MODULES[name]}")
 
 
 def resolve_params(name: str, overrides: dict | None) -> dict:
@@ -66,6 +81,8 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
                          f"{', '.join(f'{k}={overrides[k]!r}' for k in unknown)};"
                          f" accepted: {', '.join(sorted(defaults))}")
     params = defaults | overrides
+    if hasattr(mod, "derive"):
+        params |= {k: v for k, v in mod.derive(params).items() if params.get(k) is None}
     for axis in V.AXES:
         if axis.name not in params:
             continue
@@ -84,7 +101,14 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
 
 
 def build(name: str, params: dict, batch_size: int, device: torch.device) -> Workload:
-    return module(name).build(params, batch_size, device)
+    """The workload, its ``model_info`` completed for the record: the model's name and where
+    it comes from (the module's word, else the workload's own), parameter count, input shape."""
+    w = module(name).build(params, batch_size, device)
+    x = w.example_batch[0]
+    w.model_info = {"name": name, "source": "tcbench"} | (w.model_info or {}) | {
+        "parameters": sum(p.numel() for p in w.model.parameters()),
+        "input_shape": list(x.shape[1:]) if torch.is_tensor(x) else None}
+    return w
 
 
 def positive_int(workload: str, params: dict, *keys: str) -> None:

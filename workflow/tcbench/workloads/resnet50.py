@@ -1,4 +1,6 @@
 """torchvision ResNet-50 on synthetic ImageNet-shaped batches: the standard CNN Tensor Core load.
+The ``torchvision`` workload with ``model: resnet50`` builds the same; this name and its
+parameters stay for the committed study's records.
 
 No input pipeline (batches live on the device), so the numbers are the GPU's. One epoch of
 ``warmup_steps + steps`` steps; the first ``warmup_steps`` carry cuDNN autotuning and are
@@ -9,8 +11,9 @@ from __future__ import annotations
 
 import torch
 
-from .. import data as D
 from . import Workload, positive_int
+from . import classify as C
+from . import torchvision_models as TV
 
 LOADERS = ("synthetic",)
 DEFAULTS = {
@@ -32,25 +35,7 @@ def check(params: dict) -> None:
 
 
 def build(params: dict, batch_size: int, device: torch.device) -> Workload:
-    from torchvision.models import resnet50
-
-    torch.manual_seed(params["seed"])
-    size = params["image_size"]
-    model = resnet50(weights=None, num_classes=params["num_classes"]).to(device)
-    steps = params["warmup_steps"] + params["steps"]
-    loader = D.SyntheticLoader((3, size, size), params["num_classes"], batch_size, steps, device,
-                               params["seed"], distinct=params["distinct_batches"])
-    return Workload(
-        name="resnet50",
-        model=model,
-        loss_fn=torch.nn.CrossEntropyLoss(),
-        optimizer=torch.optim.SGD(model.parameters(), lr=params["lr"],
-                                  momentum=params["momentum"],
-                                  weight_decay=params["weight_decay"]),
-        epochs=1,
-        train_loader=loader,
-        example_batch=loader.data[0],
-        data={"data": "synthetic", "loader": "synthetic", "samples_per_epoch": steps * batch_size,
-              "description": f"random 3x{size}x{size} images, {params['num_classes']} classes, "
-                             f"{len(loader.data)} distinct batches cycled on the device"},
-    )
+    # the torchvision workload's builder, with this workload's own (older) parameter set
+    return C.build("resnet50", TV.LIBRARY.factory(params | {"model": "resnet50",
+                                                            "model_kwargs": {}}),
+                   params, batch_size, device, {"name": "resnet50", "source": "torchvision"})
