@@ -36,7 +36,8 @@ def build(params: dict, batch_size: int, device: torch.device) -> Workload:
 
     torch.manual_seed(params["seed"])
     size = params["image_size"]
-    model = resnet50(weights=None, num_classes=params["num_classes"]).to(device)
+    with torch.device(device):  # initialised where it trains: no host copy of the weights
+        model = resnet50(weights=None, num_classes=params["num_classes"])
     steps = params["warmup_steps"] + params["steps"]
     loader = D.SyntheticLoader((3, size, size), params["num_classes"], batch_size, steps, device,
                                params["seed"], distinct=params["distinct_batches"])
