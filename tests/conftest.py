@@ -40,6 +40,16 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float
     return proc
 
 
+def fault_env(workdir: Path, faults: str) -> dict:
+    """Environment for a Snakemake run whose training jobs get ``faults`` injected: a ``python``
+    first on PATH that starts ``tcbench.run`` with the test-only fault hook
+    (tests/faultinject.py; the production job path never imports it)."""
+    import faultinject
+
+    folder = faultinject.python_wrapper(Path(workdir) / ".fault-python")
+    return {"TCBENCH_INJECT_FAULT": faults, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
 @pytest.fixture(scope="session")
 def tiny_record(tmp_path_factory) -> dict:
     """A real record of a tiny amp_recipe job on the CPU, written by ``tcbench.run``."""
