@@ -204,14 +204,20 @@ def test_fault_injection_is_not_in_the_production_job_path(tmp_path):
     ("amp_recipe", TINY["amp_recipe"]),
     ("digits", TINY["digits"]),
     ("mnist_cnn", TINY["mnist_cnn"]),
+    ("mnist_cnn", {"data": "mnist", "loader": "gpu-resident", "epochs": 1, "warmup_steps": 1}),
 ])
 def test_a_job_imports_only_what_it_needs(tmp_path, workload, params):
     """No torchvision, scikit-learn or scipy where the job does not use them (each costs a
-    second or more of every job's start-up)."""
+    second or more of every job's start-up); real MNIST, gpu-resident, evaluated included."""
     import os
     import subprocess
     import sys
     from pathlib import Path
+
+    if params.get("data") == "mnist":
+        from test_data import small_mnist
+        small_mnist(tmp_path / "data", n_train=64, n_test=32)
+        params = params | {"data_dir": str(tmp_path / "data")}
 
     code = ("import sys, json; from tcbench import run; rc = run.main(sys.argv[1:]); "
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
