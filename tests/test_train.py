@@ -84,3 +84,44 @@ def test_warmup_boundary_is_called_once_after_the_warmup_steps():
 def test_the_boundary_keeps_a_steady_step():
     log, _ = run(recipe(epochs=1, batches=2), warmup_steps=10)   # only 2 steps
     assert log.time_to_steady_s is not None and M.warmup_count(10, 2) == 1
+
+
+class FakeEvent:
+    """torch.cuda.Event's surface, on the host clock: counts creations and records."""
+    made = 0
+    records = 0
+
+    def __init__(self, enable_timing=False):
+        FakeEvent.made += 1
+        self.t = None
+
+    def record(self, stream=None):
+        FakeEvent.records += 1
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+def test_cuda_marks_are_made_before_the_loop_and_two_are_recorded_per_step(monkeypatch):
+    """The CUDA path of the step timer without a GPU: events stand in for torch.cuda.Event."""
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: "stream")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    FakeEvent.made = FakeEvent.records = 0
+    timer = M.StepTimer(torch.device("cuda"))
+    timer.start(10, restarts=3)
+    made, recorded = FakeEvent.made, FakeEvent.records
+    assert made == recorded == 2 * 10 + 3 + 1        # all made (and created by a record) up front
+    timer.fetch()
+    for epoch in range(2):
+        if epoch:
+            timer.fetch()                              # an epoch's fresh mark
+        for _ in range(5):
+            timer.data_ready()
+            time.sleep(0.001)
+            timer.step_done()
+    assert FakeEvent.made == made                      # none made inside the loop
+    assert FakeEvent.records - recorded == 2 * 10 + 2  # two per step, plus the fresh marks
+    wait, comp = timer.intervals()
+    assert len(wait) == 10 and (comp >= 0.001).all() and (wait >= 0).all()

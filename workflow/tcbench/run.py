@@ -129,7 +129,13 @@ def compile_cache_info(configured: str | None) -> dict:
     """Which cache directory torch.compile used (``configured``: TORCHINDUCTOR_CACHE_DIR as the
     job found it), and whether this job's compilation hit it."""
     from torch._dynamo.utils import counters
-    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:  # older torch: the same rule, not yet a function of its own
+        def default_cache_dir():
+            import getpass
+            import tempfile
+            return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
 
     counts = {name: int(counters[group].get(name, 0))
               for group, names in COMPILE_CACHE_COUNTERS.items() for name in names}
