@@ -37,7 +37,8 @@ def test_job_cost_times_fresh_processes_and_splits_them(tmp_path):
             "params": {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1,
                        "warmup_steps": 1}}
     proc = subprocess.run([sys.executable, str(BENCH / "job_cost.py"), "--spec", json.dumps(spec),
-                           "--repeats", "2", "--out", str(tmp_path)],
+                           "--repeats", "2", "--out", str(tmp_path), "--work",
+                           str(tmp_path / "work")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = list(csv.DictReader(open(tmp_path / "job_cost.csv")))

@@ -49,6 +49,19 @@ def test_a_reused_loss_tensor_is_copied_a_fresh_one_kept():
     assert log.losses.tolist() == [1.0, 2.0]
 
 
+def test_a_loss_on_a_larger_buffer_is_copied_not_kept():
+    """Keeping such a scalar would keep its whole buffer (CPU mse_loss returns one)."""
+    log = T.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
+    big = torch.ones(10_000)
+    log.add(big[3], 8)
+    own = torch.tensor(2.0)
+    log.add(own, 8)
+    assert log._losses[0].untyped_storage().nbytes() == 4      # a copy of the one value
+    assert log._losses[1].untyped_storage().data_ptr() == own.untyped_storage().data_ptr()
+    log.flush()
+    assert log.losses.tolist() == [1.0, 2.0]
+
+
 def test_progress_between_epochs_at_most_every_few_seconds(monkeypatch, capsys):
     run(recipe(epochs=3))
     assert capsys.readouterr().out == ""          # a short job says nothing

@@ -19,7 +19,8 @@ kernels and counts FLOPs, the others name it; each repeat its own seed). Per pro
         --experiments amp_recipe,digits --out results/bench/nvidia-h200 --max-seconds 60
 
 Writes ``job_cost.csv`` (one row per process) and ``job_cost.md`` (per cell: repeat 1 and the
-median of the other repeats) to ``--out``; records and logs go to ``--out/jobs/``. A process is
+median of the other repeats) to ``--out``; the jobs' records, logs and compile cache go to
+``--work`` (a fresh temporary folder unless given). A process is
 started only while ``--max-seconds`` has not passed (each has the rest of it as its timeout);
 the report says which ran.
 """
@@ -33,6 +34,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -161,6 +163,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-seconds", type=float, default=300,
                     help="start no process after this long; each gets the rest as timeout")
     ap.add_argument("--out", type=Path, required=True, help="folder for job_cost.{csv,md}")
+    ap.add_argument("--work", type=Path, help="records, logs and compile cache of the jobs "
+                                              "(default: a fresh temporary folder)")
     args = ap.parse_args(argv)
     args.out = args.out.resolve()
     t0 = time.monotonic()
@@ -173,9 +177,12 @@ def main(argv=None) -> int:
     else:
         specs = [json.loads(s) | {"repeat": r} for s in args.spec
                  for r in range(1, args.repeats + 1)]
-    jobs_dir = args.out / "jobs"
+    work = (args.work or Path(tempfile.mkdtemp(prefix="job_cost-"))).resolve()
+    jobs_dir = work / "jobs"
     jobs_dir.mkdir(parents=True, exist_ok=True)
-    cache = args.out / "compile-cache"
+    args.out.mkdir(parents=True, exist_ok=True)
+    cache = work / "compile-cache"
+    print(f"records and logs: {jobs_dir}", flush=True)
     rows, skipped = [], []
     for spec in specs:
         left = args.max_seconds - (time.monotonic() - t0)

@@ -23,9 +23,12 @@ class TrainLog:
     """What the loop leaves behind, read only after the timed region has ended.
 
     The loop keeps each step's loss tensor as it is (an eager step returns a fresh one: keeping
-    it costs no kernel and no synchronisation) and copies it only where the step reuses its
-    tensor (a CUDA graph's static output). Every ``FLUSH`` steps the kept tensors are stacked
-    into ``losses``, one kernel per ``FLUSH`` steps, so a long run holds no more than that many.
+    it costs no kernel and no synchronisation) and copies it only where keeping it would be
+    wrong or costly: a CUDA graph's static output (the next replay overwrites it), or a scalar
+    that lives on a larger buffer (CPU ``mse_loss`` returns one on the whole squared-error
+    tensor, which keeping would hold in memory). Every ``FLUSH`` steps the kept tensors are
+    stacked into ``losses``, one kernel per ``FLUSH`` steps, so a long run holds no more than
+    that many.
     """
     losses: torch.Tensor          # one loss per step, on the device (no sync inside the loop)
     scales: torch.Tensor | None   # GradScaler scale after each step, when a scaler is enabled
@@ -40,7 +43,10 @@ class TrainLog:
     FLUSH = 1024
 
     def add(self, loss: torch.Tensor, samples: int, copy: bool = False, scale=None) -> None:
-        self._losses.append(loss.detach().clone() if copy else loss.detach())
+        loss = loss.detach()
+        if copy or loss.untyped_storage().nbytes() > loss.nbytes:
+            loss = loss.clone()
+        self._losses.append(loss)
         if scale is not None:
             self._scales.append(scale.clone())  # the scaler updates its tensor in place
         self.samples.append(samples)
