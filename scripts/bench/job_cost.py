@@ -16,11 +16,12 @@ kernels and counts FLOPs, the others name it; each repeat its own seed). Per pro
     python scripts/bench/job_cost.py --config config/smoke.yaml --repeats 2 \\
         --out results/bench/cpu-<model>
     python scripts/bench/job_cost.py --config config/config.yaml --repeats 2 \\
-        --experiments amp_recipe,digits --out results/bench/nvidia-h200 --max-seconds 60
+        --experiments amp_recipe,digits --out results/bench/nvidia-h200 --name config-a \\
+        --max-seconds 60
 
 Writes ``job_cost.csv`` (one row per process) and ``job_cost.md`` (per cell: repeat 1 and the
-median of the other repeats) to ``--out``; the jobs' records, logs and compile cache go to
-``--work`` (a fresh temporary folder unless given). A process is
+median of the other repeats) to ``--out`` (``--name`` renames them); the jobs' records, logs
+and compile cache go to ``--work`` (a fresh temporary folder unless given). A process is
 started only while ``--max-seconds`` has not passed (each has the rest of it as its timeout);
 the report says which ran.
 """
@@ -162,7 +163,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2, help="fresh processes per cell")
     ap.add_argument("--max-seconds", type=float, default=300,
                     help="start no process after this long; each gets the rest as timeout")
-    ap.add_argument("--out", type=Path, required=True, help="folder for job_cost.{csv,md}")
+    ap.add_argument("--out", type=Path, required=True, help="folder for NAME.{csv,md}")
+    ap.add_argument("--name", default="job_cost", help="file name of the report (default "
+                                                       "job_cost), to keep several in one folder")
     ap.add_argument("--work", type=Path, help="records, logs and compile cache of the jobs "
                                               "(default: a fresh temporary folder)")
     args = ap.parse_args(argv)
@@ -194,7 +197,7 @@ def main(argv=None) -> int:
         print(f"{r['cell']}: {r['status']}, wall {r['wall_s']:.2f} s, "
               f"fixed {fmt(r['fixed_s'])} s", flush=True)
 
-    with open(args.out / "job_cost.csv", "w", newline="") as f:
+    with open(args.out / f"{args.name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()
         w.writerows({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()}
@@ -206,7 +209,7 @@ def main(argv=None) -> int:
     text = markdown(rows, title)
     if skipped:
         text += f"\nNot run (--max-seconds {args.max_seconds:g} reached): {', '.join(skipped)}\n"
-    (args.out / "job_cost.md").write_text(text)
+    (args.out / f"{args.name}.md").write_text(text)
     print(text)
     return 0 if all(r["status"] in V.STATUSES for r in rows) else 1
 

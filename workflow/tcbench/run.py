@@ -231,7 +231,7 @@ class Job:
         try:
             with self.budget:
                 self.train_and_measure()
-        except Exception as exc:  # noqa: BLE001 - only out-of-memory is a result; the rest re-raises
+        except Exception as exc:  # noqa: BLE001 - out of memory is a result; the rest re-raises
             if not is_oom(exc):
                 raise
             self.record_oom(exc)
