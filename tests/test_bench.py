@@ -52,5 +52,6 @@ def test_job_cost_times_fresh_processes_and_splits_them(tmp_path):
         assert float(r["fixed_s"]) == pytest.approx(
             wall - float(r["warmup_s"]) - float(r["steady_s"]), rel=1e-3)
     assert rows[0]["counting_flops_s"] and not rows[1]["counting_flops_s"]   # evidence once
+    assert [r["cell"] for r in rows] == ["tiny/fp32_bs8_r1", "tiny/fp32_bs8_r2"]
     md = (tmp_path / "job_cost.md").read_text()
-    assert "| tiny/fp32_bs8_r1 | 1 |" in md and "| 2 |" in md
+    assert "| tiny/fp32_bs8 | 1 |" in md and "| tiny/fp32_bs8 | 2 |" in md

@@ -32,6 +32,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -98,9 +99,9 @@ def run_one(spec: dict, out: Path, cache: Path, timeout: float) -> dict:
         code, text = "timeout", f"stopped after {exc.timeout:.0f} s (--max-seconds)"
     wall = time.perf_counter() - t0
     log.write_text(text)
-    row = dict.fromkeys(COLUMNS) | {"cell": f"{spec.get('experiment', '')}/{spec.get('cell', '')}",
-                                    "repeat": spec.get("repeat", 1), "wall_s": wall,
-                                    "status": f"exit {code}"}
+    row = dict.fromkeys(COLUMNS) | {
+        "cell": f"{spec.get('experiment', spec['workload'])}/{spec.get('cell', '')}",
+        "repeat": spec.get("repeat", 1), "wall_s": wall, "status": f"exit {code}"}
     if code != 0 or not record.exists():
         return row
     r = json.loads(record.read_text())
@@ -135,7 +136,7 @@ def markdown(rows: list[dict], title: str) -> str:
              "|" + "|".join("---" for _ in shown) + "|"]
     by_cell: dict[str, list[dict]] = {}
     for r in rows:
-        by_cell.setdefault(r["cell"], []).append(r)
+        by_cell.setdefault(re.sub(r"_r\d+$", "", r["cell"]), []).append(r)
     for cell, group in by_cell.items():
         first = [r for r in group if r["repeat"] == 1]
         others = [r for r in group if r["repeat"] != 1]
@@ -178,8 +179,9 @@ def main(argv=None) -> int:
         ensure_inputs(jobs)
         specs = [j.spec("job-cost") for j in jobs]
     else:
-        specs = [json.loads(s) | {"repeat": r} for s in args.spec
-                 for r in range(1, args.repeats + 1)]
+        specs = [spec | {"repeat": r, "cell": re.sub(r"_r\d+$", "", spec.get("cell", "adhoc"))
+                         + f"_r{r}"}
+                 for spec in map(json.loads, args.spec) for r in range(1, args.repeats + 1)]
     work = (args.work or Path(tempfile.mkdtemp(prefix="job_cost-"))).resolve()
     jobs_dir = work / "jobs"
     jobs_dir.mkdir(parents=True, exist_ok=True)
