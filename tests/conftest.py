@@ -16,6 +16,16 @@ WORKFLOW_FILES = ("Snakefile", "workflow", "config", "profiles", "containers",
                   "tests/data/user_model.py")
 
 
+def smoke_jobs() -> int:
+    """How many jobs config/smoke.yaml expands to: the count the end-to-end tests expect."""
+    import yaml
+
+    from tcbench import config as tcconfig, matrix
+
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    return len(matrix.expand(tcconfig.check(cfg)))
+
+
 def copy_workflow(dest: Path) -> Path:
     """The workflow, configs and profiles copied to ``dest`` (results and logs stay behind)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -41,6 +51,16 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float
         raise AssertionError(f"snakemake {' '.join(args)} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
+
+
+def fault_env(workdir: Path, faults: str) -> dict:
+    """Environment for a Snakemake run whose training jobs get ``faults`` injected: a ``python``
+    first on PATH that starts ``tcbench.run`` with the test-only fault hook
+    (tests/faultinject.py; the production job path never imports it)."""
+    import faultinject
+
+    folder = faultinject.python_wrapper(Path(workdir) / ".fault-python")
+    return {"TCBENCH_INJECT_FAULT": faults, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
 
 
 @pytest.fixture(scope="session")

@@ -121,3 +121,16 @@ def test_overhead_from_snakemake_benchmarks(records_dir):
     study = ov[ov["cell"] == "(all jobs)"].iloc[0]
     assert study["overhead_s"] == pytest.approx(6.0)
     assert study["overhead_share"] == pytest.approx(6.0 / study["job_wall_s"])
+
+
+def test_later_repeats_take_the_cells_flop_count_with_their_own_throughput(template):
+    """FLOPs are counted in a cell's first repeat only (evidence_repeats: first); the other
+    repeats' TFLOP/s come from that count and their own throughput, so MFU has all n."""
+    recs = [make(template, "fp32", r, 1.0, thr, 10) for r, thr in ((1, 100.0), (2, 50.0))]
+    recs[0]["metrics"] |= {"flops_per_step": 8e9, "flops_per_sample": 1e9,
+                           "achieved_tflops": 1e9 * 100 / 1e12}
+    recs[1]["metrics"] |= {"flops_per_step": None, "flops_per_sample": None,
+                           "achieved_tflops": None}
+    df = A.tidy([r | {"_path": f"r{i}"} for i, r in enumerate(recs)])
+    assert list(df["flops_per_sample"]) == [1e9, 1e9]
+    assert list(df["achieved_tflops"]) == pytest.approx([0.1, 0.05])

@@ -49,8 +49,8 @@ def test_every_loader_kind_yields_full_epochs(tmp_path, kind):
 
 
 def test_gpu_resident_loader_permutes_all_samples_each_epoch(tmp_path):
-    ds = torch.utils.data.TensorDataset(torch.arange(10.0).view(10, 1), torch.arange(10))
-    loader = D.GpuResidentLoader(ds, 4, torch.device("cpu"), seed=0)
+    tensors = (torch.arange(10.0).view(10, 1), torch.arange(10))
+    loader = D.GpuResidentLoader(tensors, 4, torch.device("cpu"), seed=0)
     e1 = torch.cat([y for _, y in loader])
     e2 = torch.cat([y for _, y in loader])
     assert sorted(e1.tolist()) == list(range(10)) == sorted(e2.tolist())
@@ -62,3 +62,60 @@ def test_digits_are_real_and_split(tmp_path):
     assert len(train) + len(test) == 1797 and len(test) == 360
     x, y = train[0]
     assert x.shape == (1, 28, 28) and 0 <= int(y) <= 9
+
+
+def test_digits_split_is_stratified_fixed_and_disjoint():
+    (_, ytr), (_, yte) = D.digits_tensors()
+    (_, ytr2), (_, yte2) = D.digits_tensors()
+    assert torch.equal(yte, yte2) and torch.equal(ytr, ytr2)  # the same split every time
+    counts = torch.bincount(ytr, minlength=10) + torch.bincount(yte, minlength=10)
+    share = torch.bincount(yte, minlength=10) / counts
+    assert share.min() > 0.18 and share.max() < 0.22  # every class 20% held out
+
+
+@pytest.mark.parametrize("n,frac", [(1797, 0.2), (10, 0.3), (7, 0.5)])
+def test_stratified_split_sizes(n, frac):
+    labels = np.arange(n) % 3
+    train, test = D.stratified_split(labels, frac, seed=1)
+    assert len(test) == int(np.ceil(frac * n)) and len(train) + len(test) == n
+    assert not set(train) & set(test)
+
+
+def test_vectorised_mnist_equals_torchvision_per_image_transforms(tmp_path):
+    """The gpu-resident path (IDX files read directly, ToTensor + Normalize as tensor math over
+    all images at once) gives exactly torchvision's per-image values, not just close ones."""
+    imgs, labels = small_mnist(tmp_path, n_train=200, n_test=20)
+    train, _ = D.mnist_datasets(tmp_path)
+    per_image = torch.stack([train[i][0] for i in range(len(train))])
+    images, targets = D.mnist_tensors(tmp_path)
+    assert torch.equal(images, torch.from_numpy(imgs)) and targets.dtype == torch.long
+    assert targets.tolist() == labels.tolist() == [train[i][1] for i in range(len(train))]
+    vectorised = D.normalise_mnist(images, torch.device("cpu"))
+    assert vectorised.shape == per_image.shape == (200, 1, 28, 28)
+    assert torch.equal(vectorised, per_image)
+    assert D.mnist_samples(tmp_path) == 200
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_vectorised_mnist_on_the_gpu_equals_the_per_image_path(tmp_path):
+    small_mnist(tmp_path, n_train=200)
+    train, _ = D.mnist_datasets(tmp_path)
+    per_image = torch.stack([train[i][0] for i in range(len(train))])
+    on_gpu = D.normalise_mnist(D.mnist_tensors(tmp_path)[0], torch.device("cuda")).cpu()
+    assert torch.equal(on_gpu, per_image)
+
+
+def test_missing_mnist_files_say_where_they_go_without_torchvision(tmp_path):
+    for fn in (D.mnist_tensors, D.mnist_samples):
+        with pytest.raises(D.DataMissingError) as err:
+            fn(tmp_path / "nowhere")
+        assert "MNIST/raw" in str(err.value) and "mnist-format-random" in str(err.value)
+
+
+def test_synthetic_batches_are_seeded_on_the_device():
+    a = D.SyntheticLoader((3, 4), 10, 8, 2, torch.device("cpu"), seed=3)
+    b = D.SyntheticLoader((3, 4), 10, 8, 2, torch.device("cpu"), seed=3)
+    c = D.SyntheticLoader((3, 4), 10, 8, 2, torch.device("cpu"), seed=4)
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a, b))
+    assert not torch.equal(next(iter(a))[0], next(iter(c))[0])

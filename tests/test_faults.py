@@ -2,8 +2,9 @@
 loss -> status diverged with its step; the rest of the matrix goes on and the tables and figures
 mark the cell; a record is never half-written.
 
-On a CPU out-of-memory errors come from fault injection (TCBENCH_INJECT_FAULT, test-only) or
-from the simulated memory budget; on a GPU (test marked ``gpu``) from a real allocator cap.
+On a CPU out-of-memory errors come from fault injection (TCBENCH_INJECT_FAULT, test-only:
+tests/faultinject.py, which tcbench.run does not import) or from the simulated memory budget; on
+a GPU (test marked ``gpu``) from a real allocator cap.
 """
 
 from __future__ import annotations
@@ -20,13 +21,15 @@ import pytest
 import torch
 import yaml
 
-from conftest import snakemake
+import faultinject
+from conftest import fault_env, snakemake
 from tcbench import aggregate, figures, memlimit
 from tcbench import atomic
 from tcbench import record as R
 from tcbench import run as tr
 
 SRC = str(Path(tr.__file__).resolve().parents[1])  # the workflow/ folder: tcbench's parent
+FAULT_RUN = [sys.executable, faultinject.__file__, "-m", "tcbench.run"]  # tcbench.run + faults
 TINY_PARAMS = {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1, "warmup_steps": 1}
 
 
@@ -36,16 +39,22 @@ def tiny_spec(**extra):
             "params": dict(TINY_PARAMS)} | extra
 
 
+@pytest.fixture(autouse=True)
+def inject_faults(monkeypatch):
+    """Jobs run in this process get TCBENCH_INJECT_FAULT's faults (tests/faultinject.py)."""
+    faultinject.install(monkeypatch)
+
+
 # ------------------------------------------------------------------------- fault injection itself
 def test_fault_spec_parsing():
-    assert tr.parse_faults("", "a/b") == []
-    assert tr.parse_faults("oom@3", "a/b") == [("oom", 3)]
-    assert tr.parse_faults("oom@1:a/*;nan@2:x/*", "a/b") == [("oom", 1)]
-    assert tr.parse_faults("nan@0:x/*", "a/b") == []
-    assert tr.parse_faults(" stall@2:a/b ; oom@5 ", "a/b") == [("stall", 2), ("oom", 5)]
+    assert faultinject.parse_faults("", "a/b") == []
+    assert faultinject.parse_faults("oom@3", "a/b") == [("oom", 3)]
+    assert faultinject.parse_faults("oom@1:a/*;nan@2:x/*", "a/b") == [("oom", 1)]
+    assert faultinject.parse_faults("nan@0:x/*", "a/b") == []
+    assert faultinject.parse_faults(" stall@2:a/b ; oom@5 ", "a/b") == [("stall", 2), ("oom", 5)]
     for bad in ("oom", "oom@", "oom@x", "explode@1", "oom@-1"):
         with pytest.raises(ValueError, match="TCBENCH_INJECT_FAULT"):
-            tr.parse_faults(bad, "a/b")
+            faultinject.parse_faults(bad, "a/b")
 
 
 # ------------------------------------------------------------------------- out of memory
@@ -53,8 +62,7 @@ def test_oom_is_a_record_with_the_memory_in_use(tmp_path):
     """Through the command line, as the workflow runs it: exit 0, a schema-valid oom record."""
     out = tmp_path / "rec.json"
     env = os.environ | {"TCBENCH_INJECT_FAULT": "oom@2:tiny/*", "PYTHONPATH": SRC}
-    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec",
-                           json.dumps(tiny_spec()), "--out", str(out)],
+    proc = subprocess.run([*FAULT_RUN, "--spec", json.dumps(tiny_spec()), "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     r = R.read(out)
@@ -225,7 +233,7 @@ FAULTS_CONFIG = {
 def test_matrix_goes_on_and_tables_and_figures_mark_the_cells(workflow_copy):
     (workflow_copy / "config" / "faults.yaml").write_text(yaml.safe_dump(FAULTS_CONFIG))
     snakemake(workflow_copy, "--cores", "2", "--configfile", "config/faults.yaml",
-              env={"TCBENCH_INJECT_FAULT": "oom@1:tiny/amp-bf16_bs16_r1;nan@1:tiny/fp32_bs8_r1"})
+              env=fault_env(workflow_copy, "oom@1:tiny/amp-bf16_bs16_r1;nan@1:tiny/fp32_bs8_r1"))
     res = workflow_copy / "results" / "faults"
     status = {p.stem: R.read(p)["status"] for p in (res / "records" / "tiny").glob("*.json")}
     assert status == {"fp32_bs8_r1": "diverged", "fp32_bs16_r1": "ok", "amp-bf16_bs8_r1": "ok",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import snakemake
+from conftest import fault_env, snakemake
 from tcbench import record as R
 
 CONFIG = {
@@ -82,7 +82,7 @@ def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_c
     # --keep-going: the other cells finish while one job dies, so that there are records for the
     # rerun to leave alone.
     proc = start_snakemake(wd, "--cores", "2", "--keep-going", "--configfile", "config/kill.yaml",
-                           env={"TCBENCH_INJECT_FAULT": f"stall@1:{VICTIM}"})
+                           env=fault_env(wd, f"stall@1:{VICTIM}"))
     pid = None
     try:
         pid = wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)
@@ -127,7 +127,7 @@ def test_killing_snakemake_itself_loses_only_the_running_jobs(workflow_copy):
     (wd / "config" / "kill.yaml").write_text(yaml.safe_dump(CONFIG))
     records = wd / "results" / "kill" / "records"
     proc = start_snakemake(wd, "--cores", "1", "--configfile", "config/kill.yaml",
-                           env={"TCBENCH_INJECT_FAULT": f"stall@1:{VICTIM}"})
+                           env=fault_env(wd, f"stall@1:{VICTIM}"))
     pid = None
     try:
         pid = wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)

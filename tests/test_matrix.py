@@ -27,6 +27,17 @@ def test_cross_product_and_cell_names():
     assert spec["run"] == "myrun" and spec["params"]["in_size"] == 4096
 
 
+def test_each_repeat_has_its_own_seed_shared_by_every_precision():
+    jobs = M.expand({"repeats": 3, "experiments": [
+        exp(precisions=["fp32", "amp-bf16"]),
+        exp(name="seeded", params={"seed": 10})]})
+    seed = {j.id: dict(j.params)["seed"] for j in jobs.values()}
+    assert [seed[f"amp_recipe/fp32_bs8_r{r}"] for r in (1, 2, 3)] == [0, 1, 2]
+    assert [seed[f"amp_recipe/amp-bf16_bs8_r{r}"] for r in (1, 2, 3)] == [0, 1, 2]
+    assert [seed[f"seeded/fp32_bs8_r{r}"] for r in (1, 2, 3)] == [10, 11, 12]
+    assert jobs["amp_recipe/fp32_bs8_r2"].spec("x")["params"]["seed"] == 1
+
+
 def test_axes_and_exclude():
     jobs = expand({"experiments": [{
         "name": "m", "workload": "mnist_cnn", "precisions": ["fp32", "tf32"],

@@ -81,3 +81,61 @@ def test_nvml_failure_is_a_reason_not_a_crash(monkeypatch):
 def test_memory_stats_on_cpu_are_null_with_a_note():
     m = M.memory_stats(torch.device("cpu"))
     assert m["max_memory_allocated_bytes"] is None and "CUDA" in m["memory_note"]
+
+
+class FakeNvml:
+    """Just enough of pynvml for the sampler: an energy counter that advances 1 J per read."""
+    NVML_CLOCK_SM, NVML_TEMPERATURE_GPU = 1, 0
+
+    def __init__(self, counter=True):
+        self.mj, self.counter, self.calls = 0, counter, []
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        if not self.counter:
+            raise RuntimeError("not supported")
+        self.mj += 1000
+        return self.mj
+
+    def __getattr__(self, name):  # every other query: a constant, counted
+        def query(*a):
+            self.calls.append(name)
+            return type("Mem", (), {"used": 1})() if "Memory" in name else 100
+        return query
+
+
+def fake_sampler(counter=True, interval=0.01):
+    s = M.NvmlSampler(torch.device("cpu"), interval_s=interval)
+    s.handle, s.nvml, s.reason = object(), FakeNvml(counter), None
+    return s
+
+
+def test_steady_energy_is_the_counter_from_the_boundary_to_the_end():
+    s = fake_sampler()
+    with s:          # counter read 1 (start)
+        s.mark_steady()   # read 2
+    r = s.result(samples=100, steady_samples=40)   # read 3 at exit
+    assert r["energy_j"] == pytest.approx(2.0) and r["steady_energy_j"] == pytest.approx(1.0)
+    assert r["steady_energy_per_sample_j"] == pytest.approx(1.0 / 40)
+    assert r["steady_energy_window_s"] >= 0 and r["steady_energy_note"] is None
+
+
+def test_steady_energy_without_a_counter_is_null_with_a_note():
+    s = fake_sampler(counter=False)
+    with s:
+        s.mark_steady()
+    r = s.result(samples=10, steady_samples=5)
+    assert r["steady_energy_j"] is None and "energy counter" in r["steady_energy_note"]
+    s = fake_sampler()
+    with s:
+        pass
+    assert "warm-up boundary" in s.result(10, 5)["steady_energy_note"]
+
+
+def test_sampler_reads_slow_quantities_less_often():
+    s = fake_sampler(interval=0.002)
+    with s:
+        time.sleep(0.2)
+    calls = s.nvml.calls
+    power = calls.count("nvmlDeviceGetPowerUsage")
+    assert power > 10
+    assert calls.count("nvmlDeviceGetTemperature") <= power // s.slow_every + 1

@@ -15,6 +15,14 @@ def test_a_real_record_validates(good):
     R.validate(good)
 
 
+def test_the_schema_is_a_valid_draft_2020_12_schema():
+    import jsonschema
+
+    cls = jsonschema.validators.validator_for(R.schema())
+    assert cls is jsonschema.Draft202012Validator
+    cls.check_schema(R.schema())   # validate() skips this per record: it is checked here
+
+
 @pytest.mark.parametrize("mutate,where", [
     (lambda r: r.pop("status"), "status"),
     (lambda r: r.update(status="fine"), "status"),

@@ -111,3 +111,155 @@ def test_real_mnist_layout_is_trained_and_evaluated(tmp_path):
     rec = R.read(out)
     assert rec["data"]["data"] == "mnist" and rec["metrics"]["test_samples"] == 32
     assert rec["metrics"]["samples"] == 64
+
+
+# ------------------------------------------------------------------ per-cell evidence, once
+def tiny(repeat=1, **params):
+    return {"run": "t", "experiment": "tiny", "cell": f"fp32_bs8_r{repeat}",
+            "workload": "amp_recipe", "precision": "fp32", "batch_size": 8, "repeat": repeat,
+            "params": {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1,
+                       "warmup_steps": 1, "seed": 7} | params}
+
+
+def test_first_repeat_carries_the_cells_evidence_the_others_name_it(monkeypatch):
+    from tcbench import measure
+    from tcbench import tensorcores as TC
+
+    profiled = []
+    monkeypatch.setattr(TC, "profile_kernels",
+                        lambda step, n, device: profiled.append(n) or {"profiled": False,
+                                                                       "profile_note": "cpu"})
+    counted = []
+    real_count = measure.count_training_flops
+    monkeypatch.setattr(measure, "count_training_flops",
+                        lambda *a: counted.append(1) or real_count(*a))
+    first, second = run.run_job(tiny(1)), run.run_job(tiny(2))
+    assert len(profiled) == 1 and len(counted) == 1  # repeat 2 neither profiled nor counted
+    R.validate(first), R.validate(second)
+    assert first["tensor_cores"]["evidence_repeat"] == 1
+    assert first["metrics"]["flops_per_step"] > 0 and first["metrics"]["flops_evidence_repeat"] == 1
+    tc, m = second["tensor_cores"], second["metrics"]
+    assert tc["profiled"] is False and tc["evidence_repeat"] == 1
+    assert "repeat 1" in tc["profile_note"]
+    assert m["flops_per_step"] is None and m["achieved_tflops"] is None
+    assert m["flops_evidence_repeat"] == 1
+    assert "counting_flops" not in second["harness"]["phases_s"]
+    # evidence_repeats: all collects it in every repeat
+    every = run.run_job(tiny(2, evidence_repeats="all"))
+    assert len(profiled) == 2
+    assert every["metrics"]["flops_per_step"] == first["metrics"]["flops_per_step"]
+    assert every["tensor_cores"]["evidence_repeat"] == 2
+
+
+def test_evidence_repeats_must_be_first_or_all():
+    with pytest.raises(ValueError, match="evidence_repeats='some'"):
+        run.parse_spec(tiny(evidence_repeats="some"))
+
+
+def test_the_record_carries_its_seed():
+    rec = run.run_job(tiny(3))
+    assert rec["seed"] == rec["params"]["seed"] == 7
+    R.validate(rec)
+
+
+# ------------------------------------------------------------------ warm-up and steady energy
+def test_time_to_steady_and_steady_energy_on_a_cpu():
+    rec = run.run_job(tiny(1, warmup_steps=2))
+    m, t = rec["metrics"], rec["telemetry"]
+    assert 0 < m["time_to_steady_s"] <= m["total_time_s"]
+    # the warm-up steps lie within the time to a steady step
+    assert m["warmup_time_s"] <= m["time_to_steady_s"]
+    assert t["steady_energy_j"] is None and t["steady_energy_per_sample_j"] is None
+    assert t["steady_energy_window_s"] is None and "no CUDA device" in t["steady_energy_note"]
+    R.validate(rec)
+
+
+def test_no_warmup_means_steady_from_the_start():
+    m = run.run_job(tiny(1, warmup_steps=0))["metrics"]
+    assert m["warmup_steps"] == 0 and 0 <= m["time_to_steady_s"] < m["total_time_s"]
+
+
+# ------------------------------------------------------------------ fault injection is test-only
+def test_fault_injection_is_not_in_the_production_job_path(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    source = Path(run.__file__).read_text()
+    assert "INJECT_FAULT" not in source and "import faultinject" not in source
+    # A plain job ignores the variable (nothing reads it) and never loads the test module.
+    out = tmp_path / "r.json"
+    code = ("import sys, json; from tcbench import run; rc = run.main(sys.argv[1:]); "
+            "print(json.dumps(sorted(m for m in sys.modules if 'faultinject' in m))); sys.exit(rc)")
+    proc = subprocess.run([sys.executable, "-c", code, "--spec", json.dumps(tiny()),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300,
+                          env=os.environ | {"TCBENCH_INJECT_FAULT": "oom@0",
+                                            "PYTHONPATH": str(Path(run.__file__).parents[1])})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
+    assert R.read(out)["status"] == "ok"
+
+
+# ------------------------------------------------------------------ what a job imports
+@pytest.mark.parametrize("workload,params", [
+    ("amp_recipe", TINY["amp_recipe"]),
+    ("digits", TINY["digits"]),
+    ("mnist_cnn", TINY["mnist_cnn"]),
+    ("mnist_cnn", {"data": "mnist", "loader": "gpu-resident", "epochs": 1, "warmup_steps": 1}),
+])
+def test_a_job_imports_only_what_it_needs(tmp_path, workload, params):
+    """No torchvision, scikit-learn or scipy where the job does not use them (each costs a
+    second or more of every job's start-up); real MNIST, gpu-resident, evaluated included."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if params.get("data") == "mnist":
+        from test_data import small_mnist
+        small_mnist(tmp_path / "data", n_train=64, n_test=32)
+        params = params | {"data_dir": str(tmp_path / "data")}
+
+    code = ("import sys, json; from tcbench import run; rc = run.main(sys.argv[1:]); "
+            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
+            "{'torchvision', 'sklearn', 'scipy', 'pandas', 'matplotlib'}))); sys.exit(rc)")
+    spec = {"workload": workload, "precision": "fp32", "batch_size": 32, "params": params}
+    proc = subprocess.run([sys.executable, "-c", code, "--spec", json.dumps(spec), "--out",
+                           str(tmp_path / "r.json")], capture_output=True, text=True,
+                          timeout=300,
+                          env=os.environ | {"PYTHONPATH": str(Path(run.__file__).parents[1])})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+# ------------------------------------------------------------------ compile cache
+def test_compile_cache_option_points_inductor_and_triton_at_one_folder(tmp_path):
+    env = {}
+    run.use_compile_cache(tmp_path / "cc", env)
+    assert env == {"TORCHINDUCTOR_CACHE_DIR": str((tmp_path / "cc" / "inductor").resolve()),
+                   "TRITON_CACHE_DIR": str((tmp_path / "cc" / "triton").resolve())}
+    run.use_compile_cache(None, env)  # no option: torch's own default, nothing set
+    assert len(env) == 2
+
+
+@pytest.mark.slow
+def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
+    """Two fresh processes compile the same model with one --compile-cache: the first fills it,
+    the second hits it, and each record says so (compile time reported on its own)."""
+    recs = []
+    for i in (1, 2):
+        out = tmp_path / f"r{i}.json"
+        spec = tiny(1, compile="default") | {"cell": f"fp32_bs8_compile-default_r{i}"}
+        proc = __import__("subprocess").run(
+            [__import__("sys").executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+             "--compile-cache", str(tmp_path / "cc"), "--out", str(out)],
+            capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        recs.append(R.read(out))
+    first, second = (r["metrics"]["compile_cache"] for r in recs)
+    assert first["dir"] == second["dir"] == str((tmp_path / "cc" / "inductor").resolve())
+    assert first["source"] == "TORCHINDUCTOR_CACHE_DIR"
+    assert first["hit"] is False and first["counters"]["fxgraph_cache_miss"] > 0
+    assert second["hit"] is True and second["counters"]["fxgraph_cache_hit"] > 0
+    assert all(r["metrics"]["compile_time_s"] > 0 for r in recs)

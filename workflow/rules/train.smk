@@ -21,8 +21,9 @@ rule train:
     resources:
         gpu=1,
     shell:
+        # one torch.compile cache per result set: its jobs compile the same graphs
         "PYTHONPATH={params.src:q} python -m tcbench.run --spec {params.spec:q} "
-        "--out {output:q} > {log:q} 2>&1"
+        "--compile-cache resources/compile-cache/{wildcards.run:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule calibrate:

@@ -108,7 +108,24 @@ def tidy(records: list[dict]) -> pd.DataFrame:
     df = pd.DataFrame(rows)
     if df.empty:
         return df
-    return order(df).sort_values([*order_keys(df), "repeat"]).reset_index(drop=True)
+    df = share_flop_count(order(df))
+    return df.sort_values([*order_keys(df), "repeat"]).reset_index(drop=True)
+
+
+def share_flop_count(df: pd.DataFrame) -> pd.DataFrame:
+    """A cell's FLOPs per sample are counted once (its evidence repeat; the same model and
+    shapes give the same count in every repeat): every repeat of the cell gets it, and its
+    achieved TFLOP/s from its own steady throughput, so that TFLOP/s and MFU have all n."""
+    keys = [k for k in V.CELL_KEYS if k in df]
+    counted = df.groupby(keys, observed=True, dropna=False)["flops_per_sample"]
+    per_sample = _numeric(df["flops_per_sample"]).fillna(
+        pd.to_numeric(counted.transform("first"), errors="coerce"))
+    done = df["status"].eq("ok") & _numeric(df["throughput_samples_per_s"]).notna()
+    df["flops_per_sample"] = per_sample.where(done | df["flops_per_sample"].notna())
+    missing = done & _numeric(df["achieved_tflops"]).isna() & per_sample.notna()
+    df.loc[missing, "achieved_tflops"] = (per_sample * _numeric(
+        df["throughput_samples_per_s"]) / 1e12)[missing]
+    return df
 
 
 def fill_axes(df: pd.DataFrame) -> pd.DataFrame:

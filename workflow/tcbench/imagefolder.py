@@ -113,7 +113,7 @@ def loader(kind: str, images, batch_size: int, batches: int, device: torch.devic
     random batches need no folder)."""
     n = len(images)
     if kind == "gpu-resident":
-        return Steps(D.GpuResidentLoader(images, batch_size, device, seed,
+        return Steps(D.GpuResidentLoader(D.dataset_tensors(images), batch_size, device, seed,
                                          drop_last=n >= batch_size), batches)
     # DataLoaders: one shuffled pass over the folder's indices repeated to exactly
     # batches x batch_size samples, so every step has a full batch and the workers start once.

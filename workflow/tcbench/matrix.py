@@ -4,7 +4,8 @@ Each experiment in the config is a workload with its parameters and the lists to
 precisions x batch sizes x axes (loader, memory_format, compile) x repeats. A job is named
 ``{experiment}/{cell}``, where the cell spells out every crossed value, e.g.
 ``mnist_seed/amp-fp16_bs512_r1`` or ``mnist_fast/amp-bf16_bs512_gpu-resident_r2``; its record is
-``results/{run}/records/{experiment}/{cell}.json``.
+``results/{run}/records/{experiment}/{cell}.json``. Repeat r runs with seed ``params.seed + r - 1``
+(the same seed for every precision of that repeat).
 
 The config comes checked (``tcbench.config.check``: types, enums and defaults); the rules
 only this module knows are checked here, still before any job runs, and a bad value raises
@@ -110,8 +111,13 @@ def expand(config: dict) -> dict[str, Job]:
                     excluded[j] += 1
                 if hits:
                     continue
+                # Each repeat its own seed, the same for every precision: repeats are
+                # independent runs, and precisions compare paired by seed.
+                seeded = resolved | {"seed": resolved["seed"] + rep - 1}
                 job = Job(name, cell_name(precision, bs, axis_values, rep), workload, precision,
-                          bs, rep, tuple(sorted(resolved.items())))
+                          bs, rep, tuple(sorted(seeded.items())))
+                if job.id in jobs:
+                    raise ConfigError(f"{where}: job {job.id} appears twice")
                 jobs[job.id] = job
         for j, count in enumerate(excluded):
             if not count:  # a typo in an exclude would otherwise run the cells it meant to drop

@@ -84,34 +84,63 @@ def memory_in_use(device: torch.device) -> dict:
 class StepTimer:
     """Splits every training step into *data wait* and *compute*.
 
-    Three marks per step: before asking the loader for the next batch, once the batch is on the
-    device, and after the optimiser step has been issued. On CUDA the marks are events on the
-    current stream, so the intervals are GPU-timeline intervals: ``data_wait`` is how long the GPU
-    sat with nothing queued while the host fetched and copied the batch, ``compute`` is from the
-    batch's arrival to the end of the step's kernels. On the CPU the marks are host clocks (CPU
-    execution is synchronous, so the two views coincide).
+    Marks: before asking the loader for a batch, once the batch is on the device, and after the
+    optimiser step has been issued. On CUDA the marks are events on the training stream, so the
+    intervals are GPU-timeline intervals: ``data_wait`` is how long the GPU sat with nothing
+    queued while the host fetched and copied the batch, ``compute`` is from the batch's arrival
+    to the end of the step's kernels. On the CPU the marks are host clocks (CPU execution is
+    synchronous, so the two views coincide).
+
+    Within an epoch a step's end mark is also the next step's fetch mark: the loop queues no
+    device work between the two, so a third event per step would read the same GPU time.
+    ``fetch()`` sets a fresh mark where that does not hold (an epoch's start, after the loader's
+    start-up; after the warm-up boundary's synchronisation).
+
+    ``start(steps)`` creates (and records once) every event the loop will need before the timed
+    region, so the loop itself only records pre-made events: no allocation, no event creation.
     """
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
         self._marks: list[tuple] = []
+        self._events: list = []
+        self._next = 0
+        self._fetch = None
+        self._ready = None
+        self._stream = None
+
+    def start(self, steps: int, restarts: int = 0) -> None:
+        """Make the marks for ``steps`` steps and ``restarts`` fresh fetch marks up front."""
+        if not self.cuda:
+            return
+        self._stream = torch.cuda.current_stream()
+        self._events = [torch.cuda.Event(enable_timing=True)
+                        for _ in range(2 * steps + restarts + 1)]
+        for e in self._events:  # CUDA creates an event lazily at its first record: do it now
+            e.record(self._stream)
+        self._next = 0
 
     def _mark(self):
-        if self.cuda:
+        if not self.cuda:
+            return time.perf_counter()
+        if self._next < len(self._events):
+            e = self._events[self._next]
+            self._next += 1
+        else:  # more marks than start() was told of: still correct, only slower
             e = torch.cuda.Event(enable_timing=True)
-            e.record()
-            return e
-        return time.perf_counter()
+        e.record(self._stream)
+        return e
 
     def fetch(self):
-        self._current = [self._mark()]
+        self._fetch = self._mark()
 
     def data_ready(self):
-        self._current.append(self._mark())
+        self._ready = self._mark()
 
     def step_done(self):
-        self._current.append(self._mark())
-        self._marks.append(tuple(self._current))
+        done = self._mark()
+        self._marks.append((self._fetch, self._ready, done))
+        self._fetch = done
 
     def __len__(self):
         return len(self._marks)
@@ -128,6 +157,11 @@ class StepTimer:
         return np.asarray(wait, dtype=float), np.asarray(comp, dtype=float)
 
 
+def warmup_count(warmup_steps: int, steps: int) -> int:
+    """How many of ``steps`` steps are warm-up: ``warmup_steps``, keeping at least one steady."""
+    return min(warmup_steps, max(steps - 1, 0))
+
+
 def step_statistics(data_wait_s: np.ndarray, compute_s: np.ndarray, samples: list[int],
                     warmup_steps: int, input_bound_share: float) -> dict:
     """Step-time distribution, steady-state throughput and input-pipeline attribution.
@@ -137,7 +171,7 @@ def step_statistics(data_wait_s: np.ndarray, compute_s: np.ndarray, samples: lis
     """
     step_s = data_wait_s + compute_s
     n = len(step_s)
-    w = min(warmup_steps, max(n - 1, 0))  # keep at least one steady step
+    w = warmup_count(warmup_steps, n)
     steady, wait, comp = step_s[w:], data_wait_s[w:], compute_s[w:]
     steady_samples = int(sum(samples[w:]))
     total = float(steady.sum())
@@ -175,14 +209,25 @@ class _Samples:
 class NvmlSampler:
     """Samples power, SM clock, temperature, memory and clock-event (throttle) reasons from a
     background thread while the timed region runs; energy comes from the GPU's own cumulative
-    counter where it has one, else from integrating the sampled power."""
+    counter where it has one, else from integrating the sampled power.
 
-    def __init__(self, device: torch.device, interval_s: float = 0.05):
+    ``mark_steady()`` reads the energy counter once more at the warm-up boundary, so the record
+    carries the energy of the steady-state steps beside the whole run's.
+
+    The thread holds the GIL only for the Python around each NVML call, but every call must get
+    the GIL back from the training loop; so it makes few calls: power and SM clock every
+    ``interval_s``, the slow quantities (temperature, memory, throttle reasons) every
+    ``slow_every``-th sample.
+    """
+
+    def __init__(self, device: torch.device, interval_s: float = 0.1, slow_every: int = 5):
         self.interval_s = interval_s
+        self.slow_every = slow_every
         self.handle = None
         self.reason: str | None = None
         self._stop = threading.Event()
         self._samples = _Samples()
+        self._e0 = self._e1 = self._steady = None
         if device.type != "cuda":
             self.reason = "no CUDA device: NVML telemetry does not apply"
             return
@@ -210,16 +255,19 @@ class NvmlSampler:
 
     def _run(self):
         nv, h, s = self.nvml, self.handle, self._samples
+        n = 0
         while not self._stop.is_set():
             try:
                 s.t.append(time.perf_counter())
                 s.power_w.append(nv.nvmlDeviceGetPowerUsage(h) / 1e3)
                 s.sm_clock_mhz.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
-                s.temperature_c.append(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
-                s.memory_used_bytes.append(nv.nvmlDeviceGetMemoryInfo(h).used)
-                s.throttle |= self._throttle()
+                if n % self.slow_every == 0:
+                    s.temperature_c.append(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
+                    s.memory_used_bytes.append(nv.nvmlDeviceGetMemoryInfo(h).used)
+                    s.throttle |= self._throttle()
             except Exception:  # noqa: BLE001 - a failed sample is skipped, not fatal
                 pass
+            n += 1
             self._stop.wait(self.interval_s)
 
     def __enter__(self):
@@ -230,6 +278,12 @@ class NvmlSampler:
             self._thread.start()
         return self
 
+    def mark_steady(self) -> None:
+        """The warm-up boundary: call after a synchronisation, so the counter holds the warm-up's
+        energy and nothing of the steady steps."""
+        if self.handle is not None:
+            self._steady = (time.perf_counter(), self._energy_mj())
+
     def __exit__(self, *exc):
         if self.handle is not None:
             self._stop.set()
@@ -238,12 +292,31 @@ class NvmlSampler:
             self._e1 = self._energy_mj()
         return False
 
-    def result(self, samples: int | None = None) -> dict:
+    def steady_energy(self, steady_samples: int | None) -> dict:
+        """Energy of the steady-state steps (warm-up boundary to the end of the loop), from the
+        GPU's energy counter; null with a note where it cannot be had."""
+        out = dict.fromkeys(("steady_energy_j", "steady_energy_per_sample_j",
+                             "steady_energy_window_s"))
+        if self.handle is None:
+            return out | {"steady_energy_note": self.reason}
+        if self._steady is None:
+            return out | {"steady_energy_note": "no warm-up boundary was marked (no steady steps)"}
+        t, e = self._steady
+        if e is None or self._e1 is None:
+            return out | {"steady_energy_note": "this GPU has no NVML total-energy counter"}
+        energy = (self._e1 - e) / 1e3
+        return {"steady_energy_j": energy,
+                "steady_energy_per_sample_j": energy / steady_samples if steady_samples else None,
+                "steady_energy_window_s": self._t1 - t,
+                "steady_energy_note": None}
+
+    def result(self, samples: int | None = None, steady_samples: int | None = None) -> dict:
         keys = ("energy_j", "energy_source", "power_mean_w", "power_max_w", "sm_clock_mean_mhz",
                 "temperature_max_c", "nvml_memory_used_max_bytes", "throttle_reasons",
                 "energy_per_sample_j", "telemetry_samples")
+        steady = self.steady_energy(steady_samples)
         if self.handle is None:
-            return dict.fromkeys(keys) | {"telemetry_note": self.reason}
+            return dict.fromkeys(keys) | {"telemetry_note": self.reason} | steady
         s = self._samples
         if self._e0 is not None and self._e1 is not None:
             energy, source = (self._e1 - self._e0) / 1e3, "nvml_total_energy_counter"
@@ -264,7 +337,7 @@ class NvmlSampler:
             "energy_per_sample_j": energy / samples if energy is not None and samples else None,
             "telemetry_samples": len(s.t),
             "telemetry_note": None,
-        }
+        } | steady
 
 
 def throttle_names(mask: int, nvml) -> list[str]:
@@ -282,10 +355,16 @@ def throttle_names(mask: int, nvml) -> list[str]:
 def count_training_flops(model: torch.nn.Module, loss_fn, example: tuple) -> int:
     """FLOPs of one forward + backward pass, counted by ``torch.utils.flop_counter`` on a copy of
     the model on the meta device: exact for matmuls and convolutions, costs no device time and
-    leaves the real model and the GPU's autotuning state untouched."""
+    leaves the real model and the GPU's autotuning state untouched. The copy is made with meta
+    tensors in place of the weights (no copy of the weights' data)."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    meta_model = copy.deepcopy(model).to("meta")
+    memo: dict = {}
+    for t in (*model.parameters(), *model.buffers()):
+        meta = torch.empty_like(t, device="meta")
+        memo[id(t)] = torch.nn.Parameter(meta, t.requires_grad) \
+            if isinstance(t, torch.nn.Parameter) else meta
+    meta_model = copy.deepcopy(model, memo)
     data, target = (t.to("meta") for t in example)
     counter = FlopCounterMode(display=False)
     with counter:

@@ -36,15 +36,24 @@ def _clean(value):
     return value
 
 
+@lru_cache(maxsize=1)
+def validator():
+    """One validator for the process. ``jsonschema.validate`` would check the schema itself
+    against its metaschema on every call (a few tenths of a second each time);
+    tests/test_record.py checks it once."""
+    import jsonschema
+
+    return jsonschema.validators.validator_for(schema())(schema())
+
+
 def validate(record: dict, source: str = "record") -> None:
     import jsonschema
 
-    try:
-        jsonschema.validate(record, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+    error = jsonschema.exceptions.best_match(validator().iter_errors(record))
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
         raise RecordError(f"{source}: does not match {SCHEMA_PATH.name} at {where}: "
-                          f"{exc.message}") from None
+                          f"{error.message}") from None
 
 
 def write(record: dict, path: Path) -> Path:

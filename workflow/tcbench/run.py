@@ -10,11 +10,20 @@ anything else is a bug and leaves no record.
 An out-of-memory error while building, training or evaluating is a result, not a crash: status
 ``oom``, with the phase, the step and the memory in use in ``error``. An optional spec key
 ``memory_limit_bytes`` holds the job to a memory budget (see tcbench.memlimit).
+
+What is the same for every repeat of a cell (which kernels ran, the FLOPs of a step) is
+collected once, in the cell's first repeat (workload parameter ``evidence_repeats: first``, the
+default; ``all`` collects it in every repeat); the other repeats' records name that repeat.
+
+``--compile-cache DIR`` keeps torch.compile's caches (Inductor's FX graph and autotuning caches,
+Triton's kernels) in DIR, so the jobs of one study share them; the record says which directory
+was used and whether the compilation hit it.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import sys
@@ -24,6 +33,14 @@ from pathlib import Path
 
 SPEC_KEYS = {"run", "experiment", "cell", "workload", "precision", "batch_size", "repeat",
              "params", "device", "memory_limit_bytes"}
+# Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
+# cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
+OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
+               "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
+# torch._dynamo.utils.counters that say whether a compilation came from the cache
+COMPILE_CACHE_COUNTERS = {"inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss",
+                                       "fxgraph_cache_bypass"),
+                          "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss")}
 
 
 def parse_spec(spec: dict) -> dict:
@@ -61,65 +78,6 @@ def pick_device(name: str):
     return device
 
 
-FAULT_ENV = "TCBENCH_INJECT_FAULT"
-FAULT_KINDS = ("oom", "nan", "inf", "stall")
-# Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
-# cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
-OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-               "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
-
-
-def parse_faults(text: str, job_id: str) -> list[tuple[str, int]]:
-    """Fault injection, for the test suite only; nothing in a config can reach it.
-
-    ``TCBENCH_INJECT_FAULT`` holds ``;``-separated entries ``KIND@N[:PATTERN]``: at the N-th
-    forward pass (from 0) of every job whose ``experiment/cell`` matches the glob ``PATTERN``
-    (every job when it is left out), ``oom`` raises an out-of-memory error, ``nan`` / ``inf``
-    turn the model's output into NaNs / infinities, and ``stall`` prints ``injected stall ... (pid P)`` to stderr and
-    sleeps, so that a test can kill the job mid-run. A malformed entry is an error, not ignored.
-    """
-    from fnmatch import fnmatchcase
-
-    faults = []
-    for entry in filter(None, (e.strip() for e in text.split(";"))):
-        head, _, pattern = entry.partition(":")
-        kind, sep, at = head.partition("@")
-        if kind not in FAULT_KINDS or not sep or not at.isdigit():
-            raise ValueError(f"{FAULT_ENV}: {entry!r} is not KIND@N[:experiment/cell glob] with "
-                             f"KIND one of {', '.join(FAULT_KINDS)}")
-        if not pattern or fnmatchcase(job_id, pattern):
-            faults.append((kind, int(at)))
-    return faults
-
-
-def _fault_hook(job_id: str):
-    import time
-
-    import torch
-
-    faults = parse_faults(os.environ.get(FAULT_ENV, ""), job_id)
-    if not faults:
-        return None
-    calls = [0]
-
-    def hook(module, inputs, output):
-        n = calls[0]
-        calls[0] += 1
-        for kind, at in faults:
-            if n != at:
-                continue
-            if kind == "oom":
-                raise torch.cuda.OutOfMemoryError(f"injected out-of-memory fault at forward {n}")
-            if kind in ("nan", "inf"):
-                output = output * float(kind)
-            if kind == "stall":
-                print(f"tcbench.run: injected stall at forward {n} (pid {os.getpid()})",
-                      file=sys.stderr, flush=True)
-                time.sleep(600)  # long enough to be killed; bounded if nobody does
-        return output
-    return hook
-
-
 def is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -139,7 +97,8 @@ def process_age_s() -> float | None:
 
 class Phases:
     """Where a job's time goes outside its timed steps: named spans, each from the previous mark
-    to this one (the harness overhead, split). Host wall clock; cheap enough to leave on."""
+    to this one (the harness overhead, split; names in vocabulary.HARNESS_PHASES). Host wall
+    clock; cheap enough to leave on."""
 
     def __init__(self, started_s: float | None = None):
         self.started_s = started_s  # process start to the first mark's origin
@@ -156,195 +115,311 @@ class Phases:
                 "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
 
 
+# ------------------------------------------------------------------------------------ compile cache
+def use_compile_cache(directory: Path | None, environ=os.environ) -> None:
+    """Point torch.compile's on-disk caches at ``directory``; before torch is imported."""
+    if directory is None:
+        return
+    directory = Path(directory).resolve()
+    environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
+    environ["TRITON_CACHE_DIR"] = str(directory / "triton")
+
+
+def compile_cache_info(configured: str | None) -> dict:
+    """Which cache directory torch.compile used (``configured``: TORCHINDUCTOR_CACHE_DIR as the
+    job found it), and whether this job's compilation hit it."""
+    from torch._dynamo.utils import counters
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:  # older torch: the same rule, not yet a function of its own
+        def default_cache_dir():
+            import getpass
+            import tempfile
+            return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+
+    counts = {name: int(counters[group].get(name, 0))
+              for group, names in COMPILE_CACHE_COUNTERS.items() for name in names}
+    misses = counts["fxgraph_cache_miss"] + counts["fxgraph_cache_bypass"]
+    return {"dir": os.path.abspath(configured or default_cache_dir()),
+            "source": "TORCHINDUCTOR_CACHE_DIR" if configured else "torch default",
+            "hit": counts["fxgraph_cache_hit"] > 0 and misses == 0,
+            "counters": counts}
+
+
+# ------------------------------------------------------------------------------------ the job
+class Job:
+    """One job in flight: its spec, the record it fills in, the device, the precision mode, the
+    step timer, the memory budget, the harness phases and the phase it is in (which an
+    out-of-memory record names)."""
+
+    def __init__(self, spec: dict, phases: Phases):
+        from . import environment, measure, memlimit, precision as P
+
+        self.spec, self.params, self.phases = spec, spec["params"], phases
+        self.id = f"{spec['experiment']}/{spec['cell']}"
+        self.device = pick_device(spec["device"])
+        self.init_cuda()
+        self.mode = P.get(spec["precision"])
+        self.timer = measure.StepTimer(self.device)
+        self.budget = memlimit.Budget(spec.get("memory_limit_bytes"), self.device)
+        self.phase = "building"
+        # read before anything compiles: Inductor writes its default into the environment
+        self.compile_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+        self.record = {
+            "schema_version": 1,
+            **{k: spec[k] for k in ("run", "experiment", "cell", "workload", "precision",
+                                    "batch_size", "repeat")},
+            "seed": self.params["seed"],
+            "params": self.params,
+            "config_hash": environment.config_hash({k: v for k, v in spec.items()
+                                                    if k != "run"}),
+            "status": "ok", "status_reason": None,
+            "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
+            "tensor_cores": None, "error": None,
+            "environment": environment.collect(self.device),
+            "harness": None,
+        }
+        phases.mark("device_and_environment")
+
+    def init_cuda(self) -> None:
+        """Create the CUDA context now, so that its fixed cost (any CUDA program's first
+        operation pays it) is a phase of its own rather than part of building the model."""
+        if self.device.type == "cuda":
+            import torch
+
+            torch.zeros(1, device=self.device)
+            self.phases.mark("cuda_context")
+
+    @property
+    def collects_evidence(self) -> bool:
+        """Kernel profile and FLOP count: per cell, so by default in the first repeat only."""
+        return self.params["evidence_repeats"] == "all" or self.spec["repeat"] == 1
+
+    def enter(self, phase: str) -> None:
+        self.phase = phase
+
+    def finish(self, status: str | None = None, reason: str | None = None) -> dict:
+        if status is not None:
+            self.record |= {"status": status, "status_reason": reason}
+        self.record["harness"] = self.phases.result()
+        return self.record
+
+    # -------------------------------------------------------------------------- the steps
+    def run(self) -> dict:
+        ok, reason = self.mode.supported(self.device)
+        if not ok:
+            return self.finish("unsupported", reason)
+        if (self.budget.limit is not None and self.device.type != "cuda"
+                and self.params["compile"] != "off"):
+            raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's "
+                             "saved-tensor hooks, which torch.compile bypasses; use compile: "
+                             "off with it")
+        import torch
+        # Optimizer.__init__ imports torch._dynamo (torch._disable_dynamo): every training
+        # script pays it, so it counts with the imports rather than with building the model;
+        # a job that cannot run (above) does not pay it.
+        import torch._dynamo  # noqa: F401
+
+        self.phases.mark("imports")
+        torch.manual_seed(self.params["seed"])
+        flags = self.mode.apply(self.params["cudnn_benchmark"] == "on")
+        self.record["precision_flags"] = flags | {
+            "autocast_dtype": str(self.mode.autocast_dtype).replace("torch.", "")
+            if self.mode.autocast_dtype else None,
+            "grad_scaler": self.mode.use_scaler, "memory_format": self.params["memory_format"],
+            "compile": self.params["compile"]}
+        try:
+            with self.budget:
+                self.train_and_measure()
+        except Exception as exc:  # noqa: BLE001 - out of memory is a result; the rest re-raises
+            if not is_oom(exc):
+                raise
+            self.record_oom(exc)
+        self.phases.mark("capturing_cuda_graph" if self.phase.startswith("capturing")
+                         else self.phase)
+        return self.finish()
+
+    def record_oom(self, exc: BaseException) -> None:
+        from . import measure
+
+        # Read while the failed step's tensors are still referenced by the traceback.
+        mem = measure.memory_in_use(self.device)
+        message = str(exc)
+        step = len(self.timer) if self.phase == "training" else None
+        self.record |= {
+            "status": "oom", "metrics": None,
+            "status_reason": f"out of memory while {self.phase}"
+                             + (f" (step {step})" if step is not None else "")
+                             + f": {message.splitlines()[0][:400]}",
+            "error": {"type": type(exc).__name__, "message": message[:2000], "phase": self.phase,
+                      "step": step, **mem, **self.budget.info()}}
+
+    def build(self):
+        """The workload: model, data, loss, optimiser (a seam the test suite's fault injection
+        wraps; see tests/faultinject.py)."""
+        from . import workloads as W
+
+        return W.build(self.spec["workload"], self.params, self.spec["batch_size"], self.device)
+
+    def train_and_measure(self) -> None:
+        """Build, train, measure and profile one cell, filling in the record."""
+        import torch
+
+        from . import measure, train as T
+
+        params, device, record = self.params, self.device, self.record
+        w = self.build()
+        record["data"] = w.data
+        record["model"] = w.model_info  # what was built: name, source, parameter count
+        self.phases.mark("building")
+        channels_last = params["memory_format"] == "channels_last"
+        flops_per_step = None
+        if self.collects_evidence:
+            flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)
+            self.phases.mark("counting_flops")
+        # FP8 modes swap nn.Linear for torchao's Float8Linear after the FLOP count (the same
+        # FLOPs) and before compile, which must see the swapped modules.
+        batch = self.spec["batch_size"]
+        batches = {batch, w.data.get("samples_per_epoch", 0) % batch} - {0}
+        w.model, fp8 = self.mode.prepare(w.model, params["compile"], batches)
+        record["precision_flags"]["fp8"] = fp8
+        if fp8 is not None and fp8["unsupported_reason"]:
+            record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
+            return
+        if channels_last:
+            w.model = w.model.to(memory_format=torch.channels_last)
+        model = w.model if params["compile"] == "off" else torch.compile(
+            w.model, mode=None if params["compile"] == "default" else params["compile"])
+        self.budget.watch(w.model)
+        scaler = self.mode.scaler(device)
+        step = T.eager_step(model, w, scaler, self.mode, device)
+        graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
+        if graphs["requested"]:
+            ok, reason = T.graphs_supported(w, self.mode, device)
+            if not ok:
+                record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
+                return
+            self.enter("capturing a CUDA graph")
+            step = T.GraphedStep(model, w, self.mode, device,
+                                 T.to_device(w.example_batch, device, False, channels_last))
+            graphs["captured"] = True
+        record["precision_flags"]["cuda_graphs"] = graphs
+        self.phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")
+        clock = measure.WallClock(device)
+        sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
+
+        self.enter("training")
+        clock.start()
+        with sampler:
+            log = T.train(w, step, device, self.timer, scaler, channels_last,
+                          params["sync_loss_every_step"], params["warmup_steps"],
+                          at_steady=sampler.mark_steady)
+            clock.stop()
+        self.phases.mark("training")  # warm-up and compilation included, as in total_time_s
+
+        self.enter("measuring")
+        wait, comp = self.timer.intervals()
+        steps = measure.step_statistics(wait, comp, log.samples, params["warmup_steps"],
+                                        params["input_bound_share"])
+        samples = sum(log.samples)
+        memory = measure.memory_stats(device)
+        bad_step = log.first_nonfinite_step()
+        throughput = steps["throughput_samples_per_s"]
+        per_sample = flops_per_step / self.spec["batch_size"] if flops_per_step else None
+        record["metrics"] = {
+            "total_time_s": clock.total_time_s,
+            **{k: memory[k] for k in ("max_memory_allocated_bytes", "max_memory_reserved_bytes")},
+            "epochs": w.epochs,
+            "samples": samples,
+            "wall_throughput_samples_per_s": samples / clock.total_time_s,
+            **steps,
+            "time_to_steady_s": log.time_to_steady_s,
+            "compile_time_s": steps["first_step_time_s"] if params["compile"] != "off" else None,
+            "compile_cache": compile_cache_info(self.compile_cache_dir)
+            if params["compile"] != "off" else None,
+            "final_loss": log.final_loss(),
+            "loss_curve": [list(p) for p in log.loss_curve(params["loss_every"])],
+            "first_nonfinite_step": bad_step,
+            **log.scaler_stats(scaler),
+            "flops_per_step": flops_per_step,
+            "flops_per_sample": per_sample,
+            "achieved_tflops": per_sample * throughput / 1e12
+            if per_sample and throughput else None,
+            "flops_evidence_repeat": self.evidence_repeat,
+            "memory_note": memory["memory_note"],
+            **self.budget.info(),
+        }
+        steady_samples = sum(log.samples[steps["warmup_steps"]:])
+        record["telemetry"] = sampler.result(samples, steady_samples)
+        if bad_step is not None:
+            record |= {"status": "diverged",
+                       "status_reason": f"loss became NaN/inf at step {bad_step}"}
+        self.phases.mark("measuring")
+
+        self.enter("profiling")
+        record["tensor_cores"] = self.profile(step, w, channels_last)
+        self.phases.mark("profiling")
+        self.enter("evaluating")
+        if w.evaluate is not None and record["status"] == "ok":
+            record["metrics"] |= w.evaluate()
+        self.phases.mark("evaluating")
+
+    @property
+    def evidence_repeat(self) -> int:
+        """The repeat whose record carries the cell's kernel profile and FLOP count."""
+        return self.spec["repeat"] if self.collects_evidence else 1
+
+    def profile(self, step, w, channels_last: bool) -> dict:
+        from . import train as T
+        from .tensorcores import profile_kernels
+
+        if not self.collects_evidence:
+            return {"profiled": False, "evidence_repeat": self.evidence_repeat,
+                    "profile_note": "kernels are profiled once per cell (evidence_repeats: "
+                                    f"first): see repeat {self.evidence_repeat}'s record"}
+
+        def one_step():
+            step(*T.to_device(w.example_batch, self.device, False, channels_last))
+
+        try:
+            evidence = profile_kernels(one_step, self.params["profile_steps"], self.device)
+        except Exception as exc:  # noqa: BLE001 - the training measurement above stands
+            if not is_oom(exc):
+                raise
+            evidence = {"profiled": False,
+                        "profile_note": f"out of memory while profiling: {exc}"[:500]}
+        return evidence | {"evidence_repeat": self.evidence_repeat}
+
+
 def run_job(spec: dict, phases: Phases | None = None) -> dict:
     """Run one cell and return its record (not yet written)."""
     phases = phases or Phases()
-    import torch
+    import torch  # noqa: F401
 
-    from . import environment, measure, memlimit, precision as P
+    from . import environment, measure, memlimit, precision, train, workloads  # noqa: F401
 
     phases.mark("imports")
-    spec = parse_spec(spec)
-    params = spec["params"]
-    device = pick_device(spec["device"])
-    mode = P.get(spec["precision"])
-    record = {
-        "schema_version": 1,
-        **{k: spec[k] for k in ("run", "experiment", "cell", "workload", "precision",
-                                "batch_size", "repeat")},
-        "params": params,
-        "config_hash": environment.config_hash({k: v for k, v in spec.items() if k != "run"}),
-        "status": "ok", "status_reason": None,
-        "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
-        "tensor_cores": None, "error": None,
-        "environment": environment.collect(device),
-        "harness": None,
-    }
-    phases.mark("device_and_environment")
-    ok, reason = mode.supported(device)
-    if not ok:
-        return record | {"status": "unsupported", "status_reason": reason,
-                         "harness": phases.result()}
-    limit = spec.get("memory_limit_bytes")
-    if limit is not None and device.type != "cuda" and params["compile"] != "off":
-        raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's saved-tensor "
-                         "hooks, which torch.compile bypasses; use compile: off with it")
-
-    torch.manual_seed(params["seed"])
-    flags = mode.apply(params["cudnn_benchmark"] == "on")
-    record["precision_flags"] = flags | {
-        "autocast_dtype": str(mode.autocast_dtype).replace("torch.", "")
-        if mode.autocast_dtype else None,
-        "grad_scaler": mode.use_scaler, "memory_format": params["memory_format"],
-        "compile": params["compile"]}
-
-    timer = measure.StepTimer(device)
-    phase = ["building"]
-    budget = memlimit.Budget(limit, device)
-    try:
-        with budget:
-            _train_and_measure(spec, record, mode, device, timer, budget, phase, phases)
-    except Exception as exc:  # noqa: BLE001 - only out-of-memory is a result; the rest re-raises
-        if not is_oom(exc):
-            raise
-        # Read while the failed step's tensors are still referenced by the traceback.
-        mem = measure.memory_in_use(device)
-        message = str(exc)
-        record |= {"status": "oom", "metrics": None,
-                   "status_reason": f"out of memory while {phase[0]}"
-                                    + (f" (step {len(timer)})" if phase[0] == "training" else "")
-                                    + f": {message.splitlines()[0][:400]}",
-                   "error": {"type": type(exc).__name__, "message": message[:2000],
-                             "phase": phase[0],
-                             "step": len(timer) if phase[0] == "training" else None,
-                             **mem, **budget.info()}}
-    phases.mark("capturing_cuda_graph" if phase[0].startswith("capturing") else phase[0])
-    record["harness"] = phases.result()
-    return record
-
-
-def _train_and_measure(spec, record, mode, device, timer, budget, phase, phases) -> None:
-    """Build, train, measure and profile one cell, filling in ``record``; ``phase[0]`` says how
-    far it got, for the record of an out-of-memory error."""
-    import torch
-
-    from . import measure, train as T, workloads as W
-    from .tensorcores import profile_kernels
-
-    params = spec["params"]
-    phases.mark("imports")
-    w = W.build(spec["workload"], params, spec["batch_size"], device)
-    record["data"] = w.data
-    record["model"] = w.model_info  # models-branch hook: what was built (name, source, size)
-    phases.mark("building")
-    channels_last = params["memory_format"] == "channels_last"
-    flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)
-    phases.mark("counting_flops")
-    # FP8 modes: torchao's Float8Linear replaces nn.Linear (FLOPs above are the same; before compile)
-    batches = {spec["batch_size"], w.data.get("samples_per_epoch", 0) % spec["batch_size"]} - {0}
-    w.model, fp8 = mode.prepare(w.model, params["compile"], batches)
-    record["precision_flags"]["fp8"] = fp8
-    if fp8 is not None and fp8["unsupported_reason"]:
-        record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
-        return
-    if channels_last:
-        w.model = w.model.to(memory_format=torch.channels_last)
-    model = w.model if params["compile"] == "off" else torch.compile(
-        w.model, mode=None if params["compile"] == "default" else params["compile"])
-    hook = _fault_hook(f"{spec['experiment']}/{spec['cell']}")
-    if hook:
-        w.model.register_forward_hook(hook)
-    budget.watch(w.model)
-    scaler = mode.scaler(device)
-    step = T.eager_step(model, w, scaler, mode, device)
-    graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
-    if graphs["requested"]:
-        ok, reason = T.graphs_supported(w, mode, device)
-        if not ok:
-            record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
-            return
-        phase[0] = "capturing a CUDA graph"
-        step = T.GraphedStep(model, w, mode, device,
-                             T.to_device(w.example_batch, device, False, channels_last))
-        graphs["captured"] = True
-    record["precision_flags"]["cuda_graphs"] = graphs
-    phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")
-    clock = measure.WallClock(device)
-    sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
-
-    phase[0] = "training"
-    clock.start()
-    with sampler:
-        log = T.train(w, step, device, timer, scaler, channels_last,
-                      params["sync_loss_every_step"])
-        clock.stop()
-    phases.mark("training")  # warm-up and compilation included, as in total_time_s
-
-    phase[0] = "measuring"
-    wait, comp = timer.intervals()
-    steps = measure.step_statistics(wait, comp, log.samples, params["warmup_steps"],
-                                    params["input_bound_share"])
-    samples = sum(log.samples)
-    memory = measure.memory_stats(device)
-    bad_step = log.first_nonfinite_step()
-    per_sample = flops_per_step / spec["batch_size"]
-    throughput = steps["throughput_samples_per_s"]
-    record["metrics"] = {
-        "total_time_s": clock.total_time_s,
-        **{k: memory[k] for k in ("max_memory_allocated_bytes", "max_memory_reserved_bytes")},
-        "epochs": w.epochs,
-        "samples": samples,
-        "wall_throughput_samples_per_s": samples / clock.total_time_s,
-        **steps,
-        "compile_time_s": steps["first_step_time_s"] if params["compile"] != "off" else None,
-        "final_loss": log.final_loss(),
-        "loss_curve": [list(p) for p in log.loss_curve(params["loss_every"])],
-        "first_nonfinite_step": bad_step,
-        **log.scaler_stats(scaler),
-        "flops_per_step": flops_per_step,
-        "flops_per_sample": per_sample,
-        "achieved_tflops": per_sample * throughput / 1e12 if throughput else None,
-        "memory_note": memory["memory_note"],
-        **budget.info(),
-    }
-    record["telemetry"] = sampler.result(samples)
-    if bad_step is not None:
-        record |= {"status": "diverged",
-                   "status_reason": f"loss became NaN/inf at step {bad_step}"}
-
-    def one_step():
-        step(*T.to_device(w.example_batch, device, False, channels_last))
-
-    phases.mark("measuring")
-    phase[0] = "profiling"
-    try:
-        record["tensor_cores"] = profile_kernels(one_step, params["profile_steps"], device)
-    except Exception as exc:  # noqa: BLE001 - the training measurement above stands
-        if not is_oom(exc):
-            raise
-        record["tensor_cores"] = {"profiled": False,
-                                  "profile_note": f"out of memory while profiling: {exc}"[:500]}
-    phases.mark("profiling")
-    phase[0] = "evaluating"
-    if w.evaluate is not None and record["status"] == "ok":
-        record["metrics"] |= w.evaluate()
-    phases.mark("evaluating")
+    return Job(parse_spec(spec), phases).run()
 
 
 def main(argv: list[str] | None = None) -> int:
     phases = Phases(started_s=process_age_s())
-    from . import gpus, record as R
-    from .data import DataMissingError  # imports torch and torchvision
-
-    phases.mark("imports")
-
     ap = argparse.ArgumentParser(prog="python -m tcbench.run", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--spec", help="the job as a JSON object")
     src.add_argument("--spec-file", type=Path, help="the job as a JSON file")
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
+    ap.add_argument("--compile-cache", type=Path, metavar="DIR",
+                    help="torch.compile's caches (Inductor, Triton) in DIR, shared by the jobs "
+                         "that name it; default: torch's own (a per-user folder in /tmp)")
     args = ap.parse_args(argv)
+    use_compile_cache(args.compile_cache)  # before torch is imported: it reads these once
+
+    from . import gpus, record as R
+    from .data import DataMissingError  # imports torch
+
+    phases.mark("imports")
     try:
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
@@ -366,5 +441,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def exit_now(code: int) -> None:
+    """End the job process once its record is written (fsynced, renamed into place): run the
+    exit handlers (multiprocessing's, torch's compile workers'), flush the logs, and skip the
+    interpreter's teardown of every imported module, which for torch + torch._dynamo takes a
+    second or more and changes nothing on disk."""
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

@@ -7,23 +7,61 @@ disabled GradScaler passes everything through, so fp32, tf32 and bf16 share the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from typing import Callable
 
 import torch
 
-from .measure import StepTimer
+from .measure import StepTimer, warmup_count
 from .precision import Precision
 from .workloads import Workload
 
 
 @dataclass
 class TrainLog:
-    """What the loop leaves behind, read only after the timed region has ended."""
+    """What the loop leaves behind, read only after the timed region has ended.
+
+    The loop keeps each step's loss tensor as it is (an eager step returns a fresh one: keeping
+    it costs no kernel and no synchronisation) and copies it only where keeping it would be
+    wrong or costly: a CUDA graph's static output (the next replay overwrites it), or a scalar
+    that lives on a larger buffer (CPU ``mse_loss`` returns one on the whole squared-error
+    tensor, which keeping would hold in memory). Every ``FLUSH`` steps the kept tensors are
+    stacked into ``losses``, one kernel per ``FLUSH`` steps, so a long run holds no more than
+    that many.
+    """
     losses: torch.Tensor          # one loss per step, on the device (no sync inside the loop)
     scales: torch.Tensor | None   # GradScaler scale after each step, when a scaler is enabled
     samples: list[int]            # samples per step
     initial_scale: float | None = None
     steps: int = 0
+    time_to_steady_s: float | None = None   # loop start to the end of the warm-up steps
+    _losses: list = field(default_factory=list)
+    _scales: list = field(default_factory=list)
+    _flushed: int = 0
+
+    FLUSH = 1024
+
+    def add(self, loss: torch.Tensor, samples: int, copy: bool = False, scale=None) -> None:
+        loss = loss.detach()
+        if copy or loss.untyped_storage().nbytes() > loss.nbytes:
+            loss = loss.clone()
+        self._losses.append(loss)
+        if scale is not None:
+            self._scales.append(scale.clone())  # the scaler updates its tensor in place
+        self.samples.append(samples)
+        self.steps += 1
+        if len(self._losses) == self.FLUSH:
+            self.flush()
+
+    def flush(self) -> None:
+        a, b = self._flushed, self.steps
+        if b == a:
+            return
+        torch.stack(self._losses, out=self.losses[a:b])
+        if self._scales:
+            torch.stack(self._scales, out=self.scales[a:b])
+        self._losses, self._scales, self._flushed = [], [], b
 
     def loss_curve(self, every: int) -> list[tuple[int, float]]:
         values = self.losses[:self.steps].float().cpu().tolist()
@@ -131,37 +169,62 @@ class GraphedStep:
         return self.loss
 
 
+PROGRESS_EVERY_S = 5.0   # a long job says how far it got, at most this often, between epochs
+
+
 def train(w: Workload, step, device: torch.device, timer: StepTimer,
           scaler: torch.amp.GradScaler, channels_last: bool = False,
-          sync_loss_every_step: bool = False) -> TrainLog:
+          sync_loss_every_step: bool = False, warmup_steps: int = 0,
+          at_steady: Callable[[], None] | None = None) -> TrainLog:
     """Train for ``w.epochs`` epochs; ``step(data, target) -> loss`` is one training step
-    (``eager_step``: the readable loop body above; or a ``GraphedStep``)."""
+    (``eager_step``: the readable loop body above; or a ``GraphedStep``).
+
+    After the first ``warmup_steps`` steps (autotuning, compilation, lazy loading) the loop
+    synchronises once and calls ``at_steady()``: the warm-up boundary, where the time to a
+    steady step is read and the energy counter marked."""
     total_steps = w.epochs * len(w.train_loader)
+    warmup = warmup_count(warmup_steps, total_steps)
     log = TrainLog(losses=torch.full((total_steps,), math.nan, device=device),
-                   scales=torch.zeros(total_steps, device=device) if scaler.is_enabled() else None,
+                   scales=torch.full((total_steps,), math.nan, device=device)
+                   if scaler.is_enabled() else None,
                    samples=[], initial_scale=scaler.get_scale() if scaler.is_enabled() else None)
+    static_loss = getattr(step, "loss", None)   # a CUDA graph's output, overwritten every replay
+    timer.start(total_steps, restarts=w.epochs + 1)
     w.model.train()
+    t0 = shown = time.perf_counter()
+
+    def steady():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)  # host sync: the warm-up boundary, once per run
+        log.time_to_steady_s = time.perf_counter() - t0
+        if at_steady is not None:
+            at_steady()
+        timer.fetch()  # a fresh mark: the synchronisation is no step's time
+
     for epoch in range(w.epochs):
         batches = iter(w.train_loader)
-        while True:
-            timer.fetch()
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
+        timer.fetch()
+        if log.steps == warmup and log.time_to_steady_s is None:
+            steady()
+        for batch in batches:
             data, target = to_device(batch, device, w.non_blocking, channels_last)
             timer.data_ready()
 
             loss = step(data, target)
 
             timer.step_done()
-            log.losses[log.steps] = loss.detach()
-            if log.scales is not None:
-                log.scales[log.steps] = scaler._get_scale_async()
+            log.add(loss, len(target), copy=loss is static_loss,
+                    scale=scaler._get_scale_async() if log.scales is not None else None)
             if sync_loss_every_step:
                 loss.item()  # the seed's per-step host synchronisation, kept when asked for
-            log.samples.append(len(target))
-            log.steps += 1
+            if log.steps == warmup and log.time_to_steady_s is None:
+                steady()
         if w.scheduler is not None:
             w.scheduler.step()
+        now = time.perf_counter()
+        if now - shown >= PROGRESS_EVERY_S:
+            print(f"epoch {epoch + 1}/{w.epochs}, {log.steps} steps, {now - t0:.1f} s",
+                  flush=True)
+            shown = now
+    log.flush()
     return log

@@ -29,6 +29,9 @@ MODULES: dict[str, str] = {
     "custom": "custom",                    # a model in the user's own file or module
 }
 NAMES = tuple(MODULES)
+# Where a cell's per-cell evidence (kernel profile, FLOP count) is collected: the same model,
+# batch and shapes give the same kernels and FLOPs in every repeat, so once is enough.
+EVIDENCE_REPEATS = ("first", "all")
 
 # Parameters every workload accepts: how the run is measured rather than what it trains.
 COMMON_DEFAULTS: dict[str, Any] = {
@@ -41,6 +44,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "compile": "off",               # off | default | reduce-overhead | max-autotune
     "cuda_graphs": "off",           # on: capture the whole training step once, then replay
     "profile_steps": 5,             # steps profiled after the timed region for kernel evidence
+    "evidence_repeats": "first",    # kernel profile + FLOP count: in a cell's first repeat | all
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
     "cudnn_benchmark": "off",       # PyTorch's default, as the seed ran
 }
@@ -95,6 +99,9 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     for key in ("warmup_steps", "loss_every", "profile_steps"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < 0:
             raise ValueError(f"workload {name!r}: {key}={params[key]!r} must be an integer >= 0")
+    if params["evidence_repeats"] not in EVIDENCE_REPEATS:
+        raise ValueError(f"workload {name!r}: evidence_repeats={params['evidence_repeats']!r}; "
+                         f"choose one of {', '.join(EVIDENCE_REPEATS)}")
     if hasattr(mod, "check"):
         mod.check(params)
     return params

@@ -53,7 +53,8 @@ def build(params: dict, batch_size: int, device: torch.device) -> Workload:
     n, i, o = params["num_batches"], params["in_size"], params["out_size"]
     data = [torch.randn(batch_size, i, device=device) for _ in range(n)]
     targets = [torch.randn(batch_size, o, device=device) for _ in range(n)]
-    model = make_model(i, o, params["num_layers"]).to(device)
+    with torch.device(device):  # initialised where it trains: no host copy of the weights
+        model = make_model(i, o, params["num_layers"])
     return Workload(
         name="amp_recipe",
         model=model,

@@ -7,6 +7,7 @@ written as MNIST IDX files) through the loader the ``loader`` axis names, or is 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import torch
@@ -79,29 +80,52 @@ def evaluate(model, dataset, device, batch_size=1000) -> dict:
             "test_samples": len(dataset)}
 
 
+def training_data(params: dict, batch_size: int, device: torch.device):
+    """(loader, samples per epoch, held-out test set or None) for the ``data`` and ``loader``
+    parameters. Only the seed's DataLoader kinds go through torchvision's per-image transforms
+    (that pipeline is what they measure); the others read the IDX files once."""
+    kind, loader_kind, cap = params["data"], params["loader"], params["train_samples"]
+    if kind == "synthetic":
+        n = cap or 60000
+        return D.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
+                                 params["seed"], last_batch=(n % batch_size) or None), n, None
+    root = Path(params["data_dir"])
+    if loader_kind in ("dataloader", "dataloader-tuned") or params["download"]:
+        train, _ = D.mnist_datasets(root, download=params["download"])
+    if loader_kind in ("dataloader", "dataloader-tuned"):
+        if cap:
+            train = torch.utils.data.Subset(train, range(min(cap, len(train))))
+        loader = D.make_loader(loader_kind, train, batch_size, device, params["seed"],
+                               params["num_workers"])
+        n = len(train)
+    elif loader_kind == "gpu-resident":
+        images, labels = D.mnist_tensors(root, train=True)
+        images, labels = images[:cap], labels[:cap]   # [:None] is everything
+        loader = D.GpuResidentLoader((D.normalise_mnist(images, device), labels), batch_size,
+                                     device, params["seed"])
+        n = len(labels)
+    else:  # synthetic batches of MNIST's shape, as many as the files hold
+        n = min(D.mnist_samples(root), cap or math.inf)
+        loader = D.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
+                                   params["seed"], last_batch=(n % batch_size) or None)
+    test = None
+    if kind == "mnist":  # accuracy on random labels means nothing: only real MNIST is evaluated
+        images, labels = D.mnist_tensors(root, train=False)
+        test = torch.utils.data.TensorDataset(D.normalise_mnist(images, torch.device("cpu")),
+                                              labels)
+    return loader, n, test
+
+
 def build(params: dict, batch_size: int, device: torch.device) -> Workload:
     torch.manual_seed(params["seed"])
     kind = params["data"]
-    if kind == "synthetic":
-        n = params["train_samples"] or 60000
-        train = test = None
-        loader = D.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
-                                   params["seed"], last_batch=(n % batch_size) or None)
-        samples = n
-    else:
-        root = Path(params["data_dir"])
-        train, test = D.mnist_datasets(root, download=params["download"])
-        if params["train_samples"]:
-            train = torch.utils.data.Subset(train, range(min(params["train_samples"], len(train))))
-        loader = D.make_loader(params["loader"], train, batch_size, device, params["seed"],
-                               params["num_workers"])
-        samples = len(train)
-    model = Net().to(device)
+    loader, samples, test = training_data(params, batch_size, device)
+    with torch.device(device):  # initialised where it trains: no host copy of the weights
+        model = Net()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=params["lr"])
     x0 = torch.randn(batch_size, 1, 28, 28, device=device)
     y0 = torch.randint(0, 10, (batch_size,), device=device)
-    # Accuracy on random labels means nothing, so only real MNIST is evaluated.
-    evaluator = (lambda: evaluate(model, test, device)) if kind == "mnist" else None
+    evaluator = (lambda: evaluate(model, test, device)) if test is not None else None
     return Workload(
         name="mnist_cnn",
         model=model,

@@ -1,0 +1,140 @@
+"""The training loop's bookkeeping: loss tensors kept without a kernel per step, progress lines
+between epochs, step marks that leave no gap, the warm-up boundary."""
+
+import time
+
+import pytest
+import torch
+
+from tcbench import measure as M
+from tcbench import precision as P
+from tcbench import train as T
+from tcbench import workloads as W
+
+CPU = torch.device("cpu")
+
+
+def recipe(epochs=2, batches=5, seed=0):
+    params = W.resolve_params("amp_recipe", {"in_size": 16, "out_size": 16, "num_batches": batches,
+                                             "epochs": epochs, "seed": seed})
+    torch.manual_seed(seed)
+    return W.build("amp_recipe", params, 8, CPU)
+
+
+def run(w, **kw):
+    mode = P.get("fp32")
+    scaler = mode.scaler(CPU)
+    timer = M.StepTimer(CPU)
+    log = T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, timer, scaler, **kw)
+    return log, timer
+
+
+def test_losses_flushed_in_chunks_equal_losses_kept_whole(monkeypatch):
+    whole, _ = run(recipe(epochs=3))
+    monkeypatch.setattr(T.TrainLog, "FLUSH", 4)   # 15 steps: three flushes in the loop, one after
+    chunked, _ = run(recipe(epochs=3))
+    assert whole.steps == chunked.steps == 15
+    assert torch.equal(whole.losses, chunked.losses)
+    assert not torch.isnan(chunked.losses).any()
+    assert [s for s, _ in chunked.loss_curve(5)] == [0, 5, 10, 14]
+
+
+def test_a_reused_loss_tensor_is_copied_a_fresh_one_kept():
+    log = T.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
+    static = torch.tensor(1.0)
+    log.add(static, 8, copy=True)
+    static.fill_(2.0)  # a CUDA graph's replay overwrites its output tensor
+    log.add(static, 8, copy=True)
+    log.flush()
+    assert log.losses.tolist() == [1.0, 2.0]
+
+
+def test_a_loss_on_a_larger_buffer_is_copied_not_kept():
+    """Keeping such a scalar would keep its whole buffer (CPU mse_loss returns one)."""
+    log = T.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
+    big = torch.ones(10_000)
+    log.add(big[3], 8)
+    own = torch.tensor(2.0)
+    log.add(own, 8)
+    assert log._losses[0].untyped_storage().nbytes() == 4      # a copy of the one value
+    assert log._losses[1].untyped_storage().data_ptr() == own.untyped_storage().data_ptr()
+    log.flush()
+    assert log.losses.tolist() == [1.0, 2.0]
+
+
+def test_progress_between_epochs_at_most_every_few_seconds(monkeypatch, capsys):
+    run(recipe(epochs=3))
+    assert capsys.readouterr().out == ""          # a short job says nothing
+    monkeypatch.setattr(T, "PROGRESS_EVERY_S", 0.0)
+    run(recipe(epochs=3))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(",")[0] for line in lines] == ["epoch 1/3", "epoch 2/3", "epoch 3/3"]
+
+
+def test_step_marks_leave_no_gap_within_an_epoch():
+    """A step's end mark is the next step's fetch mark: the steps of an epoch add up to the
+    epoch's time, and the harness's own bookkeeping is nobody's hidden time."""
+    w = recipe(epochs=1, batches=20)
+    t0 = time.perf_counter()
+    log, timer = run(w)
+    loop = time.perf_counter() - t0
+    wait, comp = timer.intervals()
+    assert len(wait) == 20 and (wait >= 0).all() and (comp > 0).all()
+    assert (wait + comp).sum() == pytest.approx(
+        timer._marks[-1][2] - timer._marks[0][0], rel=1e-9)
+    assert (wait + comp).sum() <= loop
+
+
+def test_warmup_boundary_is_called_once_after_the_warmup_steps():
+    calls = []
+    w = recipe(epochs=2, batches=3)
+    w.model.register_forward_hook(lambda *a: calls.append("step"))
+    log, _ = run(w, warmup_steps=3, at_steady=lambda: calls.append("steady"))
+    assert calls.count("steady") == 1 and calls.index("steady") == 3
+    assert 0 < log.time_to_steady_s
+
+
+def test_the_boundary_keeps_a_steady_step():
+    log, _ = run(recipe(epochs=1, batches=2), warmup_steps=10)   # only 2 steps
+    assert log.time_to_steady_s is not None and M.warmup_count(10, 2) == 1
+
+
+class FakeEvent:
+    """torch.cuda.Event's surface, on the host clock: counts creations and records."""
+    made = 0
+    records = 0
+
+    def __init__(self, enable_timing=False):
+        FakeEvent.made += 1
+        self.t = None
+
+    def record(self, stream=None):
+        FakeEvent.records += 1
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+def test_cuda_marks_are_made_before_the_loop_and_two_are_recorded_per_step(monkeypatch):
+    """The CUDA path of the step timer without a GPU: events stand in for torch.cuda.Event."""
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: "stream")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    FakeEvent.made = FakeEvent.records = 0
+    timer = M.StepTimer(torch.device("cuda"))
+    timer.start(10, restarts=3)
+    made, recorded = FakeEvent.made, FakeEvent.records
+    assert made == recorded == 2 * 10 + 3 + 1        # all made (and created by a record) up front
+    timer.fetch()
+    for epoch in range(2):
+        if epoch:
+            timer.fetch()                              # an epoch's fresh mark
+        for _ in range(5):
+            timer.data_ready()
+            time.sleep(0.001)
+            timer.step_done()
+    assert FakeEvent.made == made                      # none made inside the loop
+    assert FakeEvent.records - recorded == 2 * 10 + 2  # two per step, plus the fresh marks
+    wait, comp = timer.intervals()
+    assert len(wait) == 10 and (comp >= 0.001).all() and (wait >= 0).all()
