@@ -139,3 +139,14 @@ def test_sampler_reads_slow_quantities_less_often():
     power = calls.count("nvmlDeviceGetPowerUsage")
     assert power > 10
     assert calls.count("nvmlDeviceGetTemperature") <= power // s.slow_every + 1
+
+
+@pytest.mark.parametrize("groups", [1, 4, 64])
+def test_a_grouped_convolutions_backward_costs_twice_its_forward(groups):
+    """Weight gradient + nothing for the input (data needs no gradient): once the forward
+    again, whatever the groups; torch's own count would give 64x that for depthwise."""
+    conv = torch.nn.Conv2d(64, 64, 3, padding=1, groups=groups, bias=False)
+    forward = 2 * 8 * 64 * 32 * 32 * (64 // groups) * 9
+    flops = M.count_training_flops(conv, lambda out, _: out.sum(),
+                                   (torch.randn(8, 64, 32, 32), torch.zeros(8)))
+    assert flops == 2 * forward
