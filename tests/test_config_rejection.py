@@ -187,3 +187,11 @@ def test_rejected_by_snakemake_before_any_job(workflow_copy, case_id):
         assert fragment in output, f"{fragment!r} not in {output[-3000:]!r}"
     assert not (workflow_copy / "results").exists()
     assert not (workflow_copy / "logs").exists()
+
+
+@pytest.mark.parametrize("text, value", [("false", False), ("True", True)])
+def test_a_boolean_given_as_text_on_the_command_line_is_that_boolean(text, value):
+    """`--config require_gpu=false` arrives as the text 'false' (Snakemake parses numbers only)."""
+    assert tcconfig.check(copy.deepcopy(BASE) | {"require_gpu": text})["require_gpu"] is value
+    with pytest.raises(ConfigError, match="require_gpu"):
+        tcconfig.check(copy.deepcopy(BASE) | {"require_gpu": "maybe"})

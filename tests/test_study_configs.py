@@ -1,5 +1,5 @@
-"""config/fp8.yaml and config/fastest.yaml: valid, expanded into the jobs their headers count,
-and the fastest study still names the records issue 5 committed (so they are not run again)."""
+"""The shipped GPU studies: valid, every cell repeated enough for an interval, and each one
+carrying what its report needs (a plain fp32 baseline, the FP8 roof, the seed's training)."""
 
 from collections import Counter
 
@@ -9,70 +9,64 @@ import yaml
 from conftest import REPO
 from tcbench import config as tcconfig
 from tcbench import matrix as M
-from tcbench import workloads as W
+from tcbench import vocabulary as V
+
+GPU_STUDIES = ["config.yaml", "fastest.yaml", "fp8.yaml", "zoo.yaml"]
 
 
-def load(name: str, known_only: bool = False) -> dict:
+def jobs_of(name: str) -> list:
     cfg = yaml.safe_load((REPO / "config" / name).read_text())
-    if known_only:  # a workload another branch adds (torchvision) is checked once it is here
-        cfg["experiments"] = [e for e in cfg["experiments"] if e["workload"] in W.NAMES]
-    return cfg
+    return list(M.expand(tcconfig.check(cfg)).values())
 
 
-def test_fp8_study_expands_as_its_header_says():
-    cfg = load("fp8.yaml")
-    vit = [e for e in cfg["experiments"] if e["name"] == "fp8_vit"][0]
-    assert vit["workload"] == "torchvision" and vit["params"]["model"] == "vit_b_16"
-    if "torchvision" not in W.NAMES:
-        cfg = load("fp8.yaml", known_only=True)
-    tcconfig.check(cfg)
-    jobs = M.expand(cfg)
-    per = Counter(j.experiment for j in jobs.values())
-    assert per["fp8_mlp"] == 36 and per["fp8_digits"] == 15
-    assert per.get("fp8_vit", 9) == 9
-    assert cfg["calibrate"]["enabled"]  # the FP8 roof, for MFU
-    mlp = [j for j in jobs.values() if j.experiment == "fp8_mlp"]
-    assert {j.precision for j in mlp} == {"fp32", "amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
-    assert {j.batch_size for j in mlp} == {512, 8192, 32768}
-    assert all(dict(j.params)["compile"] == "default" for j in mlp)
-    assert all(dict(j.params)["in_size"] == dict(j.params)["out_size"] == 4096 for j in mlp)
-    digits = [j for j in jobs.values() if j.experiment == "fp8_digits"]
-    assert max(j.repeat for j in digits) == 5 and "fp32" in {j.precision for j in digits}
+def cell(job) -> tuple:
+    return job.experiment, job.cell.rsplit("_r", 1)[0]
 
 
-def test_fastest_study_expands_as_its_header_says():
-    cfg = load("fastest.yaml")
-    tcconfig.check(cfg)
-    jobs = M.expand(cfg)
-    per = Counter(j.experiment for j in jobs.values())
-    assert per == {"mnist_fast": 16, "resnet50_fast": 8, "mnist_fastest": 15,
-                   "resnet50_fastest": 12, "resnet50_autotune": 3}
-    cells = {j.cell.rsplit("_r", 1)[0] for j in jobs.values()
-             if j.experiment in ("mnist_fastest", "resnet50_fastest", "resnet50_autotune")}
-    assert cells == {
-        "amp-bf16_bs4096_gpu-resident_contiguous_compile-off_graphs-on_cudnn-on",
-        "amp-bf16_bs4096_gpu-resident_channels_last_compile-off_graphs-on_cudnn-off",
-        "amp-bf16_bs4096_gpu-resident_channels_last_compile-off_graphs-on_cudnn-on",
-        "amp-bf16_bs8192_gpu-resident_channels_last_compile-off_graphs-on_cudnn-on",
-        "amp-bf16_bs4096_gpu-resident_channels_last_compile-default_graphs-on_cudnn-on",
-        "amp-fp16_bs256_channels_last_compile-default",
-        "amp-bf16_bs256_channels_last_compile-default",
-        "amp-bf16_bs512_channels_last_compile-default",
-        "amp-bf16_bs256_channels_last_compile-reduce-overhead",
-        "amp-bf16_bs256_channels_last_compile-max-autotune",
-    }
-    # the MNIST cells keep the seed's training: net, optimiser, schedule, 20 epochs, all samples
-    for j in jobs.values():
+@pytest.mark.parametrize("name", GPU_STUDIES)
+def test_every_cell_of_a_gpu_study_has_three_independent_repeats(name):
+    """An interval needs n >= 3 (tcbench.stats); each repeat its own seed."""
+    jobs = jobs_of(name)
+    repeats = Counter(cell(j) for j in jobs)
+    assert min(repeats.values()) >= 3, {c: n for c, n in repeats.items() if n < 3}
+    seeds = {}
+    for j in jobs:
+        seeds.setdefault(cell(j), set()).add(dict(j.params)["seed"])
+    assert all(len(s) == repeats[c] for c, s in seeds.items())
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "fastest.yaml", "zoo.yaml"])
+def test_every_experiment_has_its_fp32_baseline(name):
+    """Speedups are against fp32 in the same experiment (for the fastest study: plain fp32,
+    eager, so that best.md's gain is against what a plain script runs)."""
+    by_exp = Counter()
+    for j in jobs_of(name):
+        p = dict(j.params)
+        plain = p.get("compile", "off") == "off" and p.get("cuda_graphs", "off") == "off"
+        by_exp[j.experiment] += j.precision == V.BASELINE and (plain or name != "fastest.yaml")
+    assert all(by_exp.values()), by_exp
+
+
+def test_fastest_study_keeps_the_seeds_training():
+    """Only the execution changes: net, optimiser, schedule, 20 epochs, every sample."""
+    for j in jobs_of("fastest.yaml"):
         if j.workload == "mnist_cnn":
             p = dict(j.params)
             assert (p["epochs"], p["lr"], p["gamma"], p["train_samples"]) == (20, 0.001, 0.8, None)
 
 
-@pytest.mark.parametrize("experiment", ["mnist_fast", "resnet50_fast"])
-def test_fastest_study_still_names_issue_5s_records(experiment):
-    recorded = {p.stem for p in (REPO / "results" / "nvidia-h200" / "records" / experiment)
-                .glob("*.json")}
-    if not recorded:
-        pytest.skip("no committed H200 records")
-    jobs = M.expand(load("fastest.yaml"))
-    assert recorded <= {j.cell for j in jobs.values() if j.experiment == experiment}
+def test_fp8_study_measures_both_recipes_against_bf16_and_fp32():
+    cfg = yaml.safe_load((REPO / "config" / "fp8.yaml").read_text())
+    assert cfg["calibrate"]["enabled"]  # the FP8 roof, for MFU
+    jobs = jobs_of("fp8.yaml")
+    for exp in ("fp8_mlp", "fp8_digits"):
+        modes = {j.precision for j in jobs if j.experiment == exp}
+        assert {"fp32", "fp8-tensorwise", "fp8-rowwise"} <= modes
+    # torchao's float8 is meant for torch.compile: the speed experiment compiles every mode
+    assert all(dict(j.params)["compile"] == "default" for j in jobs if j.experiment == "fp8_mlp")
+
+
+def test_zoo_has_a_torchvision_and_a_timm_model():
+    sources = {(j.workload, dict(j.params)["model"]) for j in jobs_of("zoo.yaml")}
+    assert ("torchvision", "resnet18") in sources
+    assert any(w == "timm" for w, _ in sources)

@@ -1,5 +1,6 @@
-"""Two tiny jobs on the GPU before a study call spends its minutes: stop early if the harness
-itself fails there (CUDA graphs, NVML telemetry, FLOP counting, kernel classification, pinning).
+"""Four tiny jobs on the GPU before a study call spends its minutes: stop early if the harness
+itself fails there (CUDA graphs, NVML telemetry, FLOP counting, kernel classification, pinning,
+FP8 through torchao, a torchvision model by name).
 
     python3 scripts/device/preflight.py OUTDIR      # exit 1 when a job is not status ok
 """
@@ -15,6 +16,14 @@ SPECS = {
                                 "cuda_graphs": "on"}},
     "resnet50": {"workload": "resnet50", "precision": "amp-bf16", "batch_size": 64,
                  "params": {"steps": 6, "warmup_steps": 2, "image_size": 64}},
+    # torchao's Float8Linear and the FP8 kernel classification (eager: no compile to wait for)
+    "fp8": {"workload": "amp_recipe", "precision": "fp8-rowwise", "batch_size": 1024,
+            "params": {"in_size": 1024, "out_size": 1024, "num_layers": 3, "num_batches": 10,
+                       "epochs": 1}},
+    # a model by name, channels_last (the zoo's path)
+    "torchvision": {"workload": "torchvision", "precision": "amp-bf16", "batch_size": 32,
+                    "params": {"model": "resnet18", "steps": 6, "warmup_steps": 2,
+                               "image_size": 64, "memory_format": "channels_last"}},
 }
 
 out = Path(sys.argv[1])

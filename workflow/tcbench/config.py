@@ -106,10 +106,21 @@ def fill_defaults(instance, schema: dict):
     return instance
 
 
+def command_line_booleans(config: dict, schema: dict) -> None:
+    """``--config require_gpu=false`` reaches the config as the text 'false' (Snakemake parses
+    numbers only): a top-level boolean key given as true/false text becomes the boolean."""
+    for key, prop in schema.get("properties", {}).items():
+        value = config.get(key)
+        if prop.get("type") == "boolean" and isinstance(value, str) \
+                and value.lower() in ("true", "false"):
+            config[key] = value.lower() == "true"
+
+
 def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     """Raise ConfigError listing every schema violation of ``config``, each named key=value;
     otherwise fill in the schema's defaults (in place) and return ``config``."""
     schema = load_schema(Path(schema_path))
+    command_line_booleans(config, schema)
     found = errors(config, schema)
     if found:
         more = f" (and {len(found) - MAX_REPORTED} more)" if len(found) > MAX_REPORTED else ""
