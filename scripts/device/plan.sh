@@ -5,6 +5,7 @@
 # in this order; Snakemake skips records already made (unpack each call's results.tgz first).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/device/setup.sh   # Snakemake and jsonschema, which targets.py needs
 t() { python3 scripts/device/targets.py "$@"; }
 case "${1:?part}" in
   a) # preflight (4 tiny jobs), the harness against a plain loop on the second GPU meanwhile,
