@@ -13,6 +13,8 @@ import matplotlib
 import pandas as pd
 import pytest
 
+from conftest import REPO
+
 import figure_text
 import gpu_like
 from tcbench import figures as F
@@ -75,6 +77,19 @@ def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables):
                 checked += 1
                 F.plt.close(fig)
     assert checked == 2 * len(experiments) * len(F.KINDS)
+
+
+@pytest.mark.parametrize("run", ["nvidia-h200"])
+def test_committed_result_sets_figures_pass_the_same_check(run):
+    """The figures a reader gets: every experiment of each committed GPU result set."""
+    tables = REPO / "results" / run
+    if not (tables / "summary.csv").exists():
+        pytest.skip(f"no committed result set {run}")
+    F.style()
+    for exp in pd.read_csv(tables / "summary.csv")["experiment"].unique():
+        for kind, fig in F.build(tables, exp, "auto").items():
+            assert figure_text.problems(fig) == [], (run, exp, kind)
+            F.plt.close(fig)
 
 
 def test_the_overlap_check_catches_overlaps():

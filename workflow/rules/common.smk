@@ -85,6 +85,16 @@ def others_in_set(pattern, run):
                   if p not in mine and not Path(p).name.startswith("."))
 
 
+def experiments_in_set(run):
+    """This study's experiments, then those other studies left in the result set (records
+    found when the DAG is built): every experiment of the set gets its figures and tables."""
+    found = glob_wildcards(f"results/{run}/records/{{experiment}}/{{cell}}.json").experiment
+    return list(dict.fromkeys([*EXPERIMENTS, *sorted(found)]))
+
+
+SET_EXPERIMENTS = experiments_in_set(RUN)
+
+
 def study_benchmarks(run):
     """Snakemake's benchmark of each train job, where there is or will be one: a record made
     elsewhere (copied in, or written before benchmarks existed) keeps its record without one,
@@ -105,8 +115,8 @@ def all_targets():
     return [
         *for_each_job(rules.train.output[0], RUN),
         *expand(rules.aggregate.output, run=RUN),
-        *expand(figures, run=RUN, experiment=EXPERIMENTS),
-        *expand(tables, run=RUN, experiment=EXPERIMENTS),
+        *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
+        *expand(tables, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(rules.tables_combined.output, run=RUN),
         *expand(rules.verdict.output, run=RUN),
     ]

@@ -27,7 +27,7 @@ rule figures:
     log:
         "logs/{run}/figures/{experiment}.log",
     wildcard_constraints:
-        experiment=alternatives(EXPERIMENTS),
+        experiment=alternatives(SET_EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
         tables=lambda wc, input: str(Path(input.metrics).parent),

@@ -21,7 +21,7 @@ rule table:
     log:
         "logs/{run}/tables/{experiment}.log",
     wildcard_constraints:
-        experiment=alternatives(EXPERIMENTS),
+        experiment=alternatives(SET_EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
         tables=lambda wc, input: str(Path(input.summary).parent),
@@ -44,7 +44,7 @@ rule tables_combined:
         "logs/{run}/tables_combined.log",
     params:
         src=TCBENCH_SRC,
-        experiments=EXPERIMENTS,
+        experiments=SET_EXPERIMENTS,
         tables=lambda wc, input: str(Path(input.summary).parent),
         stem=lambda wc, output: str(Path(output.md).with_suffix("")),
     shell:

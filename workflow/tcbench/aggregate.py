@@ -196,8 +196,8 @@ def summarise(df: pd.DataFrame, keys=V.CELL_KEYS) -> pd.DataFrame:
         evidence = ok.dropna(subset=["top_kernel"]) if "top_kernel" in ok else ok.iloc[:0]
         row["top_kernel"] = evidence["top_kernel"].iloc[0] if len(evidence) else None
         row["evidence_repeat"] = (int(evidence["repeat"].iloc[0]) if len(evidence) else None)
-        row["device_name"] = g["device_name"].dropna().iloc[0] if g["device_name"].notna().any() \
-            else None
+        for col in ("device_name", "compute_capability"):  # a CUDA device has a capability
+            row[col] = g[col].dropna().iloc[0] if col in g and g[col].notna().any() else None
         rows.append(row)
     out = pd.DataFrame(rows)
     return order(out) if not out.empty else out

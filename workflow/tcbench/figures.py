@@ -374,7 +374,9 @@ def fig_tensor_cores(s, exp, width="auto"):
         s[c] = pd.to_numeric(s.get(c), errors="coerce") * 100
     title = f"{exp}: Tensor Cores and GPU busy"
     if not s["tensor_core_share"].notna().any():
-        return note_figure("not measured: kernel profiling needs a CUDA device", title, width)
+        gpu = pd.to_numeric(s.get("compute_capability"), errors="coerce").notna().any()
+        return note_figure("not measured: " + ("no record of a profiled repeat (repeat 1)" if gpu
+                           else "kernel profiling needs a CUDA device"), title, width)
     groups, precisions = _groups(s), present_precisions(s)
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(figure_width(len(groups) * len(precisions), width), HEIGHT_IN + 1.0),

@@ -226,8 +226,10 @@ def _evidence(row, axes, fp32) -> str:
     tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
     kind = diagnosis.bottleneck(row)
     if on_tc is None and kind is None:
-        return (f"**Tensor Cores and bottleneck:** not measurable for {what} (kernel profiling "
-                f"needs a CUDA device)." + (" It waited for data "
+        why = ("kernel profiling needs a CUDA device" if missing(row.get("compute_capability"))
+               else "its kernels are profiled once per cell, in repeat 1, which has no record")
+        return (f"**Tensor Cores and bottleneck:** not measurable for {what} ({why})."
+                + (" It waited for data "
                                              f"{percent(row.get('data_wait_share'))} of each "
                                              f"step." if not missing(row.get("data_wait_share"))
                                              else ""))
