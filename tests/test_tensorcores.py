@@ -75,13 +75,36 @@ def test_collected_h200_kernels_classify_as_labelled():
     ``strict-fp32-mode`` = profiled with TF32 off and no autocast, where no kernel may use
     Tensor Cores; ``reviewed`` = read and labelled by a person; ``published`` = FP8 GEMM names
     quoted from public profiles of Hopper/Blackwell runs (workload ``published``), labelled by
-    their float8 operand types, until the H200's own FP8 profile (scripts/device/fp8_probe.py)
-    is added."""
+    their float8 operand types; ``h200-fp8-record`` = the FP8 GEMMs of the H200's own FP8 records
+    (results/nvidia-h200/records/fp8_*), cuBLASLt kernels with float8 operands (``qq``/``qr``),
+    which Hopper runs only on its Tensor Cores (wgmma)."""
     rows = list(csv.DictReader(DATA.open()))
     assert len(rows) > 50
     wrong = [r["kernel"] for r in rows if classify(r["kernel"])[0] != (r["label"] == "True")]
     assert not wrong, wrong[:5]
     assert {r["label_source"] for r in rows} == {"ncu", "strict-fp32-mode", "reviewed",
-                                                 "published"}
-    published = [classify(r["kernel"])[1] for r in rows if r["label_source"] == "published"]
+                                                 "published", "h200-fp8-record"}
+    published = [classify(r["kernel"])[1] for r in rows
+                 if r["label_source"] in ("published", "h200-fp8-record")]
     assert set(published) <= {"nvjet-fp8", "fp8-gemm"}  # FP8 GEMMs, and said to be FP8
+
+
+def test_optimizer_annotations_are_not_kernels():
+    """The profiler puts torch.optim's "Optimizer.step#SGD.step" range on the GPU's timeline
+    too; it spans kernels already counted, so it is not one."""
+    from tcbench.tensorcores import is_annotation, without_annotations
+
+    assert is_annotation("Optimizer.step#Adadelta.step") and is_annotation("ProfilerStep#3")
+    assert not is_annotation("nvjet_sm90_hsh_128x128_64x6_2x1_v_bz_NNT")
+    evidence = {"kernel_time_s": 10.0, "tensor_core_time_s": 3.0, "matmul_time_s": 4.0,
+                "tensor_core_share": 0.3, "matmul_share": 0.4, "profile_wall_s": 20.0,
+                "gpu_busy_share": 0.5,
+                "top_kernels": [{"name": "Optimizer.step#SGD.step", "time_s": 4.0, "share": 0.4},
+                                {"name": "nvjet_sm90_hsh_x", "time_s": 3.0, "share": 0.3}]}
+    fixed = without_annotations(evidence)
+    assert fixed["kernel_time_s"] == 6.0
+    assert fixed["tensor_core_share"] == pytest.approx(0.5)
+    assert fixed["matmul_share"] == pytest.approx(4 / 6)
+    assert fixed["gpu_busy_share"] == pytest.approx(0.3)
+    assert [k["name"] for k in fixed["top_kernels"]] == ["nvjet_sm90_hsh_x"]
+    assert without_annotations({"kernel_time_s": 1.0, "top_kernels": []})["kernel_time_s"] == 1.0

@@ -30,6 +30,7 @@ import pandas as pd
 from . import atomic
 from . import record as R
 from . import stats
+from . import tensorcores
 from . import vocabulary as V
 
 # tables made before an axis existed hold its default
@@ -79,7 +80,8 @@ def tidy(records: list[dict]) -> pd.DataFrame:
     rows = []
     for r in records:
         p, m = r["params"], r.get("metrics") or {}
-        t, tc = r.get("telemetry") or {}, r.get("tensor_cores") or {}
+        t = r.get("telemetry") or {}
+        tc = tensorcores.without_annotations(r.get("tensor_cores") or {})
         env, flags = r["environment"], r.get("precision_flags") or {}
         row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                  "batch_size", "repeat", "status", "status_reason")}

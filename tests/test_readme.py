@@ -1,0 +1,53 @@
+"""The README's measured numbers are generated from the committed results (scripts/readme.py)
+and cannot drift; its results section quotes no measured number outside a generated part."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+import readme  # noqa: E402
+
+RESULTS = REPO / "results" / "nvidia-h200"
+pytestmark = pytest.mark.skipif(not (RESULTS / "summary.csv").exists(),
+                                reason="no committed H200 result set")
+# a measured quantity: a number with a unit, a ratio or a share (targets are written with >= / <=)
+MEASURED = re.compile(r"(?<![\w.,])(?<![≥≤] )\d[\d,]*(\.\d+)?\s*(×|%|s\b|images/s|samples/s|"
+                      r"GiB|MiB|TFLOP|J\b|mJ|img/s)")
+
+
+def results_section(text: str) -> str:
+    start = text.index("### Results on an NVIDIA H200")
+    return text[start:text.index("\n## ", start)]
+
+
+def test_readme_matches_the_committed_results():
+    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "readme.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_drifted_number_is_caught():
+    text = (REPO / "README.md").read_text()
+    block = readme.BLOCK.search(text)
+    assert block, "README.md has no generated part"
+    body = block.group("body")
+    drifted = text.replace(body, body.replace("2", "3", 1) if "2" in body else body + "x", 1)
+    _, changed = readme.regenerate(drifted, readme.Blocks(REPO / "results"))
+    assert changed == [block.group("name")]
+
+
+def test_no_measured_number_outside_a_generated_part():
+    section = results_section((REPO / "README.md").read_text())
+    outside = readme.BLOCK.sub("", section)
+    found = [m.group(0) for m in MEASURED.finditer(outside) if m.group(0) != "95%"]
+    assert found == [], f"measured numbers written by hand in the README: {found}"
+
+
+def test_the_check_finds_a_number_written_by_hand():
+    assert MEASURED.search("ResNet-50 reached 6,698 images/s, 2.79× over fp32") is not None
+    assert MEASURED.search("targets: ResNet-50 ≥ 8,000 images/s, MNIST in ≤ 1.0 s") is None
