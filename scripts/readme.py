@@ -28,7 +28,7 @@ from tcbench import tables as T  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.aggregate import order  # noqa: E402
 
-BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
+BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
 
 
