@@ -24,6 +24,7 @@ def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
         statuses[(rec["experiment"], rec["precision"])] = rec["status"]
         assert rec["run"] == "smoke"
     assert statuses[("amp_recipe", "tf32")] == "unsupported"
+    assert statuses[("amp_recipe", "fp8-rowwise")] == "unsupported"
     assert statuses[("amp_recipe", "fp32")] == "ok" and statuses[("digits", "amp-bf16")] == "ok"
     for name in ("metrics.csv", "summary.csv", "speedup.csv", "speedup.md", "calibration.json"):
         assert (smoke_run / name).stat().st_size > 0
