@@ -20,7 +20,7 @@ N_SMOKE = len(yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())["expe
 
 
 def test_smoke_study_writes_tables_and_verdict(smoke_run):
-    for exp in ("amp_recipe", "mnist_seed", "digits", "resnet50"):
+    for exp in ("amp_recipe", "mnist_seed", "digits", "models", "own_model"):
         for ext in ("md", "tex", "html"):
             assert (smoke_run / "tables" / f"{exp}.{ext}").stat().st_size > 200
         for ext in ("pdf", "svg", "png"):
@@ -35,7 +35,7 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     wd = smoke_run.parents[1]
     snakemake(wd, "--report", "report.html", *SMOKE)
     html = (wd / "report.html").read_text()
-    for needle in ("Verdict", "summary.html", "amp_recipe_tensor_cores.png", "resnet50.html",
+    for needle in ("Verdict", "summary.html", "amp_recipe_tensor_cores.png", "models.html",
                    "Experiment <strong>mnist_seed</strong>", "Where a step", "Okabe"):
         assert needle in html, needle
     # every figure and table of the study is in it, each under its experiment

@@ -28,14 +28,14 @@ def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
     assert statuses[("amp_recipe", "fp32")] == "ok" and statuses[("digits", "amp-bf16")] == "ok"
     for name in ("metrics.csv", "summary.csv", "speedup.csv", "speedup.md", "calibration.json"):
         assert (smoke_run / name).stat().st_size > 0
-    for exp in ("amp_recipe", "mnist_seed", "digits", "resnet50"):
+    for exp in ("amp_recipe", "mnist_seed", "digits", "models", "own_model"):
         for kind in KINDS:
             for ext in ("pdf", "png"):
                 assert (smoke_run / "figures" / f"{exp}_{kind}.{ext}").stat().st_size > 1000
 
 
 def test_smoke_records_carry_the_seed_loader_and_data(smoke_run):
-    rec = json.loads((smoke_run / "records" / "mnist_seed" / "fp32_bs128_r1.json").read_text())
+    rec = json.loads((smoke_run / "records" / "mnist_seed" / "fp32_bs256_r1.json").read_text())
     assert rec["data"]["data"] == "mnist-format-random" and rec["data"]["loader"] == "dataloader"
     assert rec["params"]["num_workers"] == 2 and rec["params"]["sync_loss_every_step"] is True
 
