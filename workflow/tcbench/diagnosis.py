@@ -76,6 +76,13 @@ def matmuls_on_tensor_cores(row) -> bool | None:
     return tc >= 0.5 * mm
 
 
+def why_unprofiled(on_cuda: bool) -> str:
+    """Why a cell has no kernel profile: a CPU cannot be profiled; on a CUDA device the profile
+    is taken once per cell, in repeat 1, and that repeat's record is missing."""
+    return ("its kernels are profiled once per cell, in repeat 1, which has no record" if on_cuda
+            else "kernel profiling needs a CUDA device")
+
+
 def claim(value, low, high, interval) -> str:
     """What a throughput ratio's interval allows one to say (empty: no ratio)."""
     if _num(value) is None:

@@ -35,6 +35,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
+from . import diagnosis as D  # noqa: E402
 from . import stats  # noqa: E402
 from . import tables as T  # noqa: E402
 from . import vocabulary as V  # noqa: E402
@@ -375,8 +376,7 @@ def fig_tensor_cores(s, exp, width="auto"):
     title = f"{exp}: Tensor Cores and GPU busy"
     if not s["tensor_core_share"].notna().any():
         gpu = pd.to_numeric(s.get("compute_capability"), errors="coerce").notna().any()
-        return note_figure("not measured: " + ("no record of a profiled repeat (repeat 1)" if gpu
-                           else "kernel profiling needs a CUDA device"), title, width)
+        return note_figure(f"not measured: {D.why_unprofiled(gpu)}", title, width)
     groups, precisions = _groups(s), present_precisions(s)
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(figure_width(len(groups) * len(precisions), width), HEIGHT_IN + 1.0),

@@ -226,8 +226,7 @@ def _evidence(row, axes, fp32) -> str:
     tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
     kind = diagnosis.bottleneck(row)
     if on_tc is None and kind is None:
-        why = ("kernel profiling needs a CUDA device" if missing(row.get("compute_capability"))
-               else "its kernels are profiled once per cell, in repeat 1, which has no record")
+        why = diagnosis.why_unprofiled(not missing(row.get("compute_capability")))
         return (f"**Tensor Cores and bottleneck:** not measurable for {what} ({why})."
                 + (" It waited for data "
                                              f"{percent(row.get('data_wait_share'))} of each "
