@@ -9,14 +9,21 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import closing, environment, matrix  # noqa: E402
+from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
 
 try:
     JOBS = matrix.expand(config)
     RUN = matrix.resolve_run(config)
+    # cells whose repeats adapt (adaptive_repeats; repeats.smk), and every repeat they may get
+    # beyond their initial ones: jobs the train rule can make once a look asks for them
+    ADAPT = tcrepeats.settings(config)
+    ADAPTIVE = tcrepeats.cells(config, JOBS)
 except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
+EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
+              for job in (c.job(r) for r in range(c.initial + 1, ADAPT.max + 1))}
 
 RESULTS = f"results/{RUN}"
 if config["require_gpu"] and not environment.nvidia_gpus():
@@ -53,13 +60,17 @@ wildcard_constraints:
 
 def job_of(wildcards):
     key = f"{wildcards.experiment}/{wildcards.cell}"
-    if key not in JOBS:
+    if key not in JOBS and key not in EXTRA_JOBS:
         raise WorkflowError(f"{key} is not a cell of this study's matrix")
-    return JOBS[key]
+    return JOBS.get(key) or EXTRA_JOBS[key]
 
 
 def job_spec(wildcards):
-    return json.dumps(job_of(wildcards).spec(wildcards.run), sort_keys=True)
+    job = job_of(wildcards)
+    spec = job.spec(wildcards.run)
+    if job.id in EXTRA_JOBS:  # an initial repeat's spec is as it was: its record says "initial"
+        spec["repeat_reason"] = added_repeat(wildcards.run, job)[1]
+    return json.dumps(spec, sort_keys=True)
 
 
 def job_inputs(wildcards):
@@ -78,7 +89,7 @@ def others_in_set(pattern, run):
     """Files of the result set that other studies made (another config run on the same
     device: config/fastest.yaml's records beside config/config.yaml's), found as they are when
     the DAG is built. Taken as given: no rule of this study makes or remakes them."""
-    mine = set(for_each_job(pattern, run))
+    mine = set(for_each_job(pattern, run)) | set(extra_files(pattern, run))
     found = glob_wildcards(pattern.replace("{run}", run))
     return sorted(p for p in expand(pattern, zip, run=[run] * len(found.experiment),
                                     experiment=found.experiment, cell=found.cell)
@@ -99,8 +110,8 @@ def study_benchmarks(run):
     """Snakemake's benchmark of each train job, where there is or will be one: a record made
     elsewhere (copied in, or written before benchmarks existed) keeps its record without one,
     rather than being trained again for the sake of a timing file."""
-    return [bench for record, bench in zip(for_each_job(rules.train.output[0], run),
-                                           for_each_job(rules.train.benchmark, run))
+    return [bench for record, bench in zip(study_files(rules.train.output[0], run),
+                                           study_files(rules.train.benchmark, run))
             if Path(bench).exists() or not Path(record).exists()]
 
 
@@ -119,6 +130,7 @@ def all_targets():
         *expand(tables, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(rules.tables_combined.output, run=RUN),
         *expand(rules.verdict.output, run=RUN),
+        *repeats_targets(RUN),
     ]
 
 
