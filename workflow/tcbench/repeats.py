@@ -6,8 +6,10 @@ then reads the records it has and decides whether it needs more:
 * **The interval is the reports' own**: ``tcbench.stats.estimate`` of the cell's throughput
   (samples/s of the timed steps), the 95% Student-t interval of the mean over the ok repeats;
   its relative half-width is ``(high - low) / 2 / mean``. A cell is **tight** when that is at most
-  ``target_halfwidth``. Two repeats have no interval in the reports (a range), so they are never
-  tight; one repeat gets no adaptation at all (no spread to plan from).
+  ``target_halfwidth``. Only cells that start with three or more repeats adapt: the reports give
+  two repeats a range, not an interval, and Stein's rule from two (t with one degree of freedom
+  is 12.7) asks for the cap almost always; one repeat has no spread at all. The smoke study's
+  single repeats and the multi-GPU check's pairs stay exactly as configured.
 * **How many more: Stein's two-stage rule** on the same scale. From the n repeats at hand (mean
   m, standard deviation s), ``N = ceil((t_{n-1, 0.975} * (s / m) / target)^2)``: the number of
   repeats whose interval, at this spread, is no wider than the target. Capped at
@@ -92,8 +94,8 @@ def settings(config: dict) -> Settings | None:
 
 
 def cells(config: dict, jobs: dict) -> dict[str, Cell]:
-    """The cells of ``jobs`` (tcbench.matrix.expand's) that adapt: adaptation on, two or more
-    initial repeats, room below the cap. A cap below a cell's initial repeats is a config error,
+    """The cells of ``jobs`` (tcbench.matrix.expand's) that adapt: adaptation on, three or
+    more initial repeats, room below the cap. A cap below a cell's initial repeats is a config error,
     named, before any job runs."""
     s = settings(config)
     if s is None:
@@ -109,7 +111,7 @@ def cells(config: dict, jobs: dict) -> dict[str, Cell]:
         if c.initial > s.max:
             raise ConfigError(f"adaptive_repeats.max={s.max}: below the {c.initial} repeats "
                               f"{c.key} starts with; raise max or lower repeats")
-    return {k: c for k, c in found.items() if c.initial >= 2 and s.max > c.initial}
+    return {k: c for k, c in found.items() if c.initial >= MIN_N and s.max > c.initial}
 
 
 # ------------------------------------------------------------------------------------ the rule
@@ -202,7 +204,7 @@ def summary(decisions: list[dict]) -> str:
     w = csv.DictWriter(buf, SUMMARY_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for d in decisions:
-        w.writerow(d | {"halfwidth": "" if d["halfwidth"] is None else f"{d['halfwidth']:.6f}"})
+        w.writerow(d | {"halfwidth": "" if d["halfwidth"] is None else f"{d['halfwidth']:.6g}"})
     return buf.getvalue()
 
 
