@@ -95,8 +95,8 @@ def settings(config: dict) -> Settings | None:
 
 def cells(config: dict, jobs: dict) -> dict[str, Cell]:
     """The cells of ``jobs`` (tcbench.matrix.expand's) that adapt: adaptation on, three or
-    more initial repeats, room below the cap. A cap below a cell's initial repeats is a config error,
-    named, before any job runs."""
+    more initial repeats, room below the cap. A cap below a cell's initial repeats is a config
+    error, named, before any job runs."""
     s = settings(config)
     if s is None:
         return {}
@@ -116,7 +116,9 @@ def cells(config: dict, jobs: dict) -> dict[str, Cell]:
 
 # ------------------------------------------------------------------------------------ the rule
 def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:.2f}%"
+    if x is None:
+        return "n/a"
+    return f"{100 * x:.2f}%" if abs(x) >= 1e-4 else f"{100 * x:.2g}%"
 
 
 def halfwidth(values) -> float | None:
