@@ -220,8 +220,11 @@ def plan(run, key, upto=None):
                                             group=cell.group, look=look).output[0]
         said = json.loads(Path(path).read_text())
         paths.append(path)
-        added |= {r: (path, said["reason"]) for r in range(n + 1, said["n_planned"] + 1)}
-        n = said["n_planned"]
+        # a look made under a higher max (rerun with --rerun-triggers mtime) plans no more
+        # than the config allows now
+        planned = min(said["n_planned"], ADAPT.max)
+        added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
+        n = planned
         if not said["more"] or n >= ADAPT.max:
             break
     return n, added, paths
