@@ -109,7 +109,7 @@ BASE = {"repeats": 3, "experiments": [
 
 
 def adaptive(extra: dict):
-    cfg = tcconfig.check(copy.deepcopy(BASE) | extra)
+    cfg = tcconfig.check(copy.deepcopy(BASE | extra))
     jobs = M.expand(cfg)
     return RP.cells(cfg, jobs), jobs
 
@@ -129,6 +129,19 @@ def test_an_added_repeat_is_its_own_seed_and_cell():
     assert r7.cell == "fp32_bs8_r7" and r7.repeat == 7
     assert dict(r7.params)["seed"] == dict(jobs["a/fp32_bs8_r1"].params)["seed"] + 6
     assert r7.group == cell.group == jobs["a/fp32_bs8_r3"].group
+
+
+def test_an_experiment_sets_its_own_keys_over_the_studys():
+    cfg = copy.deepcopy(BASE)
+    cfg["experiments"][0]["adaptive_repeats"] = {"max": 5, "target_halfwidth": 0.05}
+    cfg["experiments"].append({"name": "b", "workload": "amp_recipe", "precisions": ["fp32"],
+                               "batch_sizes": [8], "adaptive_repeats": {"enabled": False}})
+    cells, _ = adaptive(cfg | {"adaptive_repeats": {"enabled": True}})
+    assert sorted(cells) == ["a/fp32_bs8", "a/tf32_bs8"]          # b switched itself off
+    assert cells["a/fp32_bs8"].settings == RP.Settings(0.05, 5, 2)
+    only_b, _ = adaptive(cfg | {"experiments": [
+        cfg["experiments"][1], cfg["experiments"][2] | {"adaptive_repeats": {"enabled": True}}]})
+    assert list(only_b) == ["b/fp32_bs8"] and only_b["b/fp32_bs8"].settings.max == 10
 
 
 def test_a_cap_below_the_initial_repeats_is_named():

@@ -18,12 +18,11 @@ try:
     RUN = matrix.resolve_run(config)
     # cells whose repeats adapt (adaptive_repeats; repeats.smk), and every repeat they may get
     # beyond their initial ones: jobs the train rule can make once a look asks for them
-    ADAPT = tcrepeats.settings(config)
     ADAPTIVE = tcrepeats.cells(config, JOBS)
 except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
-              for job in (c.job(r) for r in range(c.initial + 1, ADAPT.max + 1))}
+              for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
 
 RESULTS = f"results/{RUN}"
 if config["require_gpu"] and not environment.nvidia_gpus():
@@ -198,7 +197,7 @@ def compare_metrics(wildcards):
 
 # Adaptive repeats (repeats.smk): which repeats a cell's looks asked for. Every helper that
 # reads a look goes through plan(), whose checkpoints.get makes a look that is not yet made.
-LOOKS = ADAPT.looks if ADAPT else 0
+LOOKS = max((c.settings.looks for c in ADAPTIVE.values()), default=0)
 ADAPTIVE_GROUPS = [c.group for c in ADAPTIVE.values()]
 REPEATS_DIR = "results/{run}/repeats/{experiment}"
 
@@ -215,17 +214,17 @@ def plan(run, key, upto=None):
     yet made is made first: Snakemake re-evaluates whatever asked once the checkpoint is done."""
     cell = ADAPTIVE[key]
     n, added, paths = cell.initial, {}, []
-    for look in range(1, (LOOKS if upto is None else upto) + 1):
+    for look in range(1, (cell.settings.looks if upto is None else upto) + 1):
         path = checkpoints.repeats_look.get(run=run, experiment=cell.experiment,
                                             group=cell.group, look=look).output[0]
         said = json.loads(Path(path).read_text())
         paths.append(path)
         # a look made under a higher max (rerun with --rerun-triggers mtime) plans no more
         # than the config allows now
-        planned = min(said["n_planned"], ADAPT.max)
+        planned = min(said["n_planned"], cell.settings.max)
         added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
         n = planned
-        if not said["more"] or n >= ADAPT.max:
+        if not said["more"] or n >= cell.settings.max:
             break
     return n, added, paths
 
@@ -284,7 +283,8 @@ def adaptive_cell(wildcards):
 def repeats_args(wildcards):
     """The rule's settings and the cell's name, as words for :q."""
     cell = adaptive_cell(wildcards)
-    return ["--target", ADAPT.target, "--max", ADAPT.max, "--looks", ADAPT.looks,
+    s = cell.settings
+    return ["--target", s.target, "--max", s.max, "--looks", s.looks,
             "--experiment", cell.experiment, "--cell", cell.group, "--n-initial", cell.initial]
 
 

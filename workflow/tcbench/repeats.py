@@ -76,6 +76,7 @@ class Cell:
     group: str  # the cell's name without its repeat, e.g. tf32_bs512
     initial: int
     first: object  # tcbench.matrix.Job of repeat 1
+    settings: Settings  # the config's adaptive_repeats, the experiment's own over it
 
     @property
     def key(self) -> str:
@@ -85,9 +86,10 @@ class Cell:
         return self.first.again(repeat)
 
 
-def settings(config: dict) -> Settings | None:
-    """The config's adaptive_repeats, or None when adaptation is off."""
-    a = config.get("adaptive_repeats") or {}
+def settings(config: dict, experiment: dict | None = None) -> Settings | None:
+    """The config's adaptive_repeats with an experiment's own keys over it (a slow experiment
+    may want a lower max), or None where adaptation is off."""
+    a = (config.get("adaptive_repeats") or {}) | ((experiment or {}).get("adaptive_repeats") or {})
     if not a.get("enabled"):
         return None
     return Settings(float(a["target_halfwidth"]), int(a["max"]), int(a["looks"]))
@@ -97,21 +99,22 @@ def cells(config: dict, jobs: dict) -> dict[str, Cell]:
     """The cells of ``jobs`` (tcbench.matrix.expand's) that adapt: adaptation on, three or
     more initial repeats, room below the cap. A cap below a cell's initial repeats is a config
     error, named, before any job runs."""
-    s = settings(config)
-    if s is None:
-        return {}
+    per_experiment = {e.get("name", e["workload"]): settings(config, e)
+                      for e in config["experiments"]}
     groups: dict[str, list] = {}
     for job in jobs.values():
-        groups.setdefault(f"{job.experiment}/{job.group}", []).append(job)
+        if per_experiment[job.experiment] is not None:
+            groups.setdefault(f"{job.experiment}/{job.group}", []).append(job)
     found = {}
     for key, js in groups.items():
         first = min(js, key=lambda j: j.repeat)
-        found[key] = Cell(first.experiment, first.group, len(js), first)
-    for c in found.values():
-        if c.initial > s.max:
-            raise ConfigError(f"adaptive_repeats.max={s.max}: below the {c.initial} repeats "
-                              f"{c.key} starts with; raise max or lower repeats")
-    return {k: c for k, c in found.items() if c.initial >= MIN_N and s.max > c.initial}
+        s = per_experiment[first.experiment]
+        if len(js) > s.max:
+            raise ConfigError(f"adaptive_repeats.max={s.max}: below the {len(js)} repeats "
+                              f"{key} starts with; raise max or lower repeats")
+        if len(js) >= MIN_N and s.max > len(js):
+            found[key] = Cell(first.experiment, first.group, len(js), first, s)
+    return found
 
 
 # ------------------------------------------------------------------------------------ the rule
