@@ -33,6 +33,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/container.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/repeats.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
@@ -50,6 +51,9 @@ shell.prefix(environment.shell_prefix(JOB_ENV))
 # seconds of CPU work each and run where Snakemake runs.
 localrules:
     mnist_format_random,
+    repeats_look,
+    repeats_decision,
+    repeats_summary,
     aggregate,
     figures,
     table,

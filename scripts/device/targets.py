@@ -1,15 +1,21 @@
-"""Print the record paths of some experiments of a config, to split a study across calls.
+"""Print the targets of some experiments of a config, to split a study across calls: each
+cell's records and, for a cell whose repeats adapt (adaptive_repeats), its decision, which makes
+Snakemake run the looks and the repeats they add in the same call.
 
     python3 scripts/device/targets.py config/config.yaml [--only a,b] [--skip c] [--run NAME]
+
+The config is read as the Snakefile reads it: config/config.yaml, then the given file over it.
 """
 
 import argparse
 import sys
+from pathlib import Path
 
 import yaml
+from snakemake.utils import update_config
 
 sys.path.insert(0, "workflow")
-from tcbench import config, matrix  # noqa: E402
+from tcbench import config, matrix, repeats  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("config")
@@ -17,9 +23,20 @@ ap.add_argument("--only", default="")
 ap.add_argument("--skip", default="")
 ap.add_argument("--run")
 args = ap.parse_args()
-cfg = config.check(yaml.safe_load(open(args.config)))
+cfg = yaml.safe_load(open("config/config.yaml"))
+if Path(args.config).resolve() != Path("config/config.yaml").resolve():
+    update_config(cfg, yaml.safe_load(open(args.config)))
+cfg = config.check(cfg)
 run = args.run or matrix.resolve_run(cfg)
 only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
-paths = [f"results/{run}/records/{k}.json" for k, j in matrix.expand(cfg).items()
-         if (not only or j.experiment in only) and j.experiment not in skip]
+
+
+def chosen(experiment: str) -> bool:
+    return (not only or experiment in only) and experiment not in skip
+
+
+jobs = matrix.expand(cfg)
+paths = [f"results/{run}/records/{k}.json" for k, j in jobs.items() if chosen(j.experiment)]
+paths += [f"results/{run}/repeats/{key}.json" for key, c in repeats.cells(cfg, jobs).items()
+          if chosen(c.experiment)]
 print(" ".join(paths))

@@ -7,11 +7,14 @@ rule aggregate:
     message:
         "aggregate the records of {wildcards.run}"
     input:
-        records=lambda wc: for_each_job(rules.train.output[0], wc.run),
+        # with adaptive repeats (repeats.smk), the records the cells' looks asked for
+        records=lambda wc: study_files(rules.train.output[0], wc.run),
         other_records=lambda wc: others_in_set(rules.train.output[0], wc.run),
         benchmarks=lambda wc: study_benchmarks(wc.run),
         other_benchmarks=lambda wc: others_in_set(rules.train.benchmark, wc.run),
         calibration=calibration_paths(),
+        # the adaptive cells' decisions (tight, noisy, not ok), for the reports to read
+        repeats=lambda wc: expand(rules.repeats_summary.output, run=wc.run) if ADAPTIVE else [],
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         metrics="results/{run}/metrics.csv",

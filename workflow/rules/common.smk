@@ -9,14 +9,20 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import closing, environment, matrix  # noqa: E402
+from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
 
 try:
     JOBS = matrix.expand(config)
     RUN = matrix.resolve_run(config)
+    # cells whose repeats adapt (adaptive_repeats; repeats.smk), and every repeat they may get
+    # beyond their initial ones: jobs the train rule can make once a look asks for them
+    ADAPTIVE = tcrepeats.cells(config, JOBS)
 except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
+EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
+              for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
 
 RESULTS = f"results/{RUN}"
 if config["require_gpu"] and not environment.nvidia_gpus():
@@ -53,13 +59,17 @@ wildcard_constraints:
 
 def job_of(wildcards):
     key = f"{wildcards.experiment}/{wildcards.cell}"
-    if key not in JOBS:
+    if key not in JOBS and key not in EXTRA_JOBS:
         raise WorkflowError(f"{key} is not a cell of this study's matrix")
-    return JOBS[key]
+    return JOBS.get(key) or EXTRA_JOBS[key]
 
 
 def job_spec(wildcards):
-    return json.dumps(job_of(wildcards).spec(wildcards.run), sort_keys=True)
+    job = job_of(wildcards)
+    spec = job.spec(wildcards.run)
+    if job.id in EXTRA_JOBS:  # an initial repeat's spec is as it was: its record says "initial"
+        spec["repeat_reason"] = added_repeat(wildcards.run, job)[1]
+    return json.dumps(spec, sort_keys=True)
 
 
 def job_inputs(wildcards):
@@ -78,7 +88,7 @@ def others_in_set(pattern, run):
     """Files of the result set that other studies made (another config run on the same
     device: config/fastest.yaml's records beside config/config.yaml's), found as they are when
     the DAG is built. Taken as given: no rule of this study makes or remakes them."""
-    mine = set(for_each_job(pattern, run))
+    mine = set(for_each_job(pattern, run)) | set(extra_files(pattern, run))
     found = glob_wildcards(pattern.replace("{run}", run))
     return sorted(p for p in expand(pattern, zip, run=[run] * len(found.experiment),
                                     experiment=found.experiment, cell=found.cell)
@@ -99,8 +109,8 @@ def study_benchmarks(run):
     """Snakemake's benchmark of each train job, where there is or will be one: a record made
     elsewhere (copied in, or written before benchmarks existed) keeps its record without one,
     rather than being trained again for the sake of a timing file."""
-    return [bench for record, bench in zip(for_each_job(rules.train.output[0], run),
-                                           for_each_job(rules.train.benchmark, run))
+    return [bench for record, bench in zip(study_files(rules.train.output[0], run),
+                                           study_files(rules.train.benchmark, run))
             if Path(bench).exists() or not Path(record).exists()]
 
 
@@ -119,6 +129,7 @@ def all_targets():
         *expand(tables, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(rules.tables_combined.output, run=RUN),
         *expand(rules.verdict.output, run=RUN),
+        *repeats_targets(RUN),
     ]
 
 
@@ -182,3 +193,103 @@ def compare_metrics(wildcards):
             )
         paths.append(path)
     return paths
+
+
+# Adaptive repeats (repeats.smk): which repeats a cell's looks asked for. Every helper that
+# reads a look goes through plan(), whose checkpoints.get makes a look that is not yet made.
+LOOKS = max((c.settings.looks for c in ADAPTIVE.values()), default=0)
+ADAPTIVE_GROUPS = [c.group for c in ADAPTIVE.values()]
+REPEATS_DIR = "results/{run}/repeats/{experiment}"
+
+
+def record_files(pattern, run, cell, n):
+    """``pattern`` (train's output or benchmark) for repeats 1..n of an adaptive cell."""
+    return [expand(pattern, run=run, experiment=cell.experiment, cell=cell.job(r).cell)[0]
+            for r in range(1, n + 1)]
+
+
+def plan(run, key, upto=None):
+    """How many repeats the looks 1..upto (all by default) ask the cell ``key`` for, for each
+    added repeat the look file that asked and its reason, and the look files read. A look not
+    yet made is made first: Snakemake re-evaluates whatever asked once the checkpoint is done."""
+    cell = ADAPTIVE[key]
+    n, added, paths = cell.initial, {}, []
+    for look in range(1, (cell.settings.looks if upto is None else upto) + 1):
+        path = checkpoints.repeats_look.get(run=run, experiment=cell.experiment,
+                                            group=cell.group, look=look).output[0]
+        said = json.loads(Path(path).read_text())
+        paths.append(path)
+        # a look made under a higher max (rerun with --rerun-triggers mtime) plans no more
+        # than the config allows now
+        planned = min(said["n_planned"], cell.settings.max)
+        added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
+        n = planned
+        if not said["more"] or n >= cell.settings.max:
+            break
+    return n, added, paths
+
+
+def added_repeat(run, job):
+    """(look file, reason) of an added repeat; an error if no look asked for it."""
+    cell = ADAPTIVE[f"{job.experiment}/{job.group}"]
+    n, added, _ = plan(run, cell.key)
+    if job.repeat not in added:
+        raise WorkflowError(f"{job.id}: an adaptive repeat that {cell.key}'s looks did not ask "
+                            f"for (they planned {n} repeats); see {decision_file(run, cell)}")
+    return added[job.repeat]
+
+
+def added_repeat_input(wildcards):
+    """An added repeat's train job follows the look that asked for it."""
+    job = job_of(wildcards)
+    return [added_repeat(wildcards.run, job)[0]] if job.id in EXTRA_JOBS else []
+
+
+def study_files(pattern, run):
+    """``pattern`` for every job of this study that is or will be run, in matrix order: the
+    initial repeats, and after an adaptive cell's last initial repeat those its looks added."""
+    out = []
+    for job in JOBS.values():
+        out += expand(pattern, run=run, experiment=job.experiment, cell=job.cell)
+        cell = ADAPTIVE.get(f"{job.experiment}/{job.group}")
+        if cell is not None and job.repeat == cell.initial:
+            out += record_files(pattern, run, cell, plan(run, cell.key)[0])[cell.initial:]
+    return out
+
+
+def extra_files(pattern, run):
+    """``pattern`` for every repeat an adaptive cell could be given (this study's files)."""
+    return [expand(pattern, run=run, experiment=j.experiment, cell=j.cell)[0]
+            for j in EXTRA_JOBS.values()]
+
+
+def decision_file(run, cell):
+    return expand(rules.repeats_decision.output[0], run=run, experiment=cell.experiment,
+                  group=cell.group)[0]
+
+
+def repeats_targets(run):
+    """Every adaptive cell's decision and the summary (nothing without adaptive cells)."""
+    if not ADAPTIVE:
+        return []
+    return [*(decision_file(run, c) for c in ADAPTIVE.values()),
+            *expand(rules.repeats_summary.output, run=run)]
+
+
+def adaptive_cell(wildcards):
+    return ADAPTIVE[f"{wildcards.experiment}/{wildcards.group}"]
+
+
+def repeats_args(wildcards):
+    """The rule's settings and the cell's name, as words for :q."""
+    cell = adaptive_cell(wildcards)
+    s = cell.settings
+    return ["--target", s.target, "--max", s.max, "--looks", s.looks,
+            "--experiment", cell.experiment, "--cell", cell.group, "--n-initial", cell.initial]
+
+
+def look_records(wildcards):
+    """Look k reads the records that looks 1..k-1 asked for (look 1: the initial ones)."""
+    cell = adaptive_cell(wildcards)
+    n = plan(wildcards.run, cell.key, upto=int(wildcards.look) - 1)[0]
+    return record_files(rules.train.output[0], wildcards.run, cell, n)

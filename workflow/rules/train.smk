@@ -6,6 +6,7 @@ rule train:
     input:
         job_inputs,
         ancient(IMAGE_PYTHON_READY),
+        added_repeat_input,  # an added repeat (repeats.smk) follows the look that asked for it
     output:
         "results/{run}/records/{experiment}/{cell}.json",
     log:
@@ -17,7 +18,7 @@ rule train:
         src=TCBENCH_SRC,
     wildcard_constraints:
         experiment=alternatives(EXPERIMENTS),
-        cell=alternatives(job.cell for job in JOBS.values()),
+        cell=alternatives(job.cell for job in [*JOBS.values(), *EXTRA_JOBS.values()]),
     resources:
         gpu=1,
     shell:

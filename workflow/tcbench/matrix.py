@@ -15,7 +15,7 @@ only this module knows are checked here, still before any job runs, and a bad va
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import vocabulary as V
@@ -39,6 +39,19 @@ class Job:
     @property
     def id(self) -> str:
         return f"{self.experiment}/{self.cell}"
+
+    @property
+    def group(self) -> str:
+        """The cell's name without its repeat (what the repeats of one cell share)."""
+        return self.cell[: -len(f"_r{self.repeat}")]
+
+    def again(self, repeat: int) -> "Job":
+        """Repeat ``repeat`` of the same cell: its own process and seed (seed + r - 1), as
+        the initial repeats have (tcbench.repeats adds such repeats to a wide cell)."""
+        params = dict(self.params)
+        params["seed"] += repeat - self.repeat
+        return replace(self, cell=f"{self.group}_r{repeat}", repeat=repeat,
+                       params=tuple(sorted(params.items())))
 
     def spec(self, run: str) -> dict:
         return {"run": run, "experiment": self.experiment, "cell": self.cell,

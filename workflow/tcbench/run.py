@@ -32,7 +32,7 @@ import traceback
 from pathlib import Path
 
 SPEC_KEYS = {"run", "experiment", "cell", "workload", "precision", "batch_size", "repeat",
-             "params", "device", "memory_limit_bytes"}
+             "params", "device", "memory_limit_bytes", "repeat_reason"}
 # Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
 # cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
 OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
@@ -169,7 +169,7 @@ class Job:
             "schema_version": 1,
             **{k: spec[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                     "batch_size", "repeat")},
-            "seed": self.params["seed"],
+            "seed": self.params["seed"], "repeat_reason": spec.get("repeat_reason", "initial"),
             "params": self.params,
             "config_hash": environment.config_hash({k: v for k, v in spec.items()
                                                     if k != "run"}),
