@@ -111,7 +111,9 @@ class Phases:
         self.t = now
 
     def result(self) -> dict:
-        return {"process_start_to_main_s": self.started_s,
+        from .forkserver import origin
+
+        return {"process": origin(), "process_start_to_main_s": self.started_s,
                 "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
 
 
