@@ -64,8 +64,8 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def owner() -> tuple[int, int | None]:
-    raw = os.environ.get(OWNER_ENV)
+def owner(environ=None) -> tuple[int, int | None]:
+    raw = (os.environ if environ is None else environ).get(OWNER_ENV)
     pid = int(raw) if raw and raw.isdigit() else os.getppid()
     return pid, start_ticks(pid)
 
@@ -85,7 +85,7 @@ def server_key(environ=None) -> str:
     interpreter, source, environment (as torch read it at import), owner."""
     environ = os.environ if environ is None else environ
     env = sorted((k, v) for k, v in environ.items() if k not in PER_JOB_ENV)
-    parts = [os.path.realpath(sys.executable), sys.version, source_digest(), env, owner()]
+    parts = [os.path.realpath(sys.executable), sys.version, source_digest(), env, owner(environ)]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 
 
@@ -207,6 +207,13 @@ def _umask() -> int:
     return mask
 
 
+def forward(sock: socket.socket, sig: int) -> None:
+    try:
+        send_line(sock, {"signal": sig})
+    except OSError:  # the server is gone; so is the child (PR_SET_PDEATHSIG)
+        pass
+
+
 def end_as(status: dict) -> int:
     """Exit as the child did: its exit code, or death by its signal."""
     if "signal" in status:
@@ -214,7 +221,8 @@ def end_as(status: dict) -> int:
         print(f"tcbench.forkclient: the job (pid {status.get('pid')}) was killed by signal "
               f"{sig} ({signal.Signals(sig).name})", file=sys.stderr)
         sys.stderr.flush()
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):  # those two cannot be handled
+            signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig
     return status["exit"]
@@ -238,11 +246,13 @@ def main(argv: list[str] | None = None) -> int:
     with sock:
         send_request(sock, request(argv), [0, 1, 2])
         for sig in FORWARDED:  # to the child, through the server (its parent: no pid reuse)
-            signal.signal(sig, lambda n, _f: send_line(sock, {"signal": n}))
+            signal.signal(sig, lambda n, _f: forward(sock, n))
         started = False
         for message in read_lines(sock):
             if "pid" in message and not started:
                 started = True
+                print(f"tcbench.forkclient: job forked as pid {message['pid']} by server pid "
+                      f"{message['server_pid']}", file=sys.stderr, flush=True)
             if "exit" in message or "signal" in message:
                 return end_as(message)
             if "error" in message:

@@ -120,7 +120,7 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
     os.umask(req["umask"])
     os.chdir(req["cwd"])
     os.environ.clear()
-    os.environ.update(req["env"])
+    os.environ.update(req["env"] | info.pop("_import_env"))
     os.sched_setaffinity(0, req["affinity"])
     reseed()
     from . import run
@@ -145,12 +145,15 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
 
 
 def reseed() -> None:
-    """A fresh process draws its global RNG states from the OS: so does a child (torch's own
-    generators are untouched by the server and start from their default state, as in a fresh
-    process; tcbench.run seeds them per job)."""
+    """A fresh process draws its global RNG states from the OS: so does a child (torch's CPU
+    generator included, which torch seeds from the OS at import; tcbench.run then seeds torch
+    with the job's seed)."""
     import random
 
+    import torch
+
     random.seed()
+    torch.default_generator.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
 
@@ -205,7 +208,7 @@ class Server:
         self.jobs[pid] = (conn, pidfd)
         self.sel.register(conn, selectors.EVENT_READ, ("client", pid))
         self.sel.register(pidfd, selectors.EVENT_READ, ("child", pid))
-        C.send_line(conn, {"pid": pid})
+        C.send_line(conn, {"pid": pid, "server_pid": os.getpid()})
 
     def close_all(self, conn) -> None:
         """In the child: nothing of the server's stays open."""
@@ -276,12 +279,17 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     started = time.monotonic()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # to close(); a child resets it
+    before = dict(os.environ)
     preloaded = preload()
+    # what the imports wrote into the environment (Inductor its cache folder): a fresh process
+    # has it after its imports, so a child gets it on top of its client's environment
+    import_env = {k: v for k, v in os.environ.items() if before.get(k) != v}
     problems = fork_hazards()
     if problems:
         print(f"tcbench.forkserver: not serving: {'; '.join(problems)}", file=sys.stderr)
         return 1
     server = Server(args.socket, (args.owner_pid, args.owner_ticks), args.idle_s, preloaded)
+    server.info["_import_env"] = import_env
     print(f"tcbench.forkserver: pid {os.getpid()} serving {args.socket} "
           f"(preloaded in {time.monotonic() - started:.2f} s)", file=sys.stderr, flush=True)
     try:
