@@ -244,3 +244,23 @@ def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
     assert len({json.dumps([s.pop("random") for s in c[1:]]) for c in calls.values()}) == 3
     assert forked == fresh
     assert forked_again == fresh
+
+
+@pytest.mark.parametrize("extra, launcher", [((), "-m tcbench.forkclient "),
+                                             (("--config", "fresh_interpreter=true"),
+                                              "-m tcbench.run ")])
+def test_the_train_rule_forks_unless_told_not_to(workflow_copy, extra, launcher):
+    from conftest import snakemake
+
+    dry = snakemake(workflow_copy, "-n", "-p", "--cores", "1", "--configfile",
+                    "config/smoke.yaml", *extra)
+    text = dry.stdout + dry.stderr
+    assert launcher in text and text.count(launcher) >= 10, text[-3000:]
+
+
+@pytest.mark.slow
+def test_the_smoke_studys_jobs_are_forked_from_one_server(smoke_run):
+    records = [R.read(p) for p in sorted((smoke_run / "records").rglob("*.json"))]
+    starts = [r["harness"]["process"] for r in records]
+    assert records and all(p["start"] == "forked" for p in starts), starts
+    assert len({p["server_pid"] for p in starts}) == 1
