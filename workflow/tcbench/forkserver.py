@@ -96,6 +96,20 @@ def fork_hazards() -> list[str]:
     return problems
 
 
+def descendants(pid: int | None = None) -> list[int]:
+    """The processes this one started, and theirs (Linux /proc), children first."""
+    pid = os.getpid() if pid is None else pid
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            kids = [int(k) for k in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+        for kid in kids:
+            found += [kid, *descendants(kid)]
+    return found
+
+
 # ------------------------------------------------------------------------------------ the child
 def _pdeathsig() -> None:
     import ctypes

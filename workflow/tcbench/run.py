@@ -443,20 +443,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def descendants(pid: int | None = None) -> list[int]:
-    """The processes this one started, and theirs (Linux /proc), children first."""
-    pid = os.getpid() if pid is None else pid
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids = [int(k) for k in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-        for kid in kids:
-            found += [kid, *descendants(kid)]
-    return found
-
-
 def exit_now(code: int) -> None:
     """End the job process once its record is written (fsynced, renamed into place): kill the
     processes it started, run the exit handlers, flush the logs, and skip the interpreter's
@@ -469,6 +455,8 @@ def exit_now(code: int) -> None:
     importing torch (about 7 s after every compiled job on the H200). DataLoader workers are done
     by now. Killed, each is reaped at once by the handlers that would have waited for it."""
     import signal
+
+    from .forkserver import descendants
 
     for pid in descendants():
         try:
