@@ -52,7 +52,7 @@ def model(num_classes):
         "dynamo_cache_size_limit": torch._dynamo.config.cache_size_limit,
         "cuda_initialized": torch.cuda.is_initialized(),
         "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-        "env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv[1:],
+        "env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv[1:], "path": sys.path,
         "umask": os.umask(0o22), "affinity": sorted(os.sched_getaffinity(0)),
         "random": random.random(), "pid": os.getpid(),
     }

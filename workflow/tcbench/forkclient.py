@@ -16,7 +16,7 @@ themselves, passed over the socket), so it writes to the job's log as a fresh pr
   group when the client's connection drops.
 - The server starts on the first job (spawned here, detached, under a lock so that two clients
   do not start two) and is keyed (``server_key``) by the Python executable, tcbench's source
-  files, the environment and the workflow process that owns it: two workflows at once, another
+  files, the environment, the working directory and the workflow process that owns it: two workflows at once, another
   source tree, a changed module, another environment each get a server of their own. It ends
   when idle (``TCBENCH_FORK_IDLE_S``, default 120 s) or when its owner process is gone. A
   socket whose server is dead is replaced.
@@ -82,10 +82,11 @@ def source_digest(package: Path = PACKAGE) -> str:
 
 def server_key(environ=None) -> str:
     """What a server must share with a job for the job's child to be a fresh process's equal:
-    interpreter, source, environment (as torch read it at import), owner."""
+    interpreter, source, environment (as torch read it at import), owner, working directory."""
     environ = os.environ if environ is None else environ
     env = sorted((k, v) for k, v in environ.items() if k not in PER_JOB_ENV)
-    parts = [os.path.realpath(sys.executable), sys.version, source_digest(), env, owner(environ)]
+    parts = [os.path.realpath(sys.executable), sys.version, source_digest(), env, owner(environ),
+             os.getcwd()]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:20]
 
 
@@ -150,16 +151,15 @@ def connect(path: Path) -> socket.socket | None:
 
 def spawn_server(sock_path: Path, log: Path) -> subprocess.Popen:
     """A detached server (its own session: no terminal's Ctrl-C, not Snakemake's process group)
-    with this job's environment, which its key was made of."""
+    with this job's environment and working directory, which its key was made of (``-m`` puts
+    the working directory first on sys.path, as in the job's fresh process)."""
     pid, ticks = owner()
     cmd = [sys.executable, "-m", "tcbench.forkserver", "--socket", str(sock_path),
            "--owner-pid", str(pid), "--owner-ticks", str(ticks or 0),
            "--idle-s", os.environ.get(IDLE_ENV, "120")]
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE.parent), *filter(None, [env.get("PYTHONPATH")])])
-    with open(log, "ab") as out:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env,
-                                cwd="/", start_new_session=True)
+    with open(log, "ab") as out:  # finds tcbench as this client did: same sys.path
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+                                start_new_session=True)
 
 
 def server(key: str) -> socket.socket | None:
