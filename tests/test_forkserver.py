@@ -264,3 +264,22 @@ def test_the_smoke_studys_jobs_are_forked_from_one_server(smoke_run):
     starts = [r["harness"]["process"] for r in records]
     assert records and all(p["start"] == "forked" for p in starts), starts
     assert len({p["server_pid"] for p in starts}) == 1
+
+
+def test_a_job_ends_the_processes_it_started_when_it_exits(tmp_path):
+    """exit_now kills what the job started (Inductor's compile-worker sidecar, say) rather than
+    letting an exit handler wait for it: none of them outlives the job."""
+    code = ("import subprocess, sys, time; from tcbench import run\n"
+            "inner = 'import subprocess, sys, time; subprocess.Popen([sys.executable, \"-c\", "
+            "\"import time; time.sleep(600)\"]); time.sleep(600)'\n"
+            "subprocess.Popen([sys.executable, '-c', inner])\n"
+            "from tcbench.forkserver import descendants\n"
+            "while len(descendants()) < 2: time.sleep(0.05)\n"
+            "print(' '.join(map(str, descendants())), flush=True)\n"
+            "run.exit_now(0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=os.environ | {"PYTHONPATH": str(SRC)},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    started = [int(p) for p in proc.stdout.split()]
+    assert len(started) == 2
+    wait_until(lambda: not any(alive(p) for p in started), "the job's processes to end")
