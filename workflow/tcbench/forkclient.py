@@ -95,6 +95,9 @@ def runtime_dir() -> Path:
     configured = os.environ.get(DIR_ENV)
     base = Path(configured) if configured else Path(tempfile.gettempdir()) / f"tcbench-fork-{os.getuid()}"
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = base.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:  # another user's sockets: not ours to use
+        raise PermissionError(f"{base} must be this user's own, mode 0700 (set {DIR_ENV})")
     return base
 
 
