@@ -11,7 +11,9 @@ Three ways in:
   job's model gets the hook (undone after the test);
 - one job: ``python tests/faultinject.py -m tcbench.run --spec ... --out ...``;
 - a whole Snakemake run: ``python_wrapper(folder)`` writes a ``python`` that does the above for
-  ``python -m tcbench.run`` and is the real interpreter otherwise; put the folder first on PATH.
+  ``python -m tcbench.run`` and ``python -m tcbench.forkclient`` (as a fresh tcbench.run: the
+  fork server's modules carry no hook) and is the real interpreter otherwise; put the folder
+  first on PATH.
 """
 
 from __future__ import annotations
@@ -92,6 +94,12 @@ WRAPPER = """#!/bin/sh
 # python for the fault-injection tests: tcbench.run jobs get the fault hook, the rest is python
 if [ "$1" = "-m" ] && [ "$2" = "tcbench.run" ]; then
     exec {python} {script} "$@"
+fi
+# a forked job (tcbench.forkclient takes run's arguments) would run the server's unhooked
+# modules: it runs here as a fresh, hooked tcbench.run instead
+if [ "$1" = "-m" ] && [ "$2" = "tcbench.forkclient" ]; then
+    shift 2
+    exec {python} {script} -m tcbench.run "$@"
 fi
 exec {python} "$@"
 """

@@ -16,6 +16,7 @@ rule train:
     params:
         spec=job_spec,
         src=TCBENCH_SRC,
+        launcher=job_launcher,
     wildcard_constraints:
         experiment=alternatives(EXPERIMENTS),
         cell=alternatives(job.cell for job in [*JOBS.values(), *EXTRA_JOBS.values()]),
@@ -23,7 +24,7 @@ rule train:
         gpu=1,
     shell:
         # one torch.compile cache per result set: its jobs compile the same graphs
-        "PYTHONPATH={params.src:q} python -m tcbench.run --spec {params.spec:q} "
+        "PYTHONPATH={params.src:q} python -m {params.launcher} --spec {params.spec:q} "
         "--compile-cache resources/compile-cache/{wildcards.run:q} --out {output:q} > {log:q} 2>&1"
 
 

@@ -1,0 +1,285 @@
+"""Jobs forked from a preloaded interpreter (tcbench.forkclient / tcbench.forkserver), with real
+processes: a job, failing jobs, killed jobs and clients, a stale socket, changed source, two
+workflows at once, and a forked child's torch state against a fresh process's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tcbench import forkclient, record as R
+
+REPO = Path(__file__).resolve().parents[1]
+SRC = REPO / "workflow"
+TINY = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
+        "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
+                   "warmup_steps": 0}}
+# minutes of training unless it is killed first
+LONG = TINY | {"params": TINY["params"] | {"num_batches": 100000, "epochs": 100}}
+FORKED = re.compile(r"job forked as pid (\d+) by server pid (\d+)")
+PROBE_MODEL = '''
+import json, os, random, sys, threading
+import torch
+
+input_shape = (4,)
+
+
+def model(num_classes):
+    from torch._dynamo.utils import counters
+    state = {
+        "cudnn": [torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark,
+                  torch.backends.cudnn.deterministic, torch.backends.cudnn.allow_tf32],
+        "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic": [torch.are_deterministic_algorithms_enabled(),
+                          torch.is_deterministic_algorithms_warn_only_enabled()],
+        "initial_seed": torch.initial_seed(), "rng": torch.get_rng_state().sum().item(),
+        "draw": torch.rand(3).tolist(), "default_dtype": str(torch.get_default_dtype()),
+        "grad": torch.is_grad_enabled(), "autocast": torch.is_autocast_enabled("cpu"),
+        "threads": [torch.get_num_threads(), torch.get_num_interop_threads()],
+        "python_threads": sorted(t.name for t in threading.enumerate()),
+        "dynamo_counters": {k: dict(v) for k, v in counters.items() if v},
+        "dynamo_cache_size_limit": torch._dynamo.config.cache_size_limit,
+        "cuda_initialized": torch.cuda.is_initialized(),
+        "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
+        "env": dict(os.environ), "cwd": os.getcwd(), "argv": sys.argv[1:], "path": sys.path,
+        "umask": os.umask(0o22), "affinity": sorted(os.sched_getaffinity(0)),
+        "random": random.random(), "pid": os.getpid(),
+    }
+    os.umask(state["umask"])
+    with open(os.environ["PROBE_OUT"], "a") as f:
+        f.write(json.dumps(state) + "\\n")
+    return torch.nn.Linear(4, num_classes)
+'''
+
+
+def env_for(tmp: Path, owner_pid: int, src: Path = SRC, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCBENCH_")}
+    return env | {"PYTHONPATH": str(src), forkclient.DIR_ENV: str(tmp / "rt"),
+                  forkclient.OWNER_ENV: str(owner_pid), forkclient.IDLE_ENV: "600"} | extra
+
+
+def client(spec, out: Path, env: dict, module="tcbench.forkclient", **kw):
+    return subprocess.run([sys.executable, "-m", module, "--spec", json.dumps(spec),
+                           "--out", str(out)], env=env, capture_output=True, text=True,
+                          cwd=out.parent, **kw)
+
+
+def alive(pid: int) -> bool:
+    """Running, not merely a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_until(condition, what: str, limit_s: float = 300):
+    """A guard against a hang, not a bound on how long anything takes."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still waiting for {what}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def owner():
+    """A stand-in for the workflow's Snakemake process: the servers end with it."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def start_long(tmp: Path, env: dict, name="long"):
+    """A client running a long job, and its child's and server's pids once it has forked."""
+    err = (tmp / f"{name}.err").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "tcbench.forkclient", "--spec",
+                             json.dumps(LONG), "--out", str(tmp / f"{name}.json")],
+                            env=env, stdout=err, stderr=err, cwd=tmp)
+    wait_until(lambda: FORKED.search((tmp / f"{name}.err").read_text()), "the fork")
+    child, server = map(int, FORKED.search((tmp / f"{name}.err").read_text()).groups())
+    return proc, child, server
+
+
+def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
+    env = env_for(tmp_path, owner.pid)
+    first = client(TINY, tmp_path / "a.json", env)
+    assert first.returncode == 0, first.stderr
+    second = client(TINY, tmp_path / "b.json", env)
+    assert second.returncode == 0, second.stderr
+    assert "amp_recipe fp32 bs=8: ok" in second.stdout  # the child wrote to the client's stdout
+    records = [R.read(tmp_path / n) for n in ("a.json", "b.json")]  # schema-valid
+    procs = [r["harness"]["process"] for r in records]
+    assert [p["start"] for p in procs] == ["forked", "forked"]
+    assert procs[0]["server_pid"] == procs[1]["server_pid"]  # one server for both
+    assert "torch._dynamo" in procs[0]["preloaded"] and procs[1]["server_age_s"] > 0
+    assert alive(procs[0]["server_pid"])
+    # the same job as a fresh interpreter says that
+    fresh = client(TINY, tmp_path / "c.json", env, module="tcbench.run")
+    assert fresh.returncode == 0, fresh.stderr
+    assert R.read(tmp_path / "c.json")["harness"]["process"] == {"start": "fresh_interpreter"}
+    # the server ends with its owner, and takes its socket with it
+    owner.kill()
+    owner.wait()
+    wait_until(lambda: not alive(procs[0]["server_pid"]), "the server to end with its owner")
+    assert not list((tmp_path / "rt").glob("*.sock"))
+
+
+def test_failing_jobs_exit_as_a_fresh_process_would(tmp_path, owner):
+    env = env_for(tmp_path, owner.pid)
+    bad = client({"workload": "amp_recipe"}, tmp_path / "x.json", env)
+    assert bad.returncode == 2 and "lacks 'precision'" in bad.stderr
+    # a bug (here: the spec file is a folder) is exit 1 with its traceback, no record
+    (tmp_path / "folder").mkdir()
+    bug = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--spec-file",
+                          str(tmp_path / "folder"), "--out", str(tmp_path / "y.json")],
+                         env=env, capture_output=True, text=True)
+    assert bug.returncode == 1 and "IsADirectoryError" in bug.stderr
+    usage = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--bogus"], env=env,
+                           capture_output=True, text=True)
+    assert usage.returncode == 2 and "usage:" in usage.stderr
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()
+    assert FORKED.search(bug.stderr)  # all three were forked, not run fresh
+
+
+@pytest.mark.parametrize("how", ["SIGTERM to the client", "SIGINT to the client",
+                                 "SIGKILL to the child", "SIGKILL to the client"])
+def test_a_killed_job_loses_its_own_cell_only(tmp_path, owner, how):
+    env = env_for(tmp_path, owner.pid)
+    proc, child, server = start_long(tmp_path, env)
+    sig = getattr(signal, how.split()[0])
+    os.kill(child if how.endswith("child") else proc.pid, sig)
+    proc.wait()
+    if how != "SIGKILL to the client":
+        assert proc.returncode == -sig, (proc.returncode, (tmp_path / "long.err").read_text())
+    wait_until(lambda: not alive(child), "the child to end")
+    assert not (tmp_path / "long.json").exists()
+    # the server lives on and serves the next job
+    assert alive(server)
+    after = client(TINY, tmp_path / "next.json", env)
+    assert after.returncode == 0, after.stderr
+    assert R.read(tmp_path / "next.json")["harness"]["process"]["server_pid"] == server
+
+
+def test_a_stale_socket_and_changed_source_get_a_new_server(tmp_path, owner):
+    src = tmp_path / "src"
+    for part in ("tcbench", "schemas"):
+        shutil.copytree(SRC / part, src / part, ignore=shutil.ignore_patterns("__pycache__"))
+    env = env_for(tmp_path, owner.pid, src=src)
+    key = subprocess.run([sys.executable, "-c", "from tcbench import forkclient as C; "
+                          "print(C.server_key())"], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    (tmp_path / "rt").mkdir(mode=0o700)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(tmp_path / "rt" / f"{key}.sock"))  # a socket nobody listens on
+    dead.close()
+    first = client(TINY, tmp_path / "a.json", env)
+    assert first.returncode == 0, first.stderr
+    one = R.read(tmp_path / "a.json")["harness"]["process"]
+    assert one["start"] == "forked"
+    time.sleep(0.01)  # a distinct mtime
+    module = src / "tcbench" / "vocabulary.py"
+    module.write_text(module.read_text() + "\n# changed\n")
+    second = client(TINY, tmp_path / "b.json", env)
+    assert second.returncode == 0, second.stderr
+    two = R.read(tmp_path / "b.json")["harness"]["process"]
+    assert two["start"] == "forked" and two["server_pid"] != one["server_pid"]
+
+
+def test_two_workflows_at_once_have_a_server_each(tmp_path, owner):
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+    try:
+        runs = [start_long(tmp_path, env_for(tmp_path, pid), name=f"w{i}")
+                for i, pid in enumerate((owner.pid, other.pid))]
+        assert runs[0][2] != runs[1][2]
+        other.kill()  # the second workflow's Snakemake is gone: its server and job go with it
+        other.wait()
+        wait_until(lambda: not alive(runs[1][2]) and not alive(runs[1][1]), "the 2nd server")
+        runs[1][0].wait()
+        assert runs[1][0].returncode != 0
+        assert alive(runs[0][1]) and alive(runs[0][2])  # the first workflow's job runs on
+        runs[0][0].terminate()
+        runs[0][0].wait()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
+    probe = tmp_path / "probe_model.py"
+    probe.write_text(PROBE_MODEL)
+    spec = {"workload": "custom", "precision": "fp32", "batch_size": 2,
+            "params": {"file": str(probe), "num_classes": 3, "steps": 1, "warmup_steps": 0,
+                       "distinct_batches": 1, "profile_steps": 1}}
+    out = tmp_path / "state.jsonl"
+    env = env_for(tmp_path, owner.pid, PROBE_OUT=str(out))
+    for module in ("tcbench.run", "tcbench.forkclient", "tcbench.forkclient"):
+        proc = client(spec, tmp_path / "r.json", env, module=module)
+        assert proc.returncode == 0, proc.stderr
+    calls = {}  # every call of model() in each job's process, by pid
+    for line in out.read_text().splitlines():
+        state = json.loads(line)
+        calls.setdefault(state.pop("pid"), []).append(state)
+    assert len(calls) == 3 and len({len(c) for c in calls.values()}) == 1, calls
+    fresh, forked, forked_again = calls.values()
+    assert R.read(tmp_path / "r.json")["harness"]["process"]["start"] == "forked"
+    # The first call (the workload's check on the meta device) comes before tcbench seeds the
+    # job: there, as in fresh processes, every process has RNG states of its own, drawn from
+    # the OS (torch seeds its generator so at import; Python's random module too).
+    unseeded = ("initial_seed", "rng", "draw", "random")
+    for key in unseeded:
+        assert len({json.dumps(c[0].pop(key)) for c in calls.values()}) == 3, key
+    # Python's random module is never seeded by tcbench: different in every process
+    assert len({json.dumps([s.pop("random") for s in c[1:]]) for c in calls.values()}) == 3
+    assert forked == fresh
+    assert forked_again == fresh
+
+
+@pytest.mark.parametrize("extra, launcher", [((), "-m tcbench.forkclient "),
+                                             (("--config", "fresh_interpreter=true"),
+                                              "-m tcbench.run ")])
+def test_the_train_rule_forks_unless_told_not_to(workflow_copy, extra, launcher):
+    from conftest import snakemake
+
+    dry = snakemake(workflow_copy, "-n", "-p", "--cores", "1", "--configfile",
+                    "config/smoke.yaml", *extra)
+    text = dry.stdout + dry.stderr
+    assert launcher in text and text.count(launcher) >= 10, text[-3000:]
+
+
+@pytest.mark.slow
+def test_the_smoke_studys_jobs_are_forked_from_one_server(smoke_run):
+    records = [R.read(p) for p in sorted((smoke_run / "records").rglob("*.json"))]
+    starts = [r["harness"]["process"] for r in records]
+    assert records and all(p["start"] == "forked" for p in starts), starts
+    assert len({p["server_pid"] for p in starts}) == 1
+
+
+def test_a_job_ends_the_processes_it_started_when_it_exits(tmp_path):
+    """exit_now kills what the job started (Inductor's compile-worker sidecar, say) rather than
+    letting an exit handler wait for it: none of them outlives the job."""
+    code = ("import subprocess, sys, time; from tcbench import run\n"
+            "inner = 'import subprocess, sys, time; subprocess.Popen([sys.executable, \"-c\", "
+            "\"import time; time.sleep(600)\"]); time.sleep(600)'\n"
+            "subprocess.Popen([sys.executable, '-c', inner])\n"
+            "from tcbench.forkserver import descendants\n"
+            "while len(descendants()) < 2: time.sleep(0.05)\n"
+            "print(' '.join(map(str, descendants())), flush=True)\n"
+            "run.exit_now(0)\n")
+    proc = subprocess.run([sys.executable, "-c", code], env=os.environ | {"PYTHONPATH": str(SRC)},
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    started = [int(p) for p in proc.stdout.split()]
+    assert len(started) == 2
+    wait_until(lambda: not any(alive(p) for p in started), "the job's processes to end")
