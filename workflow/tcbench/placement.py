@@ -64,7 +64,7 @@ def pin_process(cpus: list[int]) -> None:
     for task in Path("/proc/self/task").iterdir():
         try:
             os.sched_setaffinity(int(task.name), cpu_set)
-        except (ProcessLookupError, PermissionError):  # a thread that just ended
+        except OSError:  # a thread that just ended, or one the kernel will not move
             continue
 
 
@@ -119,6 +119,9 @@ def place(mode: str) -> dict:
     index = held.gpu.index if held else None
     uuid = held.gpu.uuid if held else os.environ.get("CUDA_VISIBLE_DEVICES") or None
     allowed = allowed_cpus()
+    if mode == "pinned" and not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cpu_placement=pinned needs os.sched_setaffinity (Linux); "
+                         "use cpu_placement: os here")
     if mode == "pinned":
         slot = sorted(g.index for g in found).index(index) if index is not None and found \
             else 0

@@ -31,14 +31,11 @@ import traceback
 from pathlib import Path
 
 from .harness import Phases, compile_cache_info, process_age_s, use_compile_cache  # noqa: F401
-from .spec import OOM_MARKERS, SPEC_KEYS, is_oom, parse_spec, pick_device  # noqa: F401
+from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
+                   pick_device)
 
 
 # ------------------------------------------------------------------------------------ the job
-class _Diverged(Exception):
-    """The loss turned NaN/inf during measurement steps."""
-
-
 class Job:
     """One job in flight: its spec, the record it fills in, the device, the precision mode, the
     step timer, the memory budget, the harness phases and the phase it is in (which an
@@ -135,16 +132,9 @@ class Job:
         from . import measure
 
         # Read while the failed step's tensors are still referenced by the traceback.
-        mem = measure.memory_in_use(self.device)
-        message = str(exc)
+        mem = measure.memory_in_use(self.device) | self.budget.info()
         step = len(self.timer) if self.phase in ("training", "measuring") else None
-        self.record |= {
-            "status": "oom", "metrics": None,
-            "status_reason": f"out of memory while {self.phase}"
-                             + (f" (step {step})" if step is not None else "")
-                             + f": {message.splitlines()[0][:400]}",
-            "error": {"type": type(exc).__name__, "message": message[:2000], "phase": self.phase,
-                      "step": step, **mem, **self.budget.info()}}
+        self.record |= oom_fields(exc, self.phase, step, mem)
 
     def build(self):
         """The workload: model, data, loss, optimiser (a seam the test suite's fault injection
@@ -251,32 +241,19 @@ class Job:
 
         from . import window
 
-        warmup = loop.warmup
-        resumed = []
-
         def step_s():
             wait, comp = self.timer.intervals()
-            return np.concatenate([(wait + comp)[warmup:], loop.chunks.step_s()])
+            return np.concatenate([(wait + comp)[loop.warmup:], loop.chunks.step_s()])
 
         def more(n):
-            if not resumed:   # after step_s's synchronisation: evaluation is over
+            if not loop.chunks.steps:   # after step_s's synchronisation: evaluation is over
                 sampler.resume()
-                resumed.append(True)
             loop.more(n)
-            if loop.chunks.nonfinite():   # a diverged loss: no use measuring on
-                raise _Diverged
 
-        if loop.log.first_nonfinite_step() is not None:
-            return win.as_record() | {"timed_s": float(np.sum(step_s())), "steady": None,
-                                      "steady_reason": "the loss diverged: no measurement steps",
-                                      "measurement_steps": 0, "measurement_rounds": 0}
-        try:
-            return window.fill(step_s, more, win)
-        except _Diverged:
-            return win.as_record() | {"timed_s": float(np.sum(step_s())), "steady": None,
-                                      "steady_reason": "the loss diverged in the measurement "
-                                      "steps", "measurement_steps": loop.chunks.steps,
-                                      "measurement_rounds": None}
+        def diverged():
+            return loop.log.first_nonfinite_step() is not None or loop.chunks.nonfinite()
+
+        return window.fill(step_s, more, win, diverged)
 
     def record_metrics(self, loop, clock, memory, sampler, timed: dict, held_out: dict):
         from . import measure
@@ -334,25 +311,17 @@ class Job:
 
     def profile(self, step, w) -> dict:
         """Kernel evidence (once per cell by default), and the GPU's busy share of the timed
-        steps from it (tensorcores.timed_busy_share)."""
-        from . import train as T
-        from .tensorcores import profile_kernels, timed_busy_share
+        steps from it."""
+        from . import tensorcores, train as T
 
         if not self.collects_evidence:
             return {"profiled": False, "evidence_repeat": self.evidence_repeat,
                     "profile_note": "kernels are profiled once per cell (evidence_repeats: "
                                     f"first): see repeat {self.evidence_repeat}'s record"}
         batch = T.to_device(w.example_batch, self.device, False, self.channels_last)
-        try:
-            evidence = profile_kernels(lambda: step(*batch), self.params["profile_steps"],
-                                       self.device)
-        except Exception as exc:  # noqa: BLE001 - the training measurement above stands
-            if not is_oom(exc):
-                raise
-            evidence = {"profiled": False,
-                        "profile_note": f"out of memory while profiling: {exc}"[:500]}
         median = (self.record["metrics"] or {}).get("step_time_median_s")
-        return evidence | timed_busy_share(evidence, median) | {
+        return tensorcores.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
+                                         self.device, median) | {
             "evidence_repeat": self.evidence_repeat}
 
 

@@ -51,3 +51,15 @@ def is_oom(exc: BaseException) -> bool:
 
     return isinstance(exc, torch.cuda.OutOfMemoryError) or (
         isinstance(exc, RuntimeError) and any(m in str(exc) for m in OOM_MARKERS))
+
+
+def oom_fields(exc: BaseException, phase: str, step: int | None, memory: dict) -> dict:
+    """The record's fields for a job that ran out of memory while ``phase`` (at ``step``), with
+    the ``memory`` in use at that moment: a result, not a crash."""
+    message = str(exc)
+    return {"status": "oom", "metrics": None,
+            "status_reason": f"out of memory while {phase}"
+                             + (f" (step {step})" if step is not None else "")
+                             + f": {message.splitlines()[0][:400]}",
+            "error": {"type": type(exc).__name__, "message": message[:2000], "phase": phase,
+                      "step": step, **memory}}

@@ -37,6 +37,8 @@ import re
 import time
 from collections import defaultdict
 
+from .spec import is_oom
+
 _NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
 _SIMT = re.compile(r"ffma|(^|_)fma_|simt|sgemm|f32f32_f32f32(?!.*tf32)", re.I)
 _NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3}|[a-z]{5})_", re.I)
@@ -199,3 +201,16 @@ def timed_busy_share(evidence: dict, step_time_median_s: float | None) -> dict:
             "timed_step_time_median_s": step_time_median_s,
             "profiled_to_timed_step_ratio": evidence["profiled_step_time_s"] / step_time_median_s,
             "gpu_busy_share_source": "timed steps"}
+
+
+def cell_evidence(one_step, steps: int, device, step_time_median_s: float | None) -> dict:
+    """The profile of ``one_step`` and the timed steps' busy share from it; running out of
+    memory while profiling leaves the training measurement standing, with a note."""
+    try:
+        evidence = profile_kernels(one_step, steps, device)
+    except Exception as exc:  # noqa: BLE001 - out of memory is a note; the rest re-raises
+        if not is_oom(exc):
+            raise
+        evidence = {"profiled": False,
+                    "profile_note": f"out of memory while profiling: {exc}"[:500]}
+    return evidence | timed_busy_share(evidence, step_time_median_s)

@@ -118,19 +118,22 @@ def judge(timed: np.ndarray, window: Window) -> tuple[int, dict]:
     return 0, verdict
 
 
-def fill(step_s_of, run_more, window: Window) -> dict:
+def fill(step_s_of, run_more, window: Window, diverged=lambda: False) -> dict:
     """Run measurement steps until the window is long enough and steady, or its bound is
     reached. ``step_s_of()`` returns the timed steps' seconds so far (it may synchronise);
-    ``run_more(n)`` runs ``n`` measurement steps. Returns the window's record."""
+    ``run_more(n)`` runs ``n`` measurement steps; ``diverged()`` says the loss turned NaN/inf
+    (no use measuring on). Returns the window's record."""
     measurement = rounds = 0
     while True:
         more, verdict = judge(step_s_of(), window)
-        if not more or rounds == MAX_ROUNDS:
+        if not more or rounds == MAX_ROUNDS or diverged():
             break
         run_more(more)
         measurement += more
         rounds += 1
-    if more:
+    if diverged():
+        verdict |= {"steady": None, "steady_reason": "the loss diverged: measurement stopped"}
+    elif more:
         verdict["steady_reason"] = verdict["steady_reason"] or (
             f"stopped after {MAX_ROUNDS} rounds of measurement steps")
     return window.as_record() | verdict | {"measurement_steps": measurement,
