@@ -168,3 +168,25 @@ def test_cuda_marks_are_made_before_the_loop_and_two_are_recorded_per_step(monke
     assert FakeEvent.records - recorded == 2 * 10 + 2  # two per step, plus the fresh marks
     wait, comp = timer.intervals()
     assert len(wait) == 10 and (comp >= 0.001).all() and (wait >= 0).all()
+
+
+def test_measurement_chunks_record_one_premade_event_per_chunk(monkeypatch):
+    """The CUDA path of the chunk timer without a GPU: events made up front, one recorded per
+    16 steps, each step given its chunk's mean."""
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    FakeEvent.made = FakeEvent.records = 0
+    chunks = T.Chunks(torch.device("cuda"))
+    chunks.reserve(40, passes=1)
+    made, recorded = FakeEvent.made, FakeEvent.records
+    chunks.open()
+    for k in range(40):
+        time.sleep(0.0005)
+        chunks.count(8)
+        if chunks.full() or k == 39:
+            chunks.close(torch.tensor(1.0))
+    assert FakeEvent.made == made                        # none made inside the loop
+    assert FakeEvent.records - recorded == 1 + 3         # the opening mark, one per chunk
+    assert [n for *_, n, _ in chunks.spans] == [16, 16, 8] and chunks.samples == 320
+    step_s = chunks.step_s()
+    assert len(step_s) == 40 and len(set(step_s[:16])) == 1 and (step_s >= 0.0004).all()

@@ -66,4 +66,4 @@ def test_a_schedule_longer_than_the_bound_is_never_lengthened():
 
 def test_too_few_steps_to_judge_say_so():
     rec = Wn.fill(lambda: np.asarray([1e-3] * 3), lambda n: None, win(0.0, 0, 0.0))
-    assert rec["steady"] is False and "too few" in rec["steady_reason"]
+    assert rec["steady"] is None and "too few" in rec["steady_reason"]

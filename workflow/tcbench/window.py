@@ -108,9 +108,9 @@ def judge(timed: np.ndarray, window: Window) -> tuple[int, dict]:
         more = min(len(timed), room)
         if more > 0:
             return more, verdict
-    if diff is None:
-        verdict["steady_reason"] = (f"{len(timed)} timed step(s): too few to compare the two "
-                                    "halves of the window")
+    if diff is None:   # unknown, not unsteady
+        verdict |= {"steady": None, "steady_reason": f"{len(timed)} timed step(s): too few to "
+                    "compare the two halves of the window"}
     elif not steady:
         verdict["steady_reason"] = (f"the two halves' median step times differ by {diff:.1%} "
                                     f"(> {window.tolerance:.0%}) over {total:.2f} s "
