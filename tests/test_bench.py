@@ -13,21 +13,20 @@ BENCH = REPO / "scripts" / "bench"
 
 
 @pytest.mark.slow
-def test_harness_overhead_compares_a_plain_loop_with_tcbenchs(tmp_path):
-    out = tmp_path / "o.json"
-    proc = subprocess.run([sys.executable, str(BENCH / "harness_overhead.py"), "--device", "cpu",
-                           "--precisions", "fp32", "--epochs", "1", "--rounds", "2",
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+def test_host_fidelity_pairs_fresh_processes_and_reports_the_ratio_with_its_interval(tmp_path):
+    proc = subprocess.run([sys.executable, str(BENCH / "host_fidelity.py"), "--device", "cpu",
+                           "--precisions", "fp32", "--pairs", "3", "--min-timed-s", "0",
+                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
-    r = json.loads(out.read_text())
-    (loop,) = r["loops"]
-    assert loop["rounds"] == 2 and loop["steps_per_run"] == 50
-    assert loop["plain_samples_per_s"] > 0 and loop["tcbench_samples_per_s"] > 0
-    assert loop["ratio"] == pytest.approx(
-        loop["tcbench_samples_per_s"] / loop["plain_samples_per_s"])
-    b = r["bookkeeping"]
-    assert b["previous_us_per_step"] > 0 and b["current_us_per_step"] > 0
-    assert "us/step" in proc.stdout and "bookkeeping per step" in proc.stdout
+    r = json.loads((tmp_path / "host_fidelity.json").read_text())
+    (ab,) = r["ab"]
+    assert ab["pairs"] == 3 and ab["first_in_pair"] == ["plain", "tcbench", "plain"]
+    assert ab["ratio_of_medians"] == pytest.approx(ab["tcbench_median"] / ab["plain_median"])
+    low, high = ab["interval"]
+    assert low <= ab["ratio_of_medians"] <= high and "bootstrap" in ab["interval_method"]
+    runs = ab["runs"]
+    assert runs["tcbench"][0]["cpu_set"] == runs["plain"][0]["cpu_set"]   # the same placement
+    assert "| fp32 | 3 |" in (tmp_path / "host_fidelity.md").read_text()
 
 
 @pytest.mark.slow

@@ -273,7 +273,7 @@ def test_a_job_ends_the_processes_it_started_when_it_exits(tmp_path):
             "inner = 'import subprocess, sys, time; subprocess.Popen([sys.executable, \"-c\", "
             "\"import time; time.sleep(600)\"]); time.sleep(600)'\n"
             "subprocess.Popen([sys.executable, '-c', inner])\n"
-            "from tcbench.forkserver import descendants\n"
+            "from tcbench.process import descendants\n"
             "while len(descendants()) < 2: time.sleep(0.05)\n"
             "print(' '.join(map(str, descendants())), flush=True)\n"
             "run.exit_now(0)\n")

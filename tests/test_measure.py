@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from tcbench import measure as M
+from tcbench import telemetry as T
 from tcbench.workloads.amp_recipe import make_model
 
 
@@ -109,14 +110,74 @@ def fake_sampler(counter=True, interval=0.01):
     return s
 
 
-def test_steady_energy_is_the_counter_from_the_boundary_to_the_end():
-    s = fake_sampler()
-    with s:          # counter read 1 (start)
-        s.mark_steady()   # read 2
-    r = s.result(samples=100, steady_samples=40)   # read 3 at exit
-    assert r["energy_j"] == pytest.approx(2.0) and r["steady_energy_j"] == pytest.approx(1.0)
-    assert r["steady_energy_per_sample_j"] == pytest.approx(1.0 / 40)
-    assert r["steady_energy_window_s"] >= 0 and r["steady_energy_note"] is None
+class PowerNvml(FakeNvml):
+    """A GPU drawing ``watts`` steadily: its energy counter follows the clock, its power reads
+    ``sampled_w``."""
+
+    def __init__(self, watts=200.0, sampled_w=210.0):
+        super().__init__()
+        self.watts, self.sampled_w, self.t0 = watts, sampled_w, time.perf_counter()
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h):
+        return int(self.watts * 1e3 * (time.perf_counter() - self.t0))
+
+    def nvmlDeviceGetPowerUsage(self, h):
+        return int(self.sampled_w * 1e3)
+
+
+def test_steady_energy_is_the_counter_over_the_steady_segments_only():
+    s = M.NvmlSampler(torch.device("cpu"), interval_s=0.005)
+    s.handle, s.nvml, s.reason = object(), PowerNvml(), None
+    with s:
+        time.sleep(0.05)
+        s.mark_steady()
+        time.sleep(0.2)
+        s.pause()              # evaluation: not part of the steady window
+        time.sleep(0.2)
+        s.resume()
+        time.sleep(0.2)
+    r = s.result(samples=100, steady_samples=40)
+    assert r["steady_energy_window_s"] == pytest.approx(0.4, abs=0.05)
+    assert r["steady_energy_j"] == pytest.approx(200 * r["steady_energy_window_s"], rel=0.02)
+    assert r["steady_energy_per_sample_j"] == pytest.approx(r["steady_energy_j"] / 40)
+    assert r["steady_energy_counter_updates"] >= 10 and r["steady_energy_cross_check_ok"]
+    assert r["steady_energy_note"] is None and r["energy_j"] is not None
+
+
+def samples(t, watts_counter, watts_sampled, step_s=0.1):
+    out = T._Samples()
+    for k in range(int(t / step_s) + 1):
+        out.t.append(k * step_s)
+        out.energy_mj.append(watts_counter * 1e3 * k * step_s)
+        out.power_w.append(watts_sampled)
+    return out
+
+
+def segment(t0, t1, w):
+    return ((t0, w * 1e3 * t0), (t1, w * 1e3 * t1))
+
+
+def test_energy_of_a_window_the_counter_cannot_resolve_is_null_with_the_reason():
+    r = T.window_energy([segment(0.0, 0.4, 300)], samples(2.0, 300, 300))
+    assert r["steady_energy_j"] is None and r["steady_energy_counter_updates"] < 10
+    assert "too short" in r["steady_energy_note"]
+
+
+def test_energy_implying_more_power_than_was_sampled_is_null():
+    """The issue's case: a counter implying 367-572 W while sampled power stayed below 141 W."""
+    r = T.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140))
+    assert r["steady_energy_j"] is None
+    assert r["steady_energy_implied_power_w"] == pytest.approx(500)
+    assert "more than the 140 W sampled" in r["steady_energy_note"]
+
+
+def test_counter_and_sampled_power_that_disagree_are_flagged():
+    r = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 140))
+    assert r["steady_energy_j"] == pytest.approx(200)
+    assert r["steady_energy_sampled_j"] == pytest.approx(280)
+    assert r["steady_energy_cross_check_ok"] is False and "0.71x" in r["steady_energy_note"]
+    agree = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 104))
+    assert agree["steady_energy_cross_check_ok"] and agree["steady_energy_note"] is None
 
 
 def test_steady_energy_without_a_counter_is_null_with_a_note():

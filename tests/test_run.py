@@ -38,9 +38,16 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     # the harness overhead, split: every phase took time, training holds the timed loop
     h = rec["harness"]
     phases = h["phases_s"]
-    assert list(phases)[:5] == ["imports", "gpu_pinning", "device_and_environment", "building",
-                                "counting_flops"]
+    assert list(phases)[:6] == ["imports", "gpu_pinning", "cpu_placement",
+                                "device_and_environment", "building", "counting_flops"]
     assert {"training", "measuring", "profiling", "evaluating"} <= set(phases)
+    # steps of each kind add up; on a CPU the window asks for nothing beyond the schedule
+    counts = m["step_counts"]
+    assert sum(counts.values()) == m["steps"] and counts["measurement"] == 0
+    assert m["timed_window"]["min_timed_s"] == 0.0 and m["timed_window"]["timed_steps"] == \
+        m["steady_steps"]
+    where = rec["placement"]
+    assert where["cpu_placement"] == "pinned" and where["cpu_set"] and where["host"]
     assert all(v >= 0 for v in phases.values())
     assert phases["training"] >= m["total_time_s"]
     assert h["process_start_to_main_s"] is None or h["process_start_to_main_s"] >= 0
@@ -263,3 +270,34 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
     assert first["hit"] is False and first["counters"]["fxgraph_cache_miss"] > 0
     assert second["hit"] is True and second["counters"]["fxgraph_cache_hit"] > 0
     assert all(r["metrics"]["compile_time_s"] > 0 for r in recs)
+
+
+def test_measurement_steps_follow_evaluation_and_leave_the_seeds_numbers_alone(monkeypatch):
+    """A window longer than the schedule: measurement steps after it, held-out evaluation
+    between the two, total_time_s and the samples those of the schedule alone."""
+    from tcbench import train as T
+
+    order = []
+    more = T.Loop.more
+    monkeypatch.setattr(T.Loop, "more", lambda self, n: (order.append("more"), more(self, n)))
+    build = run.Job.build
+
+    def build_and_watch(self):
+        w = build(self)
+        evaluate = w.evaluate
+        w.evaluate = lambda: (order.append("evaluate"), evaluate())[1]
+        return w
+    monkeypatch.setattr(run.Job, "build", build_and_watch)
+    spec = {"workload": "digits", "precision": "fp32", "batch_size": 64,
+            "params": {"epochs": 1, "warmup_steps": 2, "min_timed_steps": 60,
+                       "cpu_placement": "os"}}
+    rec = run.run_job(spec)
+    m = rec["metrics"]
+    assert order[0] == "evaluate" and set(order[1:]) == {"more"}
+    counts = m["step_counts"]
+    schedule = counts["warmup"] + counts["schedule"]
+    assert counts["measurement"] > 0 and m["timed_window"]["timed_steps"] >= 60
+    assert m["samples"] <= schedule * 64 and m["steps"] == schedule + counts["measurement"]
+    assert m["wall_throughput_samples_per_s"] == pytest.approx(m["samples"] / m["total_time_s"])
+    assert 0 <= m["test_accuracy"] <= 1
+    assert rec["placement"]["cpu_placement"] == "os"

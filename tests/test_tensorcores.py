@@ -108,3 +108,72 @@ def test_optimizer_annotations_are_not_kernels():
     assert fixed["gpu_busy_share"] == pytest.approx(0.3)
     assert [k["name"] for k in fixed["top_kernels"]] == ["nvjet_sm90_hsh_x"]
     assert without_annotations({"kernel_time_s": 1.0, "top_kernels": []})["kernel_time_s"] == 1.0
+
+
+def profile(kernel_s, steps, wall_s):
+    return {"profiled": True, "kernel_time_s": kernel_s * steps, "profile_steps": steps,
+            "profile_wall_s": wall_s * steps, "profiled_step_time_s": wall_s}
+
+
+def test_busy_share_is_kernel_time_per_step_over_the_timed_median_step():
+    """A host-bound loop (1 ms of kernels in a 4 ms timed step, which the profiler slows to
+    10 ms) is 25% busy, not the 10% the profiled wall time would say; a GPU-bound one is busy
+    nearly all the time; overlapping kernels of several streams do not push it past 1."""
+    from tcbench.tensorcores import timed_busy_share
+
+    host = timed_busy_share(profile(1e-3, 5, 10e-3), 4e-3)
+    assert host["gpu_busy_share"] == pytest.approx(0.25)
+    assert host["kernel_time_per_step_s"] == pytest.approx(1e-3)
+    assert host["profiled_to_timed_step_ratio"] == pytest.approx(2.5)
+    gpu = timed_busy_share(profile(9.9e-3, 5, 10e-3), 10e-3)
+    assert gpu["gpu_busy_share"] == pytest.approx(0.99)
+    assert timed_busy_share(profile(12e-3, 5, 10e-3), 10e-3)["gpu_busy_share"] == 1.0
+    assert timed_busy_share({"profiled": False}, 4e-3)["gpu_busy_share"] is None
+    assert timed_busy_share(profile(1e-3, 5, 10e-3), None)["gpu_busy_share"] is None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("host_sleep_s", [2e-3, 0.0])
+def test_busy_share_of_synthetic_loops_on_a_gpu(host_sleep_s):
+    """Loops whose busy share is known: one GPU kernel of a fixed length per step (torch's
+    spin kernel), with and without a host sleep after it; the share from the profile and the
+    timed median step must match the share the loop was built to have."""
+    import time
+
+    import numpy as np
+    import torch
+
+    from tcbench.tensorcores import profile_kernels, timed_busy_share
+
+    device = torch.device("cuda")
+    cycles = int(torch.cuda.get_device_properties(device).clock_rate * 1e3 * 1e-3)  # ~1 ms
+
+    def step():
+        torch.cuda._sleep(cycles)
+        if host_sleep_s:
+            torch.cuda.synchronize()   # host sync: the kernel ends, then the host idles
+            time.sleep(host_sleep_s)
+
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(3):
+        step()
+    a.record()
+    torch.cuda._sleep(cycles)
+    b.record()
+    torch.cuda.synchronize()
+    kernel_s = a.elapsed_time(b) / 1e3
+    walls = []
+    for _ in range(30):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        step()
+        torch.cuda.synchronize()
+        walls.append(time.perf_counter() - t0)
+    median = float(np.median(walls))
+    got = timed_busy_share(profile_kernels(step, 5, device), median)["gpu_busy_share"]
+    assert got == pytest.approx(min(kernel_s / median, 1.0), rel=0.15)
+    if host_sleep_s:
+        assert got < 0.5
+    else:
+        assert got > 0.8

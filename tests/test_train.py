@@ -25,8 +25,38 @@ def run(w, **kw):
     mode = P.get("fp32")
     scaler = mode.scaler(CPU)
     timer = M.StepTimer(CPU)
-    log = T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, timer, scaler, **kw)
-    return log, timer
+    loop = T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, timer, scaler, **kw)
+    return loop.log, timer
+
+
+def loop_of(w, **kw):
+    mode = P.get("fp32")
+    scaler = mode.scaler(CPU)
+    return T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, M.StepTimer(CPU),
+                   scaler, **kw)
+
+
+def test_measurement_steps_come_after_the_schedule_in_chunks_and_leave_its_log_alone():
+    loop = loop_of(recipe(epochs=1, batches=5))
+    schedule = loop.log.losses[:loop.log.steps].clone()
+    loop.more(40)                       # 8 passes over the 5 batches, chunks of at most 16
+    assert loop.log.steps == 5 and torch.equal(loop.log.losses[:5], schedule)
+    assert loop.chunks.steps == 40 and loop.chunks.samples == 40 * 8
+    sizes = [n for *_, n, _ in loop.chunks.spans]
+    assert sum(sizes) == 40 and max(sizes) <= T.Chunks.SIZE
+    assert len(loop.chunks.step_s()) == 40 and (loop.chunks.step_s() > 0).all()
+    assert not loop.chunks.nonfinite()
+    loop.chunks.last_losses.append(torch.tensor(float("nan")))
+    assert loop.chunks.nonfinite()
+
+
+def test_measurement_steps_keep_training():
+    w = recipe(epochs=1, batches=5)
+    loop = loop_of(w)
+    before = [p.detach().clone() for p in w.model.parameters()]
+    loop.more(3)
+    assert loop.chunks.steps == 3
+    assert any(not torch.equal(a, b) for a, b in zip(before, w.model.parameters()))
 
 
 def test_losses_flushed_in_chunks_equal_losses_kept_whole(monkeypatch):
@@ -138,3 +168,25 @@ def test_cuda_marks_are_made_before_the_loop_and_two_are_recorded_per_step(monke
     assert FakeEvent.records - recorded == 2 * 10 + 2  # two per step, plus the fresh marks
     wait, comp = timer.intervals()
     assert len(wait) == 10 and (comp >= 0.001).all() and (wait >= 0).all()
+
+
+def test_measurement_chunks_record_one_premade_event_per_chunk(monkeypatch):
+    """The CUDA path of the chunk timer without a GPU: events made up front, one recorded per
+    16 steps, each step given its chunk's mean."""
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    FakeEvent.made = FakeEvent.records = 0
+    chunks = T.Chunks(torch.device("cuda"))
+    chunks.reserve(40, passes=1)
+    made, recorded = FakeEvent.made, FakeEvent.records
+    chunks.open()
+    for k in range(40):
+        time.sleep(0.0005)
+        chunks.count(8)
+        if chunks.full() or k == 39:
+            chunks.close(torch.tensor(1.0))
+    assert FakeEvent.made == made                        # none made inside the loop
+    assert FakeEvent.records - recorded == 1 + 3         # the opening mark, one per chunk
+    assert [n for *_, n, _ in chunks.spans] == [16, 16, 8] and chunks.samples == 320
+    step_s = chunks.step_s()
+    assert len(step_s) == 40 and len(set(step_s[:16])) == 1 and (step_s >= 0.0004).all()

@@ -12,8 +12,8 @@ case "${1:?part}" in
      # then the calibration and every config.yaml cell but the seed's slow DataLoader runs
      # (budget 440 s)
      mkdir -p results/bench/nvidia-h200 logs
-     CUDA_VISIBLE_DEVICES=1 PYTHONPATH=workflow timeout 120 python3 scripts/bench/harness_overhead.py \
-       --out results/bench/nvidia-h200/harness_overhead.json > logs/harness-overhead.txt 2>&1 &
+     CUDA_VISIBLE_DEVICES=1 PYTHONPATH=workflow timeout 200 python3 scripts/bench/host_fidelity.py \
+       --max-seconds 160 --out results/bench/nvidia-h200/host_fidelity > logs/host-fidelity.txt 2>&1 &
      PREFLIGHT=1 bash scripts/device/study.sh config/config.yaml 440 \
        results/nvidia-h200/calibration.json $(t config/config.yaml --skip mnist_seed)
      wait ;;

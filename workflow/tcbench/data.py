@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from . import placement
+
 LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
@@ -282,14 +284,15 @@ def make_loader(kind: str, dataset, batch_size: int, device: torch.device, seed:
         # The seed's loader, exactly: no pinning, no persistent workers, default prefetch.
         g = torch.Generator().manual_seed(seed)
         return torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
-                                           num_workers=num_workers, generator=g)
+                                           num_workers=num_workers, generator=g,
+                                           worker_init_fn=placement.to_helpers)
     if kind == "dataloader-tuned":
         g = torch.Generator().manual_seed(seed)
         workers = max(1, min(8, (os.cpu_count() or 2) - 1))
         return torch.utils.data.DataLoader(
             dataset, batch_size=batch_size, shuffle=True, num_workers=workers,
             pin_memory=device.type == "cuda", persistent_workers=True, prefetch_factor=4,
-            generator=g)
+            generator=g, worker_init_fn=placement.to_helpers)
     if kind == "gpu-resident":
         return GpuResidentLoader(dataset_tensors(dataset), batch_size, device, seed)
     if kind == "synthetic":

@@ -39,6 +39,7 @@ import traceback
 from pathlib import Path
 
 from . import forkclient as C
+from . import process
 
 # what a job imports anyway; torchvision for the workloads that build its models
 PRELOAD = ("torch", "torch._dynamo", "torchvision", "tcbench.run", "tcbench.train",
@@ -46,16 +47,6 @@ PRELOAD = ("torch", "torch._dynamo", "torchvision", "tcbench.run", "tcbench.trai
            "tcbench.environment", "tcbench.record", "tcbench.gpus", "tcbench.memlimit",
            "tcbench.tensorcores")
 PR_SET_PDEATHSIG = 1
-
-ORIGIN: dict | None = None  # set in a forked child: how the job's process began (see origin())
-
-
-def origin() -> dict:
-    """``harness.process`` of a record: how this job's process began."""
-    if ORIGIN is not None:
-        return ORIGIN
-    return {"start": "fresh_interpreter"}
-
 
 # ------------------------------------------------------------------------------------ preload
 def preload() -> list[str]:
@@ -96,20 +87,6 @@ def fork_hazards() -> list[str]:
     return problems
 
 
-def descendants(pid: int | None = None) -> list[int]:
-    """The processes this one started, and theirs (Linux /proc), children first."""
-    pid = os.getpid() if pid is None else pid
-    found = []
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            kids = [int(k) for k in (task / "children").read_text().split()]
-        except (OSError, ValueError):
-            continue
-        for kid in kids:
-            found += [kid, *descendants(kid)]
-    return found
-
-
 # ------------------------------------------------------------------------------------ the child
 def _pdeathsig() -> None:
     import ctypes
@@ -119,7 +96,6 @@ def _pdeathsig() -> None:
 
 def become_job(req: dict, fds: list[int], info: dict) -> None:
     """In the forked child: turn into the client's job, run it and end the process."""
-    global ORIGIN
     forked = time.monotonic()
     os.setpgid(0, 0)
     _pdeathsig()
@@ -141,7 +117,7 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
 
     sys.argv = [run.__file__, *req["argv"]]
     ready = info.pop("_ready")
-    ORIGIN = info | {"server_age_s": round(forked - ready, 3)}
+    process.ORIGIN = info | {"server_age_s": round(forked - ready, 3)}
     try:
         code = run.main(req["argv"])
     except SystemExit as exc:  # argparse: a bad command line
@@ -314,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    # run as the module its children import (tcbench.run reads ORIGIN there), not as __main__
+    # run as the module its children import (tcbench.process.ORIGIN is set there), not as __main__
     from tcbench import forkserver
 
     sys.exit(forkserver.main())

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import copy
 import gc
-import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -163,21 +161,27 @@ def warmup_count(warmup_steps: int, steps: int) -> int:
 
 
 def step_statistics(data_wait_s: np.ndarray, compute_s: np.ndarray, samples: list[int],
-                    warmup_steps: int, input_bound_share: float) -> dict:
+                    warmup_steps: int, input_bound_share: float,
+                    measurement_s: np.ndarray | None = None, measurement_samples: int = 0) -> dict:
     """Step-time distribution, steady-state throughput and input-pipeline attribution.
 
     The first ``warmup_steps`` steps carry CUDA context set-up, cuDNN autotuning and compilation;
-    they are reported on their own and excluded from everything else.
+    they are reported on their own and excluded from everything else. ``measurement_s``: the
+    measurement steps after the schedule (each its chunk's mean, tcbench.train.Chunks), timed
+    without a per-step split; they count in the throughput and the step-time distribution, while
+    the data-wait attribution comes from the schedule's steps (``attribution_steps``).
     """
     step_s = data_wait_s + compute_s
     n = len(step_s)
     w = warmup_count(warmup_steps, n)
-    steady, wait, comp = step_s[w:], data_wait_s[w:], compute_s[w:]
-    steady_samples = int(sum(samples[w:]))
+    extra = np.asarray(measurement_s if measurement_s is not None else [], dtype=float)
+    steady, wait, comp = np.concatenate([step_s[w:], extra]), data_wait_s[w:], compute_s[w:]
+    steady_samples = int(sum(samples[w:])) + int(measurement_samples)
     total = float(steady.sum())
-    share = float(wait.sum() / total) if total > 0 else None
+    attributed = float(wait.sum() + comp.sum())
+    share = float(wait.sum() / attributed) if attributed > 0 else None
     return {
-        "steps": n,
+        "steps": n + len(extra),
         "warmup_steps": w,
         "warmup_time_s": float(step_s[:w].sum()),
         "first_step_time_s": float(step_s[0]) if n else None,
@@ -189,166 +193,15 @@ def step_statistics(data_wait_s: np.ndarray, compute_s: np.ndarray, samples: lis
         "throughput_samples_per_s": steady_samples / total if total > 0 else None,
         "data_wait_s": float(wait.sum()),
         "compute_s": float(comp.sum()),
+        "attribution_steps": int(len(wait)),
         "data_wait_share": share,
         "input_bound_threshold": input_bound_share,
         "input_bound": bool(share is not None and share >= input_bound_share),
     }
 
 
-# ----------------------------------------------------------------------------------- telemetry
-@dataclass
-class _Samples:
-    t: list = field(default_factory=list)
-    power_w: list = field(default_factory=list)
-    sm_clock_mhz: list = field(default_factory=list)
-    temperature_c: list = field(default_factory=list)
-    memory_used_bytes: list = field(default_factory=list)
-    throttle: int = 0
-
-
-class NvmlSampler:
-    """Samples power, SM clock, temperature, memory and clock-event (throttle) reasons from a
-    background thread while the timed region runs; energy comes from the GPU's own cumulative
-    counter where it has one, else from integrating the sampled power.
-
-    ``mark_steady()`` reads the energy counter once more at the warm-up boundary, so the record
-    carries the energy of the steady-state steps beside the whole run's.
-
-    The thread holds the GIL only for the Python around each NVML call, but every call must get
-    the GIL back from the training loop; so it makes few calls: power and SM clock every
-    ``interval_s``, the slow quantities (temperature, memory, throttle reasons) every
-    ``slow_every``-th sample.
-    """
-
-    def __init__(self, device: torch.device, interval_s: float = 0.1, slow_every: int = 5):
-        self.interval_s = interval_s
-        self.slow_every = slow_every
-        self.handle = None
-        self.reason: str | None = None
-        self._stop = threading.Event()
-        self._samples = _Samples()
-        self._e0 = self._e1 = self._steady = None
-        if device.type != "cuda":
-            self.reason = "no CUDA device: NVML telemetry does not apply"
-            return
-        try:
-            import pynvml
-            pynvml.nvmlInit()
-            uuid = str(torch.cuda.get_device_properties(device).uuid)
-            uuid = uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
-            self.handle = pynvml.nvmlDeviceGetHandleByUUID(uuid)
-            self.nvml = pynvml
-        except Exception as exc:  # noqa: BLE001 - any NVML failure only nulls the telemetry
-            self.reason = f"NVML unavailable: {type(exc).__name__}: {exc}"
-            self.handle = None
-
-    def _energy_mj(self):
-        try:
-            return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle)
-        except Exception:  # noqa: BLE001 - counter absent on older GPUs
-            return None
-
-    def _throttle(self):
-        fn = getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
-            self.nvml.nvmlDeviceGetCurrentClocksThrottleReasons
-        return int(fn(self.handle))
-
-    def _run(self):
-        nv, h, s = self.nvml, self.handle, self._samples
-        n = 0
-        while not self._stop.is_set():
-            try:
-                s.t.append(time.perf_counter())
-                s.power_w.append(nv.nvmlDeviceGetPowerUsage(h) / 1e3)
-                s.sm_clock_mhz.append(nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
-                if n % self.slow_every == 0:
-                    s.temperature_c.append(nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
-                    s.memory_used_bytes.append(nv.nvmlDeviceGetMemoryInfo(h).used)
-                    s.throttle |= self._throttle()
-            except Exception:  # noqa: BLE001 - a failed sample is skipped, not fatal
-                pass
-            n += 1
-            self._stop.wait(self.interval_s)
-
-    def __enter__(self):
-        if self.handle is not None:
-            self._e0 = self._energy_mj()
-            self._t0 = time.perf_counter()
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def mark_steady(self) -> None:
-        """The warm-up boundary: call after a synchronisation, so the counter holds the warm-up's
-        energy and nothing of the steady steps."""
-        if self.handle is not None:
-            self._steady = (time.perf_counter(), self._energy_mj())
-
-    def __exit__(self, *exc):
-        if self.handle is not None:
-            self._stop.set()
-            self._thread.join()
-            self._t1 = time.perf_counter()
-            self._e1 = self._energy_mj()
-        return False
-
-    def steady_energy(self, steady_samples: int | None) -> dict:
-        """Energy of the steady-state steps (warm-up boundary to the end of the loop), from the
-        GPU's energy counter; null with a note where it cannot be had."""
-        out = dict.fromkeys(("steady_energy_j", "steady_energy_per_sample_j",
-                             "steady_energy_window_s"))
-        if self.handle is None:
-            return out | {"steady_energy_note": self.reason}
-        if self._steady is None:
-            return out | {"steady_energy_note": "no warm-up boundary was marked (no steady steps)"}
-        t, e = self._steady
-        if e is None or self._e1 is None:
-            return out | {"steady_energy_note": "this GPU has no NVML total-energy counter"}
-        energy = (self._e1 - e) / 1e3
-        return {"steady_energy_j": energy,
-                "steady_energy_per_sample_j": energy / steady_samples if steady_samples else None,
-                "steady_energy_window_s": self._t1 - t,
-                "steady_energy_note": None}
-
-    def result(self, samples: int | None = None, steady_samples: int | None = None) -> dict:
-        keys = ("energy_j", "energy_source", "power_mean_w", "power_max_w", "sm_clock_mean_mhz",
-                "temperature_max_c", "nvml_memory_used_max_bytes", "throttle_reasons",
-                "energy_per_sample_j", "telemetry_samples")
-        steady = self.steady_energy(steady_samples)
-        if self.handle is None:
-            return dict.fromkeys(keys) | {"telemetry_note": self.reason} | steady
-        s = self._samples
-        if self._e0 is not None and self._e1 is not None:
-            energy, source = (self._e1 - self._e0) / 1e3, "nvml_total_energy_counter"
-        elif len(s.t) > 1:
-            energy, source = float(np.trapezoid(s.power_w, s.t)), "integrated_power_samples"
-        else:
-            energy, source = None, None
-        return {
-            "energy_j": energy,
-            "energy_source": source,
-            "power_mean_w": float(np.mean(s.power_w)) if s.power_w else None,
-            "power_max_w": float(np.max(s.power_w)) if s.power_w else None,
-            "sm_clock_mean_mhz": float(np.mean(s.sm_clock_mhz)) if s.sm_clock_mhz else None,
-            "temperature_max_c": int(np.max(s.temperature_c)) if s.temperature_c else None,
-            "nvml_memory_used_max_bytes": int(np.max(s.memory_used_bytes))
-            if s.memory_used_bytes else None,
-            "throttle_reasons": throttle_names(s.throttle, self.nvml),
-            "energy_per_sample_j": energy / samples if energy is not None and samples else None,
-            "telemetry_samples": len(s.t),
-            "telemetry_note": None,
-        } | steady
-
-
-def throttle_names(mask: int, nvml) -> list[str]:
-    names = []
-    for attr in dir(nvml):
-        for prefix in ("nvmlClocksEventReason", "nvmlClocksThrottleReason"):
-            if attr.startswith(prefix) and attr[len(prefix):] not in ("All", "None", "Unknown"):
-                bit = getattr(nvml, attr)
-                if isinstance(bit, int) and bit and mask & bit:
-                    names.append(attr[len(prefix):])
-    return sorted(set(names))
+# telemetry lives in tcbench.telemetry; re-exported here, where jobs and scripts look for it
+from .telemetry import NvmlSampler, throttle_names  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------------------- FLOPs

@@ -26,126 +26,15 @@ import argparse
 import atexit
 import json
 import os
+import signal
 import sys
-import time
 import traceback
 from pathlib import Path
 
-SPEC_KEYS = {"run", "experiment", "cell", "workload", "precision", "batch_size", "repeat",
-             "params", "device", "memory_limit_bytes", "repeat_reason"}
-# Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
-# cudaMalloc outside the caching allocator, the CPU allocator) rather than torch.OutOfMemoryError.
-OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLOC_FAILED",
-               "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
-# torch._dynamo.utils.counters that say whether a compilation came from the cache
-COMPILE_CACHE_COUNTERS = {"inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss",
-                                       "fxgraph_cache_bypass"),
-                          "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss")}
-
-
-def parse_spec(spec: dict) -> dict:
-    """Check a job spec and resolve its parameters; raises ValueError naming the culprit."""
-    from . import memlimit, precision as P
-    from . import workloads as W
-
-    if not isinstance(spec, dict):
-        raise ValueError(f"the job spec must be a JSON object, got {type(spec).__name__}")
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ValueError(f"unknown job spec key(s): {', '.join(unknown)}")
-    for key in ("workload", "precision", "batch_size"):
-        if key not in spec:
-            raise ValueError(f"job spec lacks {key!r}")
-    bs = spec["batch_size"]
-    if not isinstance(bs, int) or isinstance(bs, bool) or bs < 1:
-        raise ValueError(f"batch_size={bs!r} must be a positive integer")
-    P.get(spec["precision"])
-    memlimit.check(spec.get("memory_limit_bytes"))
-    out = {"run": "adhoc", "experiment": spec["workload"], "repeat": 1, "device": "auto"} | spec
-    out["params"] = W.resolve_params(spec["workload"], spec.get("params"))
-    out.setdefault("cell", f"{out['precision']}_bs{bs}_r{out['repeat']}")
-    return out
-
-
-def pick_device(name: str):
-    import torch
-
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={name!r} but torch sees no CUDA device")
-    return device
-
-
-def is_oom(exc: BaseException) -> bool:
-    import torch
-
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or (
-        isinstance(exc, RuntimeError) and any(m in str(exc) for m in OOM_MARKERS))
-
-
-def process_age_s() -> float | None:
-    """Seconds since this process started (Linux /proc), None where that cannot be read."""
-    try:
-        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
-        uptime = float(Path("/proc/uptime").read_text().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class Phases:
-    """Where a job's time goes outside its timed steps: named spans, each from the previous mark
-    to this one (the harness overhead, split; names in vocabulary.HARNESS_PHASES). Host wall
-    clock; cheap enough to leave on."""
-
-    def __init__(self, started_s: float | None = None):
-        self.started_s = started_s  # process start to the first mark's origin
-        self.t = time.perf_counter()
-        self.spans: dict[str, float] = {}
-
-    def mark(self, name: str) -> None:
-        now = time.perf_counter()
-        self.spans[name] = self.spans.get(name, 0.0) + now - self.t
-        self.t = now
-
-    def result(self) -> dict:
-        from .forkserver import origin
-
-        return {"process": origin(), "process_start_to_main_s": self.started_s,
-                "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
-
-
-# ------------------------------------------------------------------------------------ compile cache
-def use_compile_cache(directory: Path | None, environ=os.environ) -> None:
-    """Point torch.compile's on-disk caches at ``directory``; before torch is imported."""
-    if directory is None:
-        return
-    directory = Path(directory).resolve()
-    environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
-    environ["TRITON_CACHE_DIR"] = str(directory / "triton")
-
-
-def compile_cache_info(configured: str | None) -> dict:
-    """Which cache directory torch.compile used (``configured``: TORCHINDUCTOR_CACHE_DIR as the
-    job found it), and whether this job's compilation hit it."""
-    from torch._dynamo.utils import counters
-    try:
-        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
-    except ImportError:  # older torch: the same rule, not yet a function of its own
-        def default_cache_dir():
-            import getpass
-            import tempfile
-            return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
-
-    counts = {name: int(counters[group].get(name, 0))
-              for group, names in COMPILE_CACHE_COUNTERS.items() for name in names}
-    misses = counts["fxgraph_cache_miss"] + counts["fxgraph_cache_bypass"]
-    return {"dir": os.path.abspath(configured or default_cache_dir()),
-            "source": "TORCHINDUCTOR_CACHE_DIR" if configured else "torch default",
-            "hit": counts["fxgraph_cache_hit"] > 0 and misses == 0,
-            "counters": counts}
+from .process import descendants
+from .harness import Phases, compile_cache_info, process_age_s, use_compile_cache  # noqa: F401
+from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
+                   pick_device)
 
 
 # ------------------------------------------------------------------------------------ the job
@@ -245,16 +134,9 @@ class Job:
         from . import measure
 
         # Read while the failed step's tensors are still referenced by the traceback.
-        mem = measure.memory_in_use(self.device)
-        message = str(exc)
-        step = len(self.timer) if self.phase == "training" else None
-        self.record |= {
-            "status": "oom", "metrics": None,
-            "status_reason": f"out of memory while {self.phase}"
-                             + (f" (step {step})" if step is not None else "")
-                             + f": {message.splitlines()[0][:400]}",
-            "error": {"type": type(exc).__name__, "message": message[:2000], "phase": self.phase,
-                      "step": step, **mem, **self.budget.info()}}
+        mem = measure.memory_in_use(self.device) | self.budget.info()
+        step = len(self.timer) if self.phase in ("training", "measuring") else None
+        self.record |= oom_fields(exc, self.phase, step, mem)
 
     def build(self):
         """The workload: model, data, loss, optimiser (a seam the test suite's fault injection
@@ -263,8 +145,9 @@ class Job:
 
         return W.build(self.spec["workload"], self.params, self.spec["batch_size"], self.device)
 
-    def train_and_measure(self) -> None:
-        """Build, train, measure and profile one cell, filling in the record."""
+    def prepare(self):
+        """Build the workload and its training step (precision, memory format, compile, CUDA
+        graph); (workload, step), or (workload, None) where the cell cannot run."""
         import torch
 
         from . import measure, train as T
@@ -274,10 +157,10 @@ class Job:
         record["data"] = w.data
         record["model"] = w.model_info  # what was built: name, source, parameter count
         self.phases.mark("building")
-        channels_last = params["memory_format"] == "channels_last"
-        flops_per_step = None
+        self.flops_per_step = None
         if self.collects_evidence:
-            flops_per_step = measure.count_training_flops(w.model, w.loss_fn, w.example_batch)
+            self.flops_per_step = measure.count_training_flops(w.model, w.loss_fn,
+                                                               w.example_batch)
             self.phases.mark("counting_flops")
         # FP8 modes swap nn.Linear for torchao's Float8Linear after the FLOP count (the same
         # FLOPs) and before compile, which must see the swapped modules.
@@ -287,110 +170,161 @@ class Job:
         record["precision_flags"]["fp8"] = fp8
         if fp8 is not None and fp8["unsupported_reason"]:
             record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
-            return
-        if channels_last:
+            return w, None
+        if self.channels_last:
             w.model = w.model.to(memory_format=torch.channels_last)
         model = w.model if params["compile"] == "off" else torch.compile(
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
-        scaler = self.mode.scaler(device)
-        step = T.eager_step(model, w, scaler, self.mode, device)
+        self.scaler = self.mode.scaler(device)
+        step = T.eager_step(model, w, self.scaler, self.mode, device)
         graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
         if graphs["requested"]:
             ok, reason = T.graphs_supported(w, self.mode, device)
             if not ok:
                 record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
-                return
+                return w, None
             self.enter("capturing a CUDA graph")
             step = T.GraphedStep(model, w, self.mode, device,
-                                 T.to_device(w.example_batch, device, False, channels_last))
+                                 T.to_device(w.example_batch, device, False, self.channels_last))
             graphs["captured"] = True
         record["precision_flags"]["cuda_graphs"] = graphs
         self.phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")
-        clock = measure.WallClock(device)
-        sampler = measure.NvmlSampler(device, params["telemetry_interval_s"])
+        return w, step
 
+    def train_and_measure(self) -> None:
+        """Build; train the workload's own schedule (the seed's wall clock around exactly that);
+        evaluate on held-out data; fill the timed window with measurement steps; profile."""
+        from . import measure, telemetry, train as T, window
+
+        params, device = self.params, self.device
+        self.channels_last = params["memory_format"] == "channels_last"
+        w, step = self.prepare()
+        if step is None:
+            return
+        clock = measure.WallClock(device)
+        sampler = telemetry.NvmlSampler(device, params["telemetry_interval_s"])
         self.enter("training")
         clock.start()
         with sampler:
-            log = T.train(w, step, device, self.timer, scaler, channels_last,
-                          params["sync_loss_every_step"], params["warmup_steps"],
-                          at_steady=sampler.mark_steady)
-            clock.stop()
-        self.phases.mark("training")  # warm-up and compilation included, as in total_time_s
+            loop = T.train(w, step, device, self.timer, self.scaler, self.channels_last,
+                           params["sync_loss_every_step"], params["warmup_steps"],
+                           at_steady=sampler.mark_steady)
+            clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
+            sampler.pause()
+            self.schedule_steps = loop.log.steps
+            memory = measure.memory_stats(device)  # the peak of the workload's own loop
+            self.phases.mark("training")  # warm-up and compilation included, as total_time_s
+            self.enter("evaluating")
+            held_out = self.evaluate(w, loop.log)
+            self.phases.mark("evaluating")
+            self.enter("measuring")
+            timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
+        self.phases.mark("measurement_steps")
+        self.record_metrics(loop, clock, memory, sampler, timed, held_out)
+        self.phases.mark("measuring")
+        self.enter("profiling")
+        self.record["tensor_cores"] = self.profile(step, w)
+        self.phases.mark("profiling")
 
-        self.enter("measuring")
+    def evaluate(self, w, log) -> dict:
+        """Held-out metrics after the workload's own schedule, before any measurement step
+        (which trains on); none for a run whose loss diverged."""
+        if w.evaluate is None or log.first_nonfinite_step() is not None:
+            return {}
+        out = w.evaluate()
+        w.model.train()
+        return out
+
+    def fill_window(self, loop, sampler, win) -> dict:
+        """Measurement steps until the timed window is long enough and steady (tcbench.window).
+        Reading the step times synchronises: only between rounds, never inside one."""
+        import numpy as np
+
+        from . import window
+
+        def step_s():
+            wait, comp = self.timer.intervals()
+            return np.concatenate([(wait + comp)[loop.warmup:], loop.chunks.step_s()])
+
+        def more(n):
+            if not loop.chunks.steps:   # after step_s's synchronisation: evaluation is over
+                sampler.resume()
+            loop.more(n)
+
+        def diverged():
+            return loop.log.first_nonfinite_step() is not None or loop.chunks.nonfinite()
+
+        return window.fill(step_s, more, win, diverged)
+
+    def record_metrics(self, loop, clock, memory, sampler, timed: dict, held_out: dict):
+        from . import measure
+
+        params, w, log, chunks = self.params, loop.w, loop.log, loop.chunks
         wait, comp = self.timer.intervals()
         steps = measure.step_statistics(wait, comp, log.samples, params["warmup_steps"],
-                                        params["input_bound_share"])
-        samples = sum(log.samples)
-        memory = measure.memory_stats(device)
+                                        params["input_bound_share"], chunks.step_s(),
+                                        chunks.samples)
+        schedule_samples = sum(log.samples)
+        steady_samples = sum(log.samples[steps["warmup_steps"]:]) + chunks.samples
         bad_step = log.first_nonfinite_step()
+        if bad_step is None and chunks.nonfinite():
+            bad_step = log.steps + chunks.steps - 1   # within the last measurement chunk
         throughput = steps["throughput_samples_per_s"]
-        per_sample = flops_per_step / self.spec["batch_size"] if flops_per_step else None
-        record["metrics"] = {
+        flops = self.flops_per_step
+        per_sample = flops / self.spec["batch_size"] if flops else None
+        compiled = params["compile"] != "off"
+        self.record["metrics"] = {
             "total_time_s": clock.total_time_s,
             **{k: memory[k] for k in ("max_memory_allocated_bytes", "max_memory_reserved_bytes")},
             "epochs": w.epochs,
-            "samples": samples,
-            "wall_throughput_samples_per_s": samples / clock.total_time_s,
+            "samples": schedule_samples,
+            "wall_throughput_samples_per_s": schedule_samples / clock.total_time_s,
             **steps,
+            "step_counts": {"warmup": steps["warmup_steps"],
+                            "schedule": self.schedule_steps - steps["warmup_steps"],
+                            "measurement": chunks.steps},
+            "timed_window": timed,
             "time_to_steady_s": log.time_to_steady_s,
-            "compile_time_s": steps["first_step_time_s"] if params["compile"] != "off" else None,
-            "compile_cache": compile_cache_info(self.compile_cache_dir)
-            if params["compile"] != "off" else None,
+            "compile_time_s": steps["first_step_time_s"] if compiled else None,
+            "compile_cache": compile_cache_info(self.compile_cache_dir) if compiled else None,
             "final_loss": log.final_loss(),
             "loss_curve": [list(p) for p in log.loss_curve(params["loss_every"])],
             "first_nonfinite_step": bad_step,
-            **log.scaler_stats(scaler),
-            "flops_per_step": flops_per_step,
+            **log.scaler_stats(self.scaler),
+            "flops_per_step": flops,
             "flops_per_sample": per_sample,
             "achieved_tflops": per_sample * throughput / 1e12
             if per_sample and throughput else None,
             "flops_evidence_repeat": self.evidence_repeat,
             "memory_note": memory["memory_note"],
             **self.budget.info(),
+            **held_out,
         }
-        steady_samples = sum(log.samples[steps["warmup_steps"]:])
-        record["telemetry"] = sampler.result(samples, steady_samples)
+        self.record["telemetry"] = sampler.result(schedule_samples, steady_samples)
         if bad_step is not None:
-            record |= {"status": "diverged",
-                       "status_reason": f"loss became NaN/inf at step {bad_step}"}
-        self.phases.mark("measuring")
-
-        self.enter("profiling")
-        record["tensor_cores"] = self.profile(step, w, channels_last)
-        self.phases.mark("profiling")
-        self.enter("evaluating")
-        if w.evaluate is not None and record["status"] == "ok":
-            record["metrics"] |= w.evaluate()
-        self.phases.mark("evaluating")
+            self.record |= {"status": "diverged",
+                            "status_reason": f"loss became NaN/inf at step {bad_step}"}
 
     @property
     def evidence_repeat(self) -> int:
         """The repeat whose record carries the cell's kernel profile and FLOP count."""
         return self.spec["repeat"] if self.collects_evidence else 1
 
-    def profile(self, step, w, channels_last: bool) -> dict:
-        from . import train as T
-        from .tensorcores import profile_kernels
+    def profile(self, step, w) -> dict:
+        """Kernel evidence (once per cell by default), and the GPU's busy share of the timed
+        steps from it."""
+        from . import tensorcores, train as T
 
         if not self.collects_evidence:
             return {"profiled": False, "evidence_repeat": self.evidence_repeat,
                     "profile_note": "kernels are profiled once per cell (evidence_repeats: "
                                     f"first): see repeat {self.evidence_repeat}'s record"}
-
-        def one_step():
-            step(*T.to_device(w.example_batch, self.device, False, channels_last))
-
-        try:
-            evidence = profile_kernels(one_step, self.params["profile_steps"], self.device)
-        except Exception as exc:  # noqa: BLE001 - the training measurement above stands
-            if not is_oom(exc):
-                raise
-            evidence = {"profiled": False,
-                        "profile_note": f"out of memory while profiling: {exc}"[:500]}
-        return evidence | {"evidence_repeat": self.evidence_repeat}
+        batch = T.to_device(w.example_batch, self.device, False, self.channels_last)
+        median = (self.record["metrics"] or {}).get("step_time_median_s")
+        return tensorcores.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
+                                         self.device, median) | {
+            "evidence_repeat": self.evidence_repeat}
 
 
 def run_job(spec: dict, phases: Phases | None = None) -> dict:
@@ -398,10 +332,18 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
     phases = phases or Phases()
     import torch  # noqa: F401
 
-    from . import environment, measure, memlimit, precision, train, workloads  # noqa: F401
+    from . import environment, measure, memlimit, placement, precision, train  # noqa: F401
 
     phases.mark("imports")
-    return Job(parse_spec(spec), phases).run()
+    spec = parse_spec(spec)
+    where = placement.place(spec["params"]["cpu_placement"])  # before CUDA starts its threads
+    phases.mark("cpu_placement")
+    try:
+        job = Job(spec, phases)
+        job.record["placement"] = where | {"torch_gpu_uuid": placement.device_uuid(job.device)}
+        return job.run()
+    finally:
+        placement.release(where)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -454,10 +396,6 @@ def exit_now(code: int) -> None:
     down and waits for it, and a sidecar started at the job's first compilation may still be
     importing torch (about 7 s after every compiled job on the H200). DataLoader workers are done
     by now. Killed, each is reaped at once by the handlers that would have waited for it."""
-    import signal
-
-    from .forkserver import descendants
-
     for pid in descendants():
         try:
             os.kill(pid, signal.SIGKILL)

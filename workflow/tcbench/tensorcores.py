@@ -37,6 +37,8 @@ import re
 import time
 from collections import defaultdict
 
+from .spec import is_oom
+
 _NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
 _SIMT = re.compile(r"ffma|(^|_)fma_|simt|sgemm|f32f32_f32f32(?!.*tf32)", re.I)
 _NVJET = re.compile(r"nvjet_(?:sm\d+_)?([a-z]{3}|[a-z]{5})_", re.I)
@@ -144,9 +146,11 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
 def profile_kernels(step, steps: int, device) -> dict:
     """Run ``step()`` ``steps`` times under ``torch.profiler`` and summarise its GPU kernels.
 
-    Also reports ``gpu_busy_share``: kernel time over the wall time of the profiled steps. A
-    step that keeps the GPU busy only a small share of the time is bound by the host (Python,
-    kernel launches, synchronisation), not by the GPU's arithmetic.
+    The profiler records CUDA activity only (no CPU operator events, the least it can add to a
+    host-bound step); GPU-side annotation ranges are skipped, so the shares count kernels only.
+    Under the profiler a host-bound step runs slower than in the timed window: the step time
+    here is reported as ``profiled_step_time_s`` and its busy share as
+    ``gpu_busy_share_under_profiler``; ``timed_busy_share`` gives the timed steps' figure.
     """
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -157,7 +161,7 @@ def profile_kernels(step, steps: int, device) -> dict:
         return {"profiled": False, "profile_note": "profile_steps is 0"}
     step()  # one unprofiled step so the profile holds steady-state kernels only
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
         t0 = time.perf_counter()
         for _ in range(steps):
             step()
@@ -175,6 +179,38 @@ def profile_kernels(step, steps: int, device) -> dict:
         kernels[evt.name][1] += 1
     summary = summarise_kernels({k: (v[0], v[1]) for k, v in kernels.items()})
     summary |= {"profiled": True, "profile_steps": steps, "profile_wall_s": wall,
-                "gpu_busy_share": min(summary["kernel_time_s"] / wall, 1.0) if wall else None,
+                "profile_activities": "cuda", "annotations_excluded": True,
+                "profiled_step_time_s": wall / steps,
+                "gpu_busy_share_under_profiler":
+                    min(summary["kernel_time_s"] / wall, 1.0) if wall else None,
                 "profile_note": None}
     return summary
+
+
+def timed_busy_share(evidence: dict, step_time_median_s: float | None) -> dict:
+    """How busy the GPU was in the timed steps: the profile's kernel time per step over the
+    timed window's median step time (capped at 1: kernels of several streams can overlap).
+    The kernels of a step take the same GPU time whether or not the host is slowed by the
+    profiler; the wall time of a step does not, so the profiled wall time is no denominator."""
+    if not evidence.get("profiled") or not step_time_median_s:
+        return {"gpu_busy_share": None, "kernel_time_per_step_s": None,
+                "profiled_to_timed_step_ratio": None}
+    per_step = evidence["kernel_time_s"] / evidence["profile_steps"]
+    return {"kernel_time_per_step_s": per_step,
+            "gpu_busy_share": min(per_step / step_time_median_s, 1.0),
+            "timed_step_time_median_s": step_time_median_s,
+            "profiled_to_timed_step_ratio": evidence["profiled_step_time_s"] / step_time_median_s,
+            "gpu_busy_share_source": "timed steps"}
+
+
+def cell_evidence(one_step, steps: int, device, step_time_median_s: float | None) -> dict:
+    """The profile of ``one_step`` and the timed steps' busy share from it; running out of
+    memory while profiling leaves the training measurement standing, with a note."""
+    try:
+        evidence = profile_kernels(one_step, steps, device)
+    except Exception as exc:  # noqa: BLE001 - out of memory is a note; the rest re-raises
+        if not is_oom(exc):
+            raise
+        evidence = {"profiled": False,
+                    "profile_note": f"out of memory while profiling: {exc}"[:500]}
+    return evidence | timed_busy_share(evidence, step_time_median_s)

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
 import torch
 
 from .measure import StepTimer, warmup_count
@@ -87,9 +88,13 @@ class TrainLog:
 
 
 def to_device(batch, device, non_blocking=False, channels_last=False):
+    """The batch on ``device`` (an indexed device: ``cuda:0``, not ``cuda``); a batch already
+    there (a device-resident loader) is passed through without a ``.to`` call per tensor."""
     data, target = batch
-    data = data.to(device, non_blocking=non_blocking)
-    target = target.to(device, non_blocking=non_blocking)
+    if data.device != device:
+        data = data.to(device, non_blocking=non_blocking)
+    if target.device != device:
+        target = target.to(device, non_blocking=non_blocking)
     if channels_last and data.dim() == 4:
         data = data.contiguous(memory_format=torch.channels_last)
     return data, target
@@ -99,9 +104,13 @@ def train_step(model, loss_fn, optimizer, scaler, precision, device, data, targe
     with precision.autocast(device):
         output = model(data)
         loss = loss_fn(output, target)
-    scaler.scale(loss).backward()
-    scaler.step(optimizer)
-    scaler.update()
+    if scaler.is_enabled():   # fp16: scale the loss, unscale and check the gradients (host sync)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    else:                     # every other mode: the plain loop (a disabled scaler's wrappers
+        loss.backward()       # would pass everything through, a few microseconds a step)
+        optimizer.step()
     optimizer.zero_grad(set_to_none=True)
     return loss
 
@@ -172,23 +181,172 @@ class GraphedStep:
 PROGRESS_EVERY_S = 5.0   # a long job says how far it got, at most this often, between epochs
 
 
+class Chunks:
+    """The measurement steps' timing: one mark per chunk of ``SIZE`` steps (a CUDA event on the
+    training stream, pre-made; the host clock on a CPU), each chunk's steps, samples and last
+    loss. Read after the loop: ``step_s()`` gives each step the mean of its chunk."""
+
+    SIZE = 16
+
+    def __init__(self, device: torch.device):
+        self.cuda = device.type == "cuda"
+        self.spans: list[tuple] = []        # (start mark, end mark, steps, samples)
+        self.last_losses: list = []
+        self._pool: list = []
+        self._start = None
+        self._steps = self._samples = 0
+
+    def reserve(self, steps: int, passes: int) -> None:
+        if self.cuda:
+            more = [torch.cuda.Event(enable_timing=True) for _ in range(steps // self.SIZE
+                                                                           + 2 * passes + 2)]
+            for e in more:
+                e.record()     # CUDA creates an event lazily at its first record: do it now
+            self._pool = more + self._pool
+
+    def _mark(self):
+        if not self.cuda:
+            return time.perf_counter()
+        e = self._pool.pop() if self._pool else torch.cuda.Event(enable_timing=True)
+        e.record()
+        return e
+
+    def open(self) -> None:
+        self._start, self._steps, self._samples = self._mark(), 0, 0
+
+    def count(self, samples: int) -> None:
+        self._steps += 1
+        self._samples += samples
+
+    def full(self) -> bool:
+        return self._steps == self.SIZE
+
+    def close(self, loss) -> None:
+        if not self._steps:
+            return
+        end = self._mark()
+        self.spans.append((self._start, end, self._steps, self._samples))
+        self.last_losses.append(loss.detach().clone())
+        self._start, self._steps, self._samples = end, 0, 0
+
+    @property
+    def steps(self) -> int:
+        return sum(n for *_, n, _ in self.spans)
+
+    @property
+    def samples(self) -> int:
+        return sum(s for *_, s in self.spans)
+
+    def step_s(self) -> np.ndarray:
+        """Each measurement step's time, the mean of its chunk. Synchronises on CUDA."""
+        if self.cuda:
+            torch.cuda.synchronize()
+        out = []
+        for a, b, n, _ in self.spans:
+            t = a.elapsed_time(b) / 1e3 if self.cuda else b - a
+            out.extend([t / n] * n)
+        return np.asarray(out, dtype=float)
+
+    def nonfinite(self) -> bool:
+        return bool(self.last_losses) and not bool(
+            torch.isfinite(torch.stack(self.last_losses).float()).all())
+
+
+@dataclass
+class Loop:
+    """What every training step of a job shares: the workload, the step, the timer and the log.
+    ``epoch`` runs the loop body over one pass of the loader; ``train`` (the workload's own
+    schedule) and ``more`` (measurement steps after it) are made of such passes."""
+    w: Workload
+    step: Callable
+    device: torch.device
+    timer: StepTimer
+    log: TrainLog
+    scaler: torch.amp.GradScaler
+    channels_last: bool = False
+    sync_loss_every_step: bool = False
+    boundary: Callable[[], None] | None = None   # called once, after the warm-up steps
+    warmup: int = 0
+    chunks: "Chunks" = None                      # the measurement steps (``more``)
+
+    def __post_init__(self):
+        if self.device.type == "cuda" and self.device.index is None:  # tensors say cuda:N
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.chunks = Chunks(self.device)
+
+    def epoch(self, limit: int | None = None) -> None:
+        w, timer, log = self.w, self.timer, self.log
+        static_loss = getattr(self.step, "loss", None)  # a CUDA graph's output, overwritten
+        batches = iter(w.train_loader)
+        timer.fetch()                                   # a fresh mark: after the loader's start
+        self.at_boundary()
+        for k, batch in enumerate(batches):
+            if limit is not None and k == limit:
+                break
+            data, target = to_device(batch, self.device, w.non_blocking, self.channels_last)
+            timer.data_ready()
+
+            loss = self.step(data, target)
+
+            timer.step_done()
+            log.add(loss, len(target), copy=loss is static_loss,
+                    scale=self.scaler._get_scale_async() if log.scales is not None else None)
+            if self.sync_loss_every_step:
+                loss.item()  # host sync: the seed's per-step loss read, kept when asked for
+            self.at_boundary()
+
+    def at_boundary(self) -> None:
+        if self.boundary is not None and self.log.steps == self.warmup:
+            boundary, self.boundary = self.boundary, None
+            boundary()
+            self.timer.fetch()  # a fresh mark: the boundary's synchronisation is no step's time
+
+    def more(self, steps: int) -> None:
+        """``steps`` measurement steps: more training on the workload's own batches after its
+        schedule (no scheduler step: the learning rate stays where the schedule left it), so
+        that a short schedule still gives a timed window long enough to decide.
+
+        They are timed in chunks of ``Chunks.SIZE`` steps, one mark per chunk (per-step marks and
+        the per-step loss log stay with the schedule's steps, the attribution window): what the
+        harness adds to a host-bound step is then a few percent of a mark per step. The last
+        loss of each chunk is kept, so a loss that turns NaN is still seen."""
+        w, chunks = self.w, self.chunks
+        chunks.reserve(steps, passes=steps // max(len(w.train_loader), 1) + 2)
+        w.model.train()
+        left = steps
+        while left > 0:
+            batches = iter(w.train_loader)
+            chunks.open()
+            for batch in batches:
+                data, target = to_device(batch, self.device, w.non_blocking, self.channels_last)
+                loss = self.step(data, target)
+                chunks.count(len(target))
+                if self.sync_loss_every_step:
+                    loss.item()  # host sync: the seed's per-step loss read, kept when asked for
+                left -= 1
+                if chunks.full() or left == 0:
+                    chunks.close(loss)
+                if left == 0:
+                    break
+            chunks.close(loss)   # a pass's last, partial chunk (nothing if just closed)
+
+
 def train(w: Workload, step, device: torch.device, timer: StepTimer,
           scaler: torch.amp.GradScaler, channels_last: bool = False,
           sync_loss_every_step: bool = False, warmup_steps: int = 0,
-          at_steady: Callable[[], None] | None = None) -> TrainLog:
-    """Train for ``w.epochs`` epochs; ``step(data, target) -> loss`` is one training step
-    (``eager_step``: the readable loop body above; or a ``GraphedStep``).
+          at_steady: Callable[[], None] | None = None) -> Loop:
+    """Train for ``w.epochs`` epochs, the workload's own schedule; ``step(data, target) -> loss``
+    is one training step (``eager_step``: the readable loop body above; or a ``GraphedStep``).
+    Returns the loop, whose ``log`` holds what it did and whose ``more`` adds measurement steps.
 
     After the first ``warmup_steps`` steps (autotuning, compilation, lazy loading) the loop
     synchronises once and calls ``at_steady()``: the warm-up boundary, where the time to a
     steady step is read and the energy counter marked."""
     total_steps = w.epochs * len(w.train_loader)
-    warmup = warmup_count(warmup_steps, total_steps)
     log = TrainLog(losses=torch.full((total_steps,), math.nan, device=device),
                    scales=torch.full((total_steps,), math.nan, device=device)
                    if scaler.is_enabled() else None,
                    samples=[], initial_scale=scaler.get_scale() if scaler.is_enabled() else None)
-    static_loss = getattr(step, "loss", None)   # a CUDA graph's output, overwritten every replay
     timer.start(total_steps, restarts=w.epochs + 1)
     w.model.train()
     t0 = shown = time.perf_counter()
@@ -199,26 +357,11 @@ def train(w: Workload, step, device: torch.device, timer: StepTimer,
         log.time_to_steady_s = time.perf_counter() - t0
         if at_steady is not None:
             at_steady()
-        timer.fetch()  # a fresh mark: the synchronisation is no step's time
 
+    loop = Loop(w, step, device, timer, log, scaler, channels_last, sync_loss_every_step,
+                steady, warmup_count(warmup_steps, total_steps))
     for epoch in range(w.epochs):
-        batches = iter(w.train_loader)
-        timer.fetch()
-        if log.steps == warmup and log.time_to_steady_s is None:
-            steady()
-        for batch in batches:
-            data, target = to_device(batch, device, w.non_blocking, channels_last)
-            timer.data_ready()
-
-            loss = step(data, target)
-
-            timer.step_done()
-            log.add(loss, len(target), copy=loss is static_loss,
-                    scale=scaler._get_scale_async() if log.scales is not None else None)
-            if sync_loss_every_step:
-                loss.item()  # the seed's per-step host synchronisation, kept when asked for
-            if log.steps == warmup and log.time_to_steady_s is None:
-                steady()
+        loop.epoch()
         if w.scheduler is not None:
             w.scheduler.step()
         now = time.perf_counter()
@@ -227,4 +370,4 @@ def train(w: Workload, step, device: torch.device, timer: StepTimer,
                   flush=True)
             shown = now
     log.flush()
-    return log
+    return loop

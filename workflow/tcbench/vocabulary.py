@@ -148,9 +148,9 @@ BASELINE_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "precision")
 # ---------------------------------------------------------------------------- harness phases
 # tcbench.run's phases (record field harness.phases_s), in the order they happen
 HARNESS_PHASES: tuple[str, ...] = (
-    "imports", "gpu_pinning", "cuda_context", "device_and_environment", "building",
-    "counting_flops",
-    "capturing_cuda_graph", "training", "measuring", "profiling", "evaluating")
+    "imports", "gpu_pinning", "cpu_placement", "cuda_context", "device_and_environment",
+    "building", "counting_flops", "capturing_cuda_graph", "training", "evaluating",
+    "measurement_steps", "measuring", "profiling")
 
 
 # ------------------------------------------------------------------------------------ metrics

@@ -16,7 +16,8 @@ BOUNDED = {"amp_recipe": ("num_batches", "epochs"),
            "mnist_cnn": ("epochs", "train_samples"),
            "resnet50": ("steps", "distinct_batches")}
 WORKLOADS = tuple(BOUNDED)
-PROBE_COMMON = {"warmup_steps": 1, "profile_steps": 0}
+# a probe asks "does this batch fit?", not "how fast is it?": no timed window beyond its steps
+PROBE_COMMON = {"warmup_steps": 1, "profile_steps": 0, "min_timed_s": 0, "min_timed_steps": 0}
 # the settings a search carries from the config into its plan
 SEARCH_KEYS = ("start", "max", "resolution", "steps", "memory_limit_bytes", "probe_timeout_s")
 

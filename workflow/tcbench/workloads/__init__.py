@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from .. import placement, window
 from .. import vocabulary as V
 
 # workload name -> module under tcbench.workloads
@@ -47,6 +48,12 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "evidence_repeats": "first",    # kernel profile + FLOP count: in a cell's first repeat | all
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
     "cudnn_benchmark": "off",       # PyTorch's default, as the seed ran
+    # the timed window (tcbench.window): at least this long; null: the device's default
+    "min_timed_s": None,            # seconds of timed steps (2.0 on a GPU, 0 on a CPU)
+    "min_timed_steps": None,        # timed steps (20 on a GPU, 0 on a CPU)
+    "max_timed_s": None,            # an unsteady window is extended up to this (4 x min_timed_s)
+    "steady_tolerance": 0.02,       # the window's two halves' medians must agree within this
+    "cpu_placement": "pinned",      # pinned: the job's own CPU set (tcbench.placement) | os
 }
 
 
@@ -102,6 +109,10 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     if params["evidence_repeats"] not in EVIDENCE_REPEATS:
         raise ValueError(f"workload {name!r}: evidence_repeats={params['evidence_repeats']!r}; "
                          f"choose one of {', '.join(EVIDENCE_REPEATS)}")
+    window.check(name, params)
+    if params["cpu_placement"] not in placement.PLACEMENTS:
+        raise ValueError(f"workload {name!r}: cpu_placement={params['cpu_placement']!r}; "
+                         f"choose one of {', '.join(placement.PLACEMENTS)}")
     if hasattr(mod, "check"):
         mod.check(params)
     return params

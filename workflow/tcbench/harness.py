@@ -1,0 +1,82 @@
+"""The job's own bookkeeping outside its timed steps: where its wall time went (phases), how old
+its process is, and torch.compile's on-disk cache (where it is, whether the job hit it)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from .process import origin
+
+# torch._dynamo.utils.counters that say whether a compilation came from the cache
+COMPILE_CACHE_COUNTERS = {"inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss",
+                                       "fxgraph_cache_bypass"),
+                          "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss")}
+
+
+def process_age_s() -> float | None:
+    """Seconds since this process started (Linux /proc), None where that cannot be read."""
+    try:
+        start_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Phases:
+    """Where a job's time goes outside its timed steps: named spans, each from the previous mark
+    to this one (the harness overhead, split; names in vocabulary.HARNESS_PHASES). Host wall
+    clock; cheap enough to leave on."""
+
+    def __init__(self, started_s: float | None = None):
+        self.started_s = started_s  # process start to the first mark's origin
+        self.t = time.perf_counter()
+        self.spans: dict[str, float] = {}
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.spans[name] = self.spans.get(name, 0.0) + now - self.t
+        self.t = now
+
+    def result(self) -> dict:
+        return {"process": origin(), "process_start_to_main_s": self.started_s,
+                "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
+
+
+# ------------------------------------------------------------------------------------ compile cache
+def use_compile_cache(directory: Path | None, environ=os.environ) -> None:
+    """Point torch.compile's on-disk caches at ``directory``; before torch is imported."""
+    if directory is None:
+        return
+    directory = Path(directory).resolve()
+    environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory / "inductor")
+    environ["TRITON_CACHE_DIR"] = str(directory / "triton")
+
+
+def compile_cache_info(configured: str | None) -> dict:
+    """Which cache directory torch.compile used (``configured``: TORCHINDUCTOR_CACHE_DIR as the
+    job found it), and whether this job's compilation hit it."""
+    from torch._dynamo.utils import counters
+    try:
+        from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+    except ImportError:  # older torch: the same rule, not yet a function of its own
+        def default_cache_dir():
+            import getpass
+            import tempfile
+            return os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+
+    counts = {name: int(counters[group].get(name, 0))
+              for group, names in COMPILE_CACHE_COUNTERS.items() for name in names}
+    hits = counts["fxgraph_cache_hit"]
+    misses = counts["fxgraph_cache_miss"] + counts["fxgraph_cache_bypass"]
+    outcome = ("hit" if hits and not misses else "miss" if misses and not hits
+               else "partial" if hits else "none")
+    return {"dir": os.path.abspath(configured or default_cache_dir()),
+            "source": "TORCHINDUCTOR_CACHE_DIR" if configured else "torch default",
+            "hit": outcome == "hit",
+            # hit: every graph came from the cache; miss: none did (compiled and autotuned
+            # afresh: its warm-up is a miss's); partial: some did; none: nothing was compiled
+            "outcome": outcome,
+            "counters": counts}

@@ -1,0 +1,159 @@
+"""Where a job runs: its CPU set, the jobs beside it, the host and the GPU. Provenance for the
+record (key ``placement``) and the pinning that keeps host noise down.
+
+A host-bound training step measures the host's scheduler as much as the GPU when the process
+may wander across cores. By default (workload parameter ``cpu_placement: pinned``) every thread
+of the job is pinned with ``os.sched_setaffinity`` to one CPU set:
+
+* the CPUs the job may use (its inherited affinity: a SLURM or container allotment stays in
+  force), intersected with the CPUs NVML names as close to the job's GPU (its NUMA node), where
+  that leaves any;
+* with several GPUs on the host, that set split into disjoint, contiguous slices, one per GPU
+  (the job takes the slice of its GPU's index), so concurrent jobs never share a core.
+
+Within the set, the training thread (and what it starts itself: autograd's device threads,
+CUDA's helper threads) runs on the set's first CPU alone, as ``taskset -c N`` would put a plain
+script; the helpers move off it: the NVML sampling thread and DataLoader workers call
+``to_helpers()`` as they start (with a one-CPU set they share it). ``cpu_placement: os`` leaves
+placement to the operating system, as a user's own training may run; the record says which
+was used.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from . import gpus
+
+PLACEMENTS = ("pinned", "os")
+_HELPERS: set[int] | None = None   # where helper threads and worker processes go, once pinned
+
+
+def allowed_cpus() -> set[int]:
+    return set(os.sched_getaffinity(0))
+
+
+def gpu_local_cpus(gpu_index: int | None) -> set[int] | None:
+    """The CPUs NVML names as close to physical GPU ``gpu_index`` (None where unknown)."""
+    lib = gpus.nvml()
+    if lib is None or gpu_index is None:
+        return None
+    try:
+        h = lib.nvmlDeviceGetHandleByIndex(gpu_index)
+        words = lib.nvmlDeviceGetCpuAffinity(h, (os.cpu_count() + 63) // 64)
+    except Exception:  # noqa: BLE001 - NVML without affinity support: no preference
+        return None
+    return {64 * i + b for i, word in enumerate(words) for b in range(64) if word >> b & 1}
+
+
+def slot_cpus(allowed: set[int], local: set[int] | None, slot: int, slots: int) -> list[int]:
+    """The job's CPU set: ``allowed`` (near its GPU where possible), then slice ``slot`` of
+    ``slots`` disjoint slices (one per GPU of the host)."""
+    near = sorted(allowed & local) if local and allowed & local else sorted(allowed)
+    if slots <= 1 or len(near) < slots:
+        return near
+    share = len(near) // slots
+    return near[slot * share:(slot + 1) * share]
+
+
+def pin_process(cpus: list[int]) -> None:
+    """Every thread of this process onto ``cpus`` (threads already running included)."""
+    cpu_set = set(cpus)
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            os.sched_setaffinity(int(task.name), cpu_set)
+        except OSError:  # a thread that just ended, or one the kernel will not move
+            continue
+
+
+def to_helpers(_worker_id: int | None = None) -> None:
+    """Move the calling thread (or DataLoader worker process: a ``worker_init_fn``) onto the
+    helper CPUs, off the training thread's; nothing when the job is not pinned."""
+    if _HELPERS:
+        os.sched_setaffinity(0, _HELPERS)
+
+
+def held_flocks(locks_text: str) -> dict[int, int]:
+    """``/proc/locks`` -> {inode: pid} of the FLOCK locks held (read-only: nothing is claimed)."""
+    out = {}
+    for line in locks_text.splitlines():
+        parts = line.split()
+        if len(parts) >= 6 and parts[1] == "FLOCK":   # waiters' lines read "n: -> FLOCK"
+            try:
+                out[int(parts[5].rsplit(":", 1)[1])] = int(parts[4])
+            except (ValueError, IndexError):
+                continue
+    return out
+
+
+def neighbours(directory: Path | None = None, locks_text: str | None = None) -> list[dict]:
+    """The tcbench jobs holding other GPUs of this host now (their GPU locks, gpus.py): who ran
+    beside this job. Read from /proc/locks, so nothing is claimed, not even for a moment."""
+    directory = Path(directory) if directory is not None else gpus.lock_dir()
+    if locks_text is None:
+        try:
+            locks_text = Path("/proc/locks").read_text()
+        except OSError:
+            return []
+    held = held_flocks(locks_text)
+    out = []
+    for path in sorted(directory.glob("gpu-*.lock")) if directory.exists() else []:
+        try:
+            pid = held.get(path.stat().st_ino)
+        except OSError:
+            continue
+        if pid is not None and pid != os.getpid():
+            out.append({"gpu_uuid": path.stem.removeprefix("gpu-"), "pid": pid,
+                        "holder": path.read_text().strip() or None})
+    return out
+
+
+def place(mode: str) -> dict:
+    """Pin this job (``mode`` ``pinned``) or leave it (``os``); the record's ``placement``."""
+    if mode not in PLACEMENTS:
+        raise ValueError(f"cpu_placement={mode!r}; choose one of {', '.join(PLACEMENTS)}")
+    held = gpus.held()
+    found = gpus.discover()
+    index = held.gpu.index if held else None
+    uuid = held.gpu.uuid if held else os.environ.get("CUDA_VISIBLE_DEVICES") or None
+    allowed = allowed_cpus()
+    if mode == "pinned" and not hasattr(os, "sched_setaffinity"):
+        raise ValueError("cpu_placement=pinned needs os.sched_setaffinity (Linux); "
+                         "use cpu_placement: os here")
+    if mode == "pinned":
+        slot = sorted(g.index for g in found).index(index) if index is not None and found \
+            else 0
+        cpus = slot_cpus(allowed, gpu_local_cpus(index), slot, max(len(found), 1))
+        pin_process(cpus)
+        global _HELPERS
+        _HELPERS = set(cpus[1:]) or set(cpus)
+        os.sched_setaffinity(0, {cpus[0]})   # the calling (training) thread only
+        training, helpers = [cpus[0]], sorted(_HELPERS)
+    else:
+        cpus = sorted(allowed)
+        training = helpers = cpus
+    return {"cpu_placement": mode, "cpu_set": cpus, "training_thread_cpus": training,
+            "helper_cpus": helpers, "cpus_allowed": sorted(allowed),
+            "host": socket.gethostname(), "gpu_index": index, "gpu_uuid": uuid,
+            "gpus_on_host": len(found), "neighbours": neighbours()}
+
+
+def release(where: dict) -> None:
+    """Give this process back the CPUs it was allowed before ``place`` (for a caller that goes
+    on after the job, e.g. a test process running jobs in turn)."""
+    global _HELPERS
+    if where["cpu_placement"] == "pinned":
+        pin_process(where["cpus_allowed"])
+        _HELPERS = None
+
+
+def device_uuid(device) -> str | None:
+    """The CUDA device's UUID as torch sees it (``GPU-...``), None off CUDA."""
+    if getattr(device, "type", None) != "cuda":
+        return None
+    import torch
+
+    uuid = str(torch.cuda.get_device_properties(device).uuid)
+    return uuid if uuid.startswith("GPU-") else f"GPU-{uuid}"
