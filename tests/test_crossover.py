@@ -100,3 +100,23 @@ def test_the_study_config_is_small_and_square():
     assert len(shapes) <= 12 and {j.precision for j in jobs.values()} == \
         {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
     assert {dict(j.params)["compile"] for j in jobs.values()} == {"default"}
+
+
+def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatch):
+    """From the records of the crossover's experiments only (another experiment's amp_recipe
+    records stay out), with the prediction from a calibration that has the copy bandwidth."""
+    records = [r | {"experiment": "fp8_crossover_w1024"} for r in fixture_records()]
+    records.append(record(1024, 4096, "fp8-tensorwise", 4, 9e9, 1) | {"experiment": "fp8_mlp"})
+    monkeypatch.setattr(M.aggregate, "find_records", lambda root: [root])
+    monkeypatch.setattr(M.aggregate, "load", lambda paths: records)
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"modes": {"amp-bf16": {"tflops": 775}, "fp8-tensorwise":
+                                         {"tflops": 1364}, "fp8-rowwise": {"tflops": 1430}},
+                               "memory": {"copy_bandwidth_bytes_per_s": 4e12}}))
+    paths = M.write(tmp_path / "records", cal, tmp_path / "out")
+    names = {p.name for p in paths}
+    assert {"fp8_crossover.csv", "fp8_crossover.md", "fp8_crossover.pdf"} <= names
+    table = __import__("pandas").read_csv(tmp_path / "out" / "tables" / "fp8_crossover.csv")
+    assert table["ratio_n"].max() == 3 and table["predicted"].notna().all()
+    text = (tmp_path / "out" / "fp8_crossover.md").read_text()
+    assert "fp8-tensorwise starts to pay at Linear width 4096" in text

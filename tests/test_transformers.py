@@ -92,6 +92,8 @@ def test_fp8_converts_the_blocks_and_names_the_lm_head_it_keeps():
 
     params = W.resolve_params("transformers", GPT2 | TINY)
     w = W.build("transformers", params, 16, torch.device("cpu"))
+    # fp32 master weights, whatever dtype the library defaults to: autocast does the rest
+    assert {p.dtype for p in w.model.parameters()} == {torch.float32}
     _, fp8 = P.get("fp8-tensorwise").prepare(w.model, "default", {16})
     assert len(fp8["converted"]) == 8
     kept = {k["layer"]: k["reason"] for k in fp8["kept"]}

@@ -10,14 +10,18 @@ pay. Reads records (their parameters hold the width, which metrics.csv has no co
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+import seaborn as sns
+from matplotlib.patches import Rectangle
 
-from . import atomic, crossover, stats
-from . import record as R
+from . import aggregate, atomic, crossover, stats
+from . import figures as FIG
 
 PAYS = 1.10          # the study's "pays off" threshold, as everywhere in tcbench
 WORKLOAD = "amp_recipe"
@@ -95,12 +99,6 @@ def figure(table: pd.DataFrame):
     """Per FP8 mode a row of three heatmaps over width x tokens: the measured ratio (its
     break-even contour at 1.0, cells whose interval clears 1.10 boxed), the predicted ratio on
     the same colour scale, and the peak-memory ratio."""
-    import matplotlib.pyplot as plt
-    import seaborn as sns
-    from matplotlib.patches import Rectangle
-
-    from . import figures as FIG
-
     FIG.style()
     modes = [m for m in crossover.FP8_MODES if (table["mode"] == m).any()]
     fig, axes = plt.subplots(len(modes), 3, figsize=(7.0, 2.4 * len(modes)), squeeze=False)
@@ -145,10 +143,6 @@ def write(records_dir: Path, calibration: Path | None, out: Path,
           prefix: str = PREFIX) -> list[Path]:
     """The map's table (tables/fp8_crossover.csv), sentences (fp8_crossover.md) and figure
     (figures/fp8_crossover.*), from the records of the experiments named ``prefix*``."""
-    import json
-
-    from . import aggregate, figures as FIG
-
     records = [r for r in aggregate.load(aggregate.find_records(records_dir))
                if r["experiment"].startswith(prefix)]
     roofs = crossover.Roofs.from_calibration(json.loads(Path(calibration).read_text()),
