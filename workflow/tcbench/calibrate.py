@@ -7,7 +7,9 @@ not a datasheet one. Each mode's product is read from the vocabulary: its autoca
 float32, with or without TF32); the FP8 modes multiply float8 e4m3 operands with
 ``torch._scaled_mm`` (bfloat16 out, fast accumulation, as torchao's forward GEMM does) with one
 scale per tensor (``fp8-tensorwise``) or one per row and column (``fp8-rowwise``), the roof
-their Float8Linear GEMMs run under.
+their Float8Linear GEMMs run under. Beside the roofs, the device-to-device copy bandwidth
+(``memory``: bytes read plus bytes written over the median time of one large copy), the ceiling
+of the elementwise work FP8 adds (amax, casts, scales; tcbench.crossover).
 
     python -m tcbench.calibrate --out results/nvidia-h200/calibration.json [--size 8192]
 """
@@ -91,6 +93,36 @@ def measure(size: int, iterations: int, device) -> dict:
     return rows
 
 
+def copy_bandwidth(nbytes: int, iterations: int, device) -> dict:
+    """Device-to-device copy bandwidth: ``2 * nbytes`` (each byte read once and written once)
+    over the median time of one ``nbytes`` copy, timed like the products (CUDA events, after
+    warm-up). Calibrations made before this measurement have no ``memory`` entry."""
+    import torch
+
+    src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    times = []
+    for i in range(iterations + WARMUP):
+        if device.type == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            dst.copy_(src)
+            end.record()
+            end.synchronize()
+            t = start.elapsed_time(end) / 1e3
+        else:
+            t0 = time.perf_counter()
+            dst.copy_(src)
+            t = time.perf_counter() - t0
+        if i >= WARMUP:
+            times.append(t)
+    t = statistics.median(times)
+    return {"copy_bytes": nbytes, "median_time_s": t, "iterations": iterations,
+            "copy_bandwidth_bytes_per_s": 2 * nbytes / t,
+            "definition": "bytes read + bytes written by one device-to-device copy over its "
+                          "median time"}
+
+
 def main(argv=None) -> int:
     from . import gpus
 
@@ -105,16 +137,21 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--size", type=int, default=8192)
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--copy-mib", type=int, default=2048, help="size of the bandwidth copy")
     args = ap.parse_args(argv)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     size = args.size if device.type == "cuda" else min(args.size, 1024)  # a CPU needs no 8k
     result = {"schema_version": SCHEMA_VERSION, "kind": "calibration", "size": size,
               "modes": measure(size, args.iterations, device),
+              "memory": copy_bandwidth((args.copy_mib if device.type == "cuda" else
+                                        min(args.copy_mib, 64)) * 2 ** 20, args.iterations,
+                                       device),
               "environment": environment.collect(device)}
     atomic.write_json(args.out, result)
     width = max(map(len, result["modes"]))
     for name, row in result["modes"].items():
         print(f"{name:{width}s} " + (f"{row['tflops']:8.1f} TFLOP/s" if row["tflops"] else row["status"]))
+    print(f"{'copy':{width}s} {result['memory']['copy_bandwidth_bytes_per_s'] / 1e9:8.1f} GB/s")
     return 0
 
 

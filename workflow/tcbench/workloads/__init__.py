@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "resnet50": "resnet50",
     "torchvision": "torchvision_models",   # any torchvision classification model, by name
     "timm": "timm_models",                 # any timm model, by name (optional extra)
+    "transformers": "hf_transformers",     # any Hugging Face architecture, by name (optional extra)
     "custom": "custom",                    # a model in the user's own file or module
 }
 NAMES = tuple(MODULES)

@@ -1,0 +1,122 @@
+"""The FP8 crossover study: the prediction from the device's ceilings (tcbench.crossover), the
+measured map, its sentence and its figure (tcbench.crossover_map) on fixture records, the copy
+bandwidth the calibration now measures, and the study's config."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+import yaml
+
+from conftest import REPO
+from tcbench import calibrate, crossover as X, crossover_map as M, matrix
+
+H200 = X.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
+
+
+def test_prediction_grows_with_the_shape_towards_the_roof_ratio():
+    small = X.speedup("fp8-tensorwise", 1024, 1024, 3, H200)
+    large = X.speedup("fp8-tensorwise", 65536, 8192, 3, H200)
+    assert small < 1 < large < 1364 / 775            # casts dominate small, GEMMs large
+    assert X.speedup("fp8-tensorwise", 8192, 4096, 3, H200) < \
+        X.speedup("fp8-tensorwise", 32768, 4096, 3, H200)
+    assert X.speedup("fp8-rowwise", 16384, 4096, 3, H200) < \
+        X.speedup("fp8-tensorwise", 16384, 4096, 3, H200)   # rowwise moves more bytes here
+    t = X.break_even_tokens("fp8-tensorwise", 4096, H200)
+    assert X.speedup("fp8-tensorwise", t, 4096, 1, H200) >= 1 > \
+        X.speedup("fp8-tensorwise", t - 1, 4096, 1, H200)
+    assert X.break_even_tokens("fp8-tensorwise", 4096, X.Roofs(775e12, {"tensorwise": 700e12,
+                               "rowwise": 700e12}, 4e12)) is None  # a slower FP8 roof never pays
+    with pytest.raises(ValueError, match="no prediction for mode 'fp32'"):
+        X.step_time("fp32", 1, 1, 1, H200)
+
+
+def test_an_old_calibration_says_how_to_remake_it():
+    old = json.loads((REPO / "results" / "nvidia-h200" / "calibration.json").read_text())
+    with pytest.raises(ValueError, match="no copy bandwidth.*forcerun calibrate"):
+        X.Roofs.from_calibration(old)
+    roofs = X.Roofs.from_calibration(old | {"memory": {"copy_bandwidth_bytes_per_s": 4e12}})
+    assert roofs.fp8_flops["rowwise"] > roofs.bf16_flops
+    cpu = {"modes": {m: {"status": "unsupported", "tflops": None} for m in X.FP8_MODES}}
+    with pytest.raises(ValueError, match="no matmul roof for amp-bf16, fp8-tensorwise"):
+        X.Roofs.from_calibration(cpu)
+
+
+def test_calibration_measures_the_copy_bandwidth_on_the_cpu():
+    row = calibrate.copy_bandwidth(2 ** 20, 2, torch.device("cpu"))
+    assert row["copy_bandwidth_bytes_per_s"] == pytest.approx(2 * 2 ** 20 / row["median_time_s"])
+
+
+def record(width, tokens, precision, repeat, throughput, memory, status="ok"):
+    return {"workload": "amp_recipe", "batch_size": tokens, "precision": precision,
+            "repeat": repeat, "status": status,
+            "params": {"in_size": width, "out_size": width, "num_layers": 3},
+            "metrics": {"throughput_samples_per_s": throughput,
+                        "max_memory_allocated_bytes": memory} if status == "ok" else None}
+
+
+def fixture_records():
+    """Two widths x two token counts; FP8 faster only at the large shapes, the (2048, 16384)
+    shape with two repeats (undecided), memory 5% higher under FP8."""
+    out = []
+    speed = {(1024, 4096): 0.8, (1024, 16384): 1.05, (4096, 4096): 1.3, (4096, 16384): 1.5}
+    for (w, t), gain in speed.items():
+        for r, jitter in enumerate((0.99, 1.0, 1.01), start=1):
+            out.append(record(w, t, "amp-bf16", r, 1e6 * jitter, 1000))
+            for mode in X.FP8_MODES:
+                out.append(record(w, t, mode, r, 1e6 * gain * jitter ** 0.5, 1050))
+    out.append(record(2048, 2048, "amp-bf16", 1, 1e6, 1000))
+    out.append(record(2048, 2048, "fp8-rowwise", 1, 2e6, 1000, status="unsupported"))
+    return out
+
+
+def test_the_map_its_sentence_and_its_figure(tmp_path):
+    table = M.ratios(M.cells(fixture_records()), H200)
+    tw = table[table["mode"] == "fp8-tensorwise"].set_index(["width", "tokens"])
+    assert tw.loc[(4096, 4096), "ratio"] == pytest.approx(1.3, rel=0.01)
+    assert tw.loc[(4096, 4096), "pays"] is True and tw.loc[(1024, 4096), "pays"] is False
+    assert tw.loc[(4096, 4096), "memory_ratio"] == pytest.approx(1.05)
+    assert tw["predicted"].notna().all()
+    sentence = M.starts_to_pay(table, "fp8-tensorwise")
+    assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4096 "
+                               "tokens a step: 1.30x") and "95% CI, n = 3" in sentence
+    row = table[(table["mode"] == "fp8-rowwise") & (table["width"] == 2048)]
+    assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
+    none = M.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
+    assert "at none of the 2 shapes measured" in none and "1.05x" in none
+    from tcbench import figures as FIG
+    paths = FIG.save(M.figure(table), tmp_path, "fp8_crossover", formats=("png",))
+    assert paths[0].stat().st_size > 10_000
+
+
+def test_the_study_config_is_small_and_square():
+    text = (REPO / "config" / "fp8_crossover.yaml").read_text()
+    jobs = matrix.expand(yaml.safe_load(text))
+    assert f"= {len(jobs)} jobs" in text
+    shapes = {(dict(j.params)["in_size"], j.batch_size) for j in jobs.values()}
+    assert all(dict(j.params)["in_size"] == dict(j.params)["out_size"] for j in jobs.values())
+    assert len(shapes) <= 12 and {j.precision for j in jobs.values()} == \
+        {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
+    assert {dict(j.params)["compile"] for j in jobs.values()} == {"default"}
+
+
+def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatch):
+    """From the records of the crossover's experiments only (another experiment's amp_recipe
+    records stay out), with the prediction from a calibration that has the copy bandwidth."""
+    records = [r | {"experiment": "fp8_crossover_w1024"} for r in fixture_records()]
+    records.append(record(1024, 4096, "fp8-tensorwise", 4, 9e9, 1) | {"experiment": "fp8_mlp"})
+    monkeypatch.setattr(M.aggregate, "find_records", lambda root: [root])
+    monkeypatch.setattr(M.aggregate, "load", lambda paths: records)
+    cal = tmp_path / "calibration.json"
+    cal.write_text(json.dumps({"modes": {"amp-bf16": {"tflops": 775}, "fp8-tensorwise":
+                                         {"tflops": 1364}, "fp8-rowwise": {"tflops": 1430}},
+                               "memory": {"copy_bandwidth_bytes_per_s": 4e12}}))
+    paths = M.write(tmp_path / "records", cal, tmp_path / "out")
+    names = {p.name for p in paths}
+    assert {"fp8_crossover.csv", "fp8_crossover.md", "fp8_crossover.pdf"} <= names
+    table = __import__("pandas").read_csv(tmp_path / "out" / "tables" / "fp8_crossover.csv")
+    assert table["ratio_n"].max() == 3 and table["predicted"].notna().all()
+    text = (tmp_path / "out" / "fp8_crossover.md").read_text()
+    assert "fp8-tensorwise starts to pay at Linear width 4096" in text

@@ -1,0 +1,113 @@
+"""When should FP8 pay? A prediction of the FP8/bf16 step-time ratio of a stack of square
+``Linear(width, width)`` layers trained on ``tokens`` rows a step (the recipe MLP of
+config/fp8_crossover.yaml), from the device's own measured ceilings: the calibration's bf16 and
+FP8 matmul roofs and its copy bandwidth (tcbench.calibrate). Pure arithmetic, no torch.
+
+The model, per Linear and training step (T = tokens, w = width):
+
+* GEMMs: forward, input gradient and weight gradient, 3 x 2 T w^2 FLOPs, at the mode's roof
+  (bf16 for amp-bf16; the recipe's FP8 roof for fp8-*).
+* Memory traffic at the copy bandwidth, what the GEMMs do not hide: in both modes the
+  activations each GEMM reads and writes in bf16 (``COMMON_ACTIVATION_BYTES`` x T w), the fp32
+  master weight, its gradient and SGD's update (``COMMON_WEIGHT_BYTES`` x w^2); bf16 autocast
+  also casts the weight to bf16 once (``BF16_WEIGHT_CAST_BYTES`` x w^2). FP8 instead moves
+  ``FP8_BYTES[recipe]``: for the input, the weight and the output gradient an amax pass (read)
+  and a cast pass (read, write one byte an element), plus the transposed copies the weight
+  gradient's GEMM needs (rowwise: scaled along the other axis, so amax and cast again).
+
+What it leaves out, on purpose: kernel launch and framework time (they make small shapes slower
+than any roofline says; where the measured map falls short of the prediction at small shapes,
+that is the gap), wave quantisation and the roofs' dependence on shape (the calibration's roofs
+are of one large square product). torch.compile fuses amax and cast where it can, so the byte
+counts are of the fused kernels torchao's float8 emits under compile, an estimate, named here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FP8_MODES = {"fp8-tensorwise": "tensorwise", "fp8-rowwise": "rowwise"}
+BASELINE = "amp-bf16"
+GEMMS_PER_LINEAR = 3               # forward, grad input, grad weight
+COMMON_ACTIVATION_BYTES = 3 * 2 * 2   # 3 GEMMs, each reads one T x w operand and writes one, bf16
+COMMON_WEIGHT_BYTES = 4 * 4        # fp32 weight read, gradient write + read, weight write (SGD)
+BF16_WEIGHT_CAST_BYTES = 4 + 2     # fp32 read, bf16 write
+# (bytes per T x w element, bytes per w x w element) the FP8 casts and scales move
+FP8_BYTES = {
+    # input, grad output: amax read (2) + cast read (2) + write (1), and a transposed fp8 copy
+    # for the weight gradient (read 1 + write 1): 7 each; weight: amax (4) + cast (4 + 1) +
+    # transposed copy (1 + 1) = 11
+    "tensorwise": (2 * 7, 11),
+    # rowwise: input and grad output scaled along rows for one GEMM and along columns for the
+    # other, so amax and cast twice from bf16: 2 x 5 each; weight likewise from fp32: 2 x 9
+    "rowwise": (2 * 10, 18),
+}
+
+
+@dataclass(frozen=True)
+class Roofs:
+    """A device's measured ceilings, in FLOP/s and bytes/s."""
+
+    bf16_flops: float
+    fp8_flops: dict            # recipe -> FLOP/s
+    bandwidth: float           # copy bandwidth, bytes read + written per second
+
+    @classmethod
+    def from_calibration(cls, calibration: dict, where: str = "calibration.json") -> "Roofs":
+        """From a calibration.json (tcbench.calibrate); one without the copy bandwidth (made
+        before it was measured) or without an FP8 roof is an error that says what to redo."""
+        modes = calibration.get("modes") or {}
+        memory = calibration.get("memory") or {}
+        missing = [m for m in (BASELINE, *FP8_MODES) if not (modes.get(m) or {}).get("tflops")]
+        if missing:
+            raise ValueError(f"{where} has no matmul roof for {', '.join(missing)} (status: "
+                             + ", ".join(f"{m}: {(modes.get(m) or {}).get('status', 'absent')}"
+                                         for m in missing)
+                             + "); the FP8 prediction needs a GPU of compute capability >= 8.9")
+        if not memory.get("copy_bandwidth_bytes_per_s"):
+            raise ValueError(f"{where} has no copy bandwidth (made before tcbench measured "
+                             f"it): delete it, or snakemake --forcerun calibrate, to remake it")
+        return cls(modes[BASELINE]["tflops"] * 1e12,
+                   {r: modes[m]["tflops"] * 1e12 for m, r in FP8_MODES.items()},
+                   memory["copy_bandwidth_bytes_per_s"])
+
+
+def step_time(mode: str, tokens: int, width: int, layers: int, roofs: Roofs) -> float:
+    """Predicted seconds of one training step of ``layers`` Linear(width, width) on ``tokens``
+    rows in ``mode`` (amp-bf16 or an FP8 mode)."""
+    tw, ww = tokens * width, width * width
+    flops = GEMMS_PER_LINEAR * 2 * tokens * ww
+    common = COMMON_ACTIVATION_BYTES * tw + COMMON_WEIGHT_BYTES * ww
+    if mode == BASELINE:
+        return layers * (flops / roofs.bf16_flops
+                         + (common + BF16_WEIGHT_CAST_BYTES * ww) / roofs.bandwidth)
+    if mode not in FP8_MODES:
+        raise ValueError(f"no prediction for mode {mode!r}; choose {BASELINE} or "
+                         f"{', '.join(FP8_MODES)}")
+    recipe = FP8_MODES[mode]
+    per_tw, per_ww = FP8_BYTES[recipe]
+    return layers * (flops / roofs.fp8_flops[recipe]
+                     + (common + per_tw * tw + per_ww * ww) / roofs.bandwidth)
+
+
+def speedup(mode: str, tokens: int, width: int, layers: int, roofs: Roofs) -> float:
+    """Predicted FP8 throughput over bf16 throughput (bf16 step time over FP8 step time)."""
+    return (step_time(BASELINE, tokens, width, layers, roofs)
+            / step_time(mode, tokens, width, layers, roofs))
+
+
+def break_even_tokens(mode: str, width: int, roofs: Roofs, ratio: float = 1.0,
+                      highest: int = 2 ** 24) -> int | None:
+    """The fewest tokens per step at which the predicted speedup reaches ``ratio`` at this
+    width (None: not below ``highest``). The speedup grows with tokens (the casts of the
+    weight are paid once per step, the GEMMs' advantage grows with T), so a bisection finds it."""
+    if speedup(mode, highest, width, 1, roofs) < ratio:
+        return None
+    low, high = 1, highest
+    while low < high:
+        mid = (low + high) // 2
+        if speedup(mode, mid, width, 1, roofs) >= ratio:
+            high = mid
+        else:
+            low = mid + 1
+    return low
