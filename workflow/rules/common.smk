@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from tcbench import closing, environment, matrix  # noqa: E402
+from tcbench import closing, environment, forkclient, matrix  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
@@ -293,3 +293,19 @@ def look_records(wildcards):
     cell = adaptive_cell(wildcards)
     n = plan(wildcards.run, cell.key, upto=int(wildcards.look) - 1)[0]
     return record_files(rules.train.output[0], wildcards.run, cell, n)
+
+
+# How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
+# imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
+# serve them: jobs run by this Snakemake process on this host, outside a container. A batch job
+# (--profile profiles/slurm) or a container of its own (--sdm apptainer) per job would start a
+# server for one job alone: those, and fresh_interpreter: true, get python -m tcbench.run.
+# Asked when the jobs are made, once Snakemake knows its executor (it does not while parsing);
+# CONTAINERIZED is container.smk's.
+JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
+
+
+def job_launcher(wildcards=None):
+    forked = (not config["fresh_interpreter"] and workflow.local_exec
+              and not workflow.remote_exec and not CONTAINERIZED)
+    return "tcbench.forkclient" if forked else "tcbench.run"

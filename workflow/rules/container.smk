@@ -12,7 +12,6 @@
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from tcbench import container as tc_container  # noqa: E402
-from tcbench import forkclient as tc_forkclient  # noqa: E402
 
 CONTAINERIZED = DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
 IMAGE_PYTHON = f"resources/container-python/{tc_container.image_key(config['container'])}"
@@ -43,17 +42,3 @@ rule image_python:
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "
         "--user-base {params.user_base:q} --image {params.image:q} --out {output:q} > {log:q} 2>&1"
 
-
-# How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
-# imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
-# serve them: jobs run by this Snakemake process on this host, outside a container. A batch job
-# (--profile profiles/slurm) or a container of its own (--sdm apptainer) per job would start a
-# server for one job alone: those, and fresh_interpreter: true, get python -m tcbench.run.
-# Asked when the jobs are made, once Snakemake knows its executor (it does not while parsing).
-JOB_ENV[tc_forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
-
-
-def job_launcher(wildcards=None):
-    forked = (not config["fresh_interpreter"] and workflow.local_exec
-              and not workflow.remote_exec and not CONTAINERIZED)
-    return "tcbench.forkclient" if forked else "tcbench.run"
