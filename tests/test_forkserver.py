@@ -283,3 +283,26 @@ def test_a_job_ends_the_processes_it_started_when_it_exits(tmp_path):
     started = [int(p) for p in proc.stdout.split()]
     assert len(started) == 2
     wait_until(lambda: not any(alive(p) for p in started), "the job's processes to end")
+
+
+def test_a_server_that_will_not_start_is_tried_once_per_workflow(tmp_path, monkeypatch, capsys):
+    """On a host where the server refuses to serve, every job must not pay its imports twice
+    (a start that fails, then the fresh interpreter): the first failure is kept for the key."""
+    monkeypatch.setenv(forkclient.DIR_ENV, str(tmp_path / "fork"))
+    (tmp_path / "fork").mkdir(mode=0o700)
+    started = []
+
+    def refusing(sock_path, log):
+        started.append(sock_path)
+        log.write_text("tcbench.forkserver: not serving: 3 threads are running\n")
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+
+    monkeypatch.setattr(forkclient, "spawn_server", refusing)
+    assert forkclient.server("k1") is None
+    assert forkclient.server("k1") is None
+    assert len(started) == 1
+    said = capsys.readouterr().err
+    assert "3 threads are running" in said and "did not start" in said
+    assert forkclient.server("k2") is None  # another workflow's key tries for itself
+    assert len(started) == 2
+

@@ -170,6 +170,7 @@ def server(key: str) -> socket.socket | None:
     need be; None when no server could be had."""
     base = runtime_dir()
     sock_path, lock_path, log = (base / f"{key}{ext}" for ext in (".sock", ".lock", ".log"))
+    failed = base / f"{key}.failed"
     sock = connect(sock_path)
     if sock is not None:
         return sock
@@ -178,6 +179,10 @@ def server(key: str) -> socket.socket | None:
         sock = connect(sock_path)
         if sock is not None:
             return sock
+        if failed.exists():  # this key's server would not start: the next job's would not either
+            print(f"tcbench.forkclient: this workflow's fork server did not start: "
+                  f"{failed.read_text().strip()}", file=sys.stderr)
+            return None
         if sock_path.exists():  # a socket no server listens on: its server died
             sock_path.unlink()
         proc = spawn_server(sock_path, log)
@@ -186,8 +191,10 @@ def server(key: str) -> socket.socket | None:
             if sock is not None:
                 return sock
             time.sleep(0.05)
-    print(f"tcbench.forkclient: the fork server exited ({proc.returncode}) before it listened; "
-          f"see {log}", file=sys.stderr)
+        said = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        why = f"it exited ({proc.returncode}) before it listened: {' / '.join(said)} ({log})"
+        failed.write_text(why + "\n")  # the key names this workflow: the next one tries again
+    print(f"tcbench.forkclient: the fork server {why}", file=sys.stderr)
     return None
 
 

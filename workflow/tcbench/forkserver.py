@@ -77,14 +77,34 @@ def fork_hazards() -> list[str]:
         os.waitpid(trial, 0)
     if threads() != 1:
         problems.append(f"{threads()} threads are running")
-    maps = Path("/proc/self/maps").read_text()
-    if "libcuda.so" in maps:
-        problems.append("the CUDA driver library is loaded")
+    if driver_initialised():
+        problems.append("the CUDA driver was initialised (cuInit)")
     if torch.cuda.is_initialized():
         problems.append("torch has initialised CUDA")
     if gpus._NVML not in (None,):
         problems.append("NVML was initialised")
     return problems
+
+
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
+def driver_initialised() -> bool:
+    """Whether the CUDA driver has been initialised in this process. Loading libcuda is harmless
+    to a fork (an import may load it: Triton's, on a GPU host); cuInit is not. Asked of the
+    library already loaded, never loading it: cuDeviceGetCount answers NOT_INITIALIZED before
+    cuInit and initialises nothing."""
+    import ctypes
+
+    maps = Path("/proc/self/maps").read_text()
+    paths = {line.split()[-1] for line in maps.splitlines()
+             if "libcuda.so" in line and line.split()[-1].startswith("/")}
+    for path in paths:
+        count = ctypes.c_int(0)
+        lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_GLOBAL)
+        if lib.cuDeviceGetCount(ctypes.byref(count)) != CUDA_ERROR_NOT_INITIALIZED:
+            return True
+    return False
 
 
 # ------------------------------------------------------------------------------------ the child
