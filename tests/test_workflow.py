@@ -10,7 +10,7 @@ import yaml
 
 from conftest import REPO, copy_workflow, smoke_jobs, snakemake
 from tcbench import record as R
-from tcbench.figures import KINDS
+from tcbench.reports.figures import KINDS
 
 pytestmark = pytest.mark.slow
 

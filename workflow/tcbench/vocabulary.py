@@ -76,6 +76,7 @@ def mode(name: str) -> Mode:
 # ----------------------------------------------------------------------------------- statuses
 # Best first: a cell whose repeats differ takes the worst status among them.
 STATUSES: tuple[str, ...] = ("ok", "diverged", "oom", "unsupported", "error")
+OK, DIVERGED, OOM, UNSUPPORTED, ERROR = STATUSES
 STATUS_RANK: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
 
 
@@ -205,8 +206,33 @@ def metric(column: str) -> Metric:
 
 
 # ------------------------------------------------------------------------------------ outputs
-# the figures of one experiment (tcbench.figures) and of the cross-GPU comparison
-# (tcbench.compare), named here because the workflow's rules must list them as outputs
+# The files of a result set, named once: the workflow's rules declare their outputs with these
+# names and pass the paths to the modules, which never choose a file name of their own.
+# the figures of one experiment (tcbench.reports.figures) and of the cross-GPU comparison
+# (tcbench.reports.compare)
 FIGURES: tuple[str, ...] = ("throughput", "speedup", "warmup", "memory", "attribution",
                             "tensor_cores")
 COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
+COMPARE_OVERVIEW = "overview"
+FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
+TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
+# tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)
+SET_TABLES: dict[str, str] = {"metrics": "metrics.csv", "summary": "summary.csv",
+                              "speedup": "speedup.csv", "best": "best.csv",
+                              "overhead": "overhead.csv"}
+SET_VIEWS: dict[str, str] = {"speedup": "speedup.md", "best": "best.md"}
+VERDICT_FILES: dict[str, str] = {"md": "summary.md", "html": "summary.html"}
+COMBINED_STEM = "tables"                  # every experiment's tables in tables.{md,tex}
+# the cross-GPU comparison's files, inside its folder
+COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
+                                 "tex": "comparison.tex", "seed": "seed.md"}
+
+
+def figure_name(experiment: str, kind: str, ext: str) -> str:
+    """The file name of one figure of one experiment (``figures/`` of a result set)."""
+    return f"{experiment}_{kind}.{ext}"
+
+
+def table_name(experiment: str, ext: str) -> str:
+    """The file name of one experiment's tables (``tables/`` of a result set)."""
+    return f"{experiment}.{ext}"
