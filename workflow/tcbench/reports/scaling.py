@@ -90,10 +90,8 @@ def _spread(values: list[float]) -> float:
     return stats.relative_range(values)
 
 
-def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_two: float,
-            gpus_two: int = 2, max_wall_ratio: float = 0.55, tolerance: float = 0.03) -> dict:
-    if wall_one <= 0 or wall_two <= 0:
-        raise ValueError("wall times must be positive")
+def _cells(one: dict[str, dict], two: dict[str, dict]) -> list[dict]:
+    """Each cell of the matrix in both runs, with its throughput ratio (None unless both ok)."""
     missing = sorted(set(one) ^ set(two))
     if missing:
         raise ValueError(f"the two runs are not the same matrix; cells in only one: "
@@ -106,13 +104,17 @@ def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_tw
                       "ratio": b / a if a and b else None,
                       "gpu_one": _gpu(one[key]), "gpu_two": _gpu(two[key]),
                       "status_one": one[key].get("status"), "status_two": two[key].get("status")})
-    not_ok = [c["cell"] for c in cells if c["ratio"] is None]
+    return cells
 
-    groups = []
+
+def _groups(cells: list[dict], tolerance: float) -> list[dict]:
+    """Per cell group (all repeats of one configuration): the two runs' mean throughputs and
+    whether they differ by no more than the noise (the larger of tolerance and spread)."""
     by_group = defaultdict(list)
     for c in cells:
         if c["ratio"] is not None:
             by_group[c["group"]].append(c)
+    groups = []
     for name, members in by_group.items():
         t1 = [c["throughput_one"] for c in members]
         t2 = [c["throughput_two"] for c in members]
@@ -124,26 +126,38 @@ def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_tw
                        "relative_difference": diff, "spread_one": _spread(t1),
                        "spread_two": _spread(t2), "allowed": noise,
                        "within_noise": abs(diff) <= noise})
+    return groups
 
+
+def _throughput_ratios(cells: list[dict]) -> dict:
     per_gpu = defaultdict(list)
     for c in cells:
         if c["ratio"] is not None:
             per_gpu[c["gpu_two"]].append(c["ratio"])
-    used_one, used_two = Counter(c["gpu_one"] for c in cells), Counter(c["gpu_two"] for c in cells)
     ratios = [c["ratio"] for c in cells if c["ratio"] is not None]
+    return {"throughput_ratio_median": stats.median(ratios) if ratios else None,
+            "throughput_ratio_min": min(ratios) if ratios else None,
+            "throughput_ratio_max": max(ratios) if ratios else None,
+            "throughput_ratio_median_by_gpu_two": {g: stats.median(r)
+                                                   for g, r in sorted(per_gpu.items())},
+            "jobs_per_gpu_one": dict(Counter(c["gpu_one"] for c in cells)),
+            "jobs_per_gpu_two": dict(Counter(c["gpu_two"] for c in cells))}
+
+
+def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_two: float,
+            gpus_two: int = 2, max_wall_ratio: float = 0.55, tolerance: float = 0.03) -> dict:
+    if wall_one <= 0 or wall_two <= 0:
+        raise ValueError("wall times must be positive")
+    cells = _cells(one, two)
+    not_ok = [c["cell"] for c in cells if c["ratio"] is None]
+    groups = _groups(cells, tolerance)
     wall_ratio = wall_two / wall_one
     result = {
         "gpus_one": 1, "gpus_two": gpus_two,
         "wall_time_one_s": wall_one, "wall_time_two_s": wall_two,
         "wall_time_ratio": wall_ratio, "max_wall_ratio": max_wall_ratio,
         "scaling_ok": wall_ratio <= max_wall_ratio,
-        "jobs": len(cells), "jobs_not_ok": not_ok,
-        "throughput_ratio_median": stats.median(ratios) if ratios else None,
-        "throughput_ratio_min": min(ratios) if ratios else None,
-        "throughput_ratio_max": max(ratios) if ratios else None,
-        "throughput_ratio_median_by_gpu_two": {g: stats.median(r)
-                                               for g, r in sorted(per_gpu.items())},
-        "jobs_per_gpu_one": dict(used_one), "jobs_per_gpu_two": dict(used_two),
+        "jobs": len(cells), "jobs_not_ok": not_ok, **_throughput_ratios(cells),
         "tolerance": tolerance,
         "interference_ok": bool(groups) and all(g["within_noise"] for g in groups),
         "groups": groups, "cells": cells,
