@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")
+from .vocabulary import LOADERS  # the input pipelines, named once in the vocabulary
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 MNIST_FILES = {

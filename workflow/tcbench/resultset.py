@@ -130,12 +130,10 @@ def fill_axes(df: pd.DataFrame) -> pd.DataFrame:
     """Axes a table does not name hold their default (the model is the workload's own); for
     tables made before an axis existed."""
     df = df.copy()
-    # an axis whose default is the workload's own: the model is the workload; cuDNN autotuning
-    # is off, PyTorch's default and what a plain script (the seed, a published reference) runs
-    implicit = {"model": df["workload"], "cudnn_benchmark": "off"}
-    for col in V.AXIS_NAMES:
-        value = implicit[col] if col in implicit else AXIS_DEFAULTS.get(col, "default")
-        df[col] = df[col].fillna(value) if col in df else value
+    for a in V.AXES:
+        # the model is the workload's own; every other axis holds what the vocabulary assumes
+        value = df["workload"] if a.name == "model" else a.assumed
+        df[a.name] = df[a.name].fillna(value) if a.name in df else value
     return df
 
 

@@ -90,9 +90,11 @@ class Axis:
     parameter of the same name.
 
     ``values`` None: open (the workload says which values exist). ``default`` None: the
-    workload's own default. ``prefix`` goes before the value in cell names and labels where
-    the bare value ("on", "default") would say nothing; ``onoff`` axes take YAML's bare
-    on/off (which YAML 1.1 reads as booleans) as the words."""
+    workload's own default. ``unstated``: what a table that does not name the axis ran (a
+    published reference, a set made before the axis existed), where that is not ``default``.
+    ``prefix`` goes before the value in cell names and labels where the bare value ("on",
+    "default") would say nothing; ``onoff`` axes take YAML's bare on/off (which YAML 1.1
+    reads as booleans) as the words."""
 
     name: str
     label: str
@@ -100,6 +102,12 @@ class Axis:
     default: str | None = None
     prefix: str = ""
     onoff: bool = False
+    unstated: str | None = None
+
+    @property
+    def assumed(self) -> str:
+        """The value a table without this axis's column holds (``tcbench.resultset``)."""
+        return self.unstated or self.default or "default"
 
     def text(self, value) -> str:
         """How a value reads in a cell name."""
@@ -117,8 +125,10 @@ AXES: tuple[Axis, ...] = (
     Axis("compile", "torch.compile", ("off", "default", "reduce-overhead", "max-autotune"),
          "off", prefix="compile-", onoff=True),
     Axis("cuda_graphs", "CUDA graphs", ("off", "on"), "off", prefix="graphs-", onoff=True),
+    # the default is the workload's (on for fixed-shape image training, off elsewhere); a
+    # table that does not say ran PyTorch's default, off, as a plain script (the seed) does
     Axis("cudnn_benchmark", "cuDNN autotuning", ("off", "on"), None, prefix="cudnn-",
-         onoff=True),
+         onoff=True, unstated="off"),
 )
 AXIS_NAMES: tuple[str, ...] = tuple(a.name for a in AXES)
 # the execution knobs left at their plain-PyTorch value: the "eager" baseline of best.csv
