@@ -9,6 +9,7 @@ import pytest
 
 from tcbench import aggregate as A
 from tcbench import resultset as RS
+from tcbench import vocabulary as V
 from tcbench.reports import tables as T
 from tcbench import record as R
 
@@ -141,3 +142,13 @@ def test_later_repeats_take_the_cells_flop_count_with_their_own_throughput(templ
     df = RS.tidy([r | {"_path": f"r{i}"} for i, r in enumerate(recs)])
     assert list(df["flops_per_sample"]) == [1e9, 1e9]
     assert list(df["achieved_tflops"]) == pytest.approx([0.1, 0.05])
+
+
+def test_every_metric_of_the_vocabulary_is_a_column_and_is_pooled(records_dir):
+    """A metric is defined once (vocabulary.METRICS): metrics.csv has its column and
+    summary.csv its estimate with interval and n."""
+    out = A.aggregate(records_dir / "rec", records_dir / "out2")
+    for m in V.METRICS:
+        assert m.column in out["metrics"], m.column
+        assert {m.column, f"{m.column}_low", f"{m.column}_high", f"{m.column}_n"} <= set(
+            out["summary"].columns), m.column

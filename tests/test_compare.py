@@ -43,7 +43,7 @@ def test_seed_reference_has_the_seed_numbers():
 def combined(tmp_path_factory):
     out = gpu_like.write(tmp_path_factory.mktemp("gpu-like"))
     df = C_refs.combine([C_refs.load_run(out / "metrics.csv")], [C_refs.load_reference(SEED)])
-    return out, crossgpu.cells(df)
+    return out, crossgpu.pool(df)
 
 
 def cell(c, label, exp, precision, bs):
@@ -154,7 +154,7 @@ def test_end_to_end_from_tables_alone(combined, tmp_path):
     assert "| T4 (seed) † | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
     assert r"T4 (seed) \textsuperscript{\dag}" in (tmp_path / "comparison.tex").read_text()
     assert (tmp_path / "seed.md").read_text().startswith("## The seed's runs, row by row")
-    assert CF.overview_experiments(crossgpu.cells(C_refs.combine([C_refs.load_run(out / "metrics.csv")],
+    assert CF.overview_experiments(crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")],
                                                     [C_refs.load_reference(SEED)]))) == \
         ["amp_recipe", "mnist_seed"]
 

@@ -51,7 +51,7 @@ def unsupported_rows(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def cells(df: pd.DataFrame) -> pd.DataFrame:
+def pool(df: pd.DataFrame) -> pd.DataFrame:
     """One row per (set, cell), pooled exactly as a result set's own summary and speedup
     tables are (``run`` names the set), with the set's label, kind and source attached."""
     extra = unsupported_rows(df)

@@ -44,7 +44,7 @@ def table(docs: list[dict]):
             if largest and d["peak_memory_bytes"] else None,
             "throughput_samples_per_s": d.get("throughput_samples_per_s"),
             "probes": len(d["probes"]),
-            "probes_oom": sum(p["status"] == "oom" for p in d["probes"]),
+            "probes_oom": sum(p["status"] == V.OOM for p in d["probes"]),
             "memory_limit_bytes": d["memory_limit_bytes"],
             "gpu_memory_total_bytes": d.get("gpu_memory_total_bytes"),
             "device_name": d.get("device_name"), "status_reason": d["status_reason"]})

@@ -29,7 +29,7 @@ import pandas as pd
 
 from .. import atomic
 from .. import vocabulary as V
-from ..analysis.crossgpu import cells, metric_of, ratio_columns
+from ..analysis.crossgpu import metric_of, pool, ratio_columns
 from ..references import DAGGER, CompareError, combine, load_reference, load_run
 from ..render import plot as F
 from ..render.numbers import INTERVAL_NOTE, MISSING, memory, memory_unit, missing, num, times, \
@@ -145,7 +145,7 @@ def pooled(metrics: list[Path], references: list[Path],
         raise CompareError("nothing to compare: give result sets and/or references")
     runs = [load_run(p) for p in metrics]
     refs = [load_reference(p) for p in references]
-    c = cells(combine(runs, refs))
+    c = pool(combine(runs, refs))
     have = list(dict.fromkeys(c["experiment"]))
     experiments = experiments or have
     absent = [e for e in experiments if e not in have]

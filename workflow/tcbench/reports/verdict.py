@@ -58,7 +58,7 @@ class Verdict:
         return page(self.title, "\n".join(body) + "\n")
 
 
-def cells(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
+def joined(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: the summary joined with its ratios against fp32 (speedup.csv)."""
     s, sp = RS.order(summary), RS.order(speedup)
     keys = list(V.CELL_KEYS)
@@ -155,7 +155,7 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
 
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None
           ) -> Verdict:
-    df = cells(summary, speedup)
+    df = joined(summary, speedup)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
