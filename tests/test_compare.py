@@ -23,7 +23,7 @@ SEED = REPO / "config" / "reference" / "seed_t4.csv"
 
 def test_seed_reference_has_the_seed_numbers():
     ref = C_refs.load_reference(SEED)
-    assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) †"}
+    assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) ‡"}
     assert set(ref["device_name"]) == {"Tesla T4"} and set(ref["torch_version"].astype(str)) \
         == {"1.11"}
     assert set(ref["driver_version"]) == {"470.57.02"}
@@ -55,12 +55,12 @@ def cell(c, label, exp, precision, bs):
 
 def test_each_set_is_pooled_like_its_own_tables(combined):
     out, c = combined
-    t4 = cell(c, "T4 (seed) †", "amp_recipe", "amp-fp16", 512)
+    t4 = cell(c, "T4 (seed) ‡", "amp_recipe", "amp-fp16", 512)
     assert t4["seed_speedup"] == pytest.approx(7.020 / 2.524)      # the seed's total-time metric
     assert t4["memory_ratio"] == pytest.approx(1577232384 / 1350681600)
     assert pd.isna(t4["throughput_samples_per_s"])                  # the seed timed no steps
     # the seed did not run fp32 at 1024: no baseline, no invented speedup
-    assert pd.isna(cell(c, "T4 (seed) †", "mnist_seed", "amp-fp16", 1024)["seed_speedup"])
+    assert pd.isna(cell(c, "T4 (seed) ‡", "mnist_seed", "amp-fp16", 1024)["seed_speedup"])
     h200 = cell(c, "H200", "amp_recipe", "amp-fp16", 512)
     own = pd.read_csv(out / "speedup.csv").query("experiment == 'amp_recipe' and "
                                                  "precision == 'amp-fp16'").iloc[0]
@@ -72,9 +72,9 @@ def test_each_set_is_pooled_like_its_own_tables(combined):
 def test_what_a_device_cannot_run_is_unsupported_not_missing(combined):
     _, c = combined
     for p in ("tf32", "amp-bf16"):
-        r = cell(c, "T4 (seed) †", "amp_recipe", p, 512)
+        r = cell(c, "T4 (seed) ‡", "amp_recipe", p, 512)
         assert r["status"] == "unsupported" and "7.5" in r["status_reason"]
-    assert not len(c[(c["label"] == "T4 (seed) †") & (c["precision"] == "fp32") &
+    assert not len(c[(c["label"] == "T4 (seed) ‡") & (c["precision"] == "fp32") &
                      (c["batch_size"] == 1024)])                    # fp32 runs on a T4: not run
 
 
@@ -91,10 +91,10 @@ def test_references_are_marked_in_tables(combined):
     _, c = combined
     t = C.experiment_table(c, "mnist_seed")
     sets = [r[0] for r in t.rows]
-    assert sets.count("T4 (seed) †") == 5                         # 3 published + 2 unsupported
-    assert any(n.startswith("† T4 (seed): published numbers") and "leolui2004" in n
+    assert sets.count("T4 (seed) ‡") == 5                         # 3 published + 2 unsupported
+    assert any(n.startswith("‡ T4 (seed): published numbers") and "leolui2004" in n
                for n in t.notes)
-    assert any("different data" in n and "T4 (seed) † on mnist" in n for n in t.notes)
+    assert any("different data" in n and "T4 (seed) ‡ on mnist" in n for n in t.notes)
 
 
 def test_seed_table_row_by_row(combined):
@@ -103,10 +103,10 @@ def test_seed_table_row_by_row(combined):
     rows = [dict(zip(t.columns, r)) for r in t.rows]
     first = rows[0]
     assert first["experiment"] == "amp_recipe" and first["run"] == "fp32, bs 512"
-    assert first["T4 (seed) †: time, memory"] == "7.02 s, 1,290 MiB"
-    assert rows[1]["T4 (seed) †: time, memory"] == "2.52 s, 1,500 MiB"
+    assert first["T4 (seed) ‡: time, memory"] == "7.02 s, 1,290 MiB"
+    assert rows[1]["T4 (seed) ‡: time, memory"] == "2.52 s, 1,500 MiB"
     assert "[" in first["H200: time (s)"]                         # three repeats: a CI
-    assert [r["T4 (seed) †: time, memory"] for r in rows].count("not run by the seed") == 5
+    assert [r["T4 (seed) ‡: time, memory"] for r in rows].count("not run by the seed") == 5
 
 
 def test_figures_mark_references_and_gaps(combined):
@@ -151,8 +151,8 @@ def test_end_to_end_from_tables_alone(combined, tmp_path):
             assert tmp_path / "figures" / f"amp_recipe_{kind}.{ext}" in written
     assert pdf_font_problems(tmp_path / "figures" / "overview.pdf") == []
     md = (tmp_path / "comparison.md").read_text()
-    assert "| T4 (seed) † | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
-    assert r"T4 (seed) \textsuperscript{\dag}" in (tmp_path / "comparison.tex").read_text()
+    assert "| T4 (seed) ‡ | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
+    assert r"T4 (seed) \textsuperscript{\ddag}" in (tmp_path / "comparison.tex").read_text()
     assert (tmp_path / "seed.md").read_text().startswith("## The seed's runs, row by row")
     assert CF.overview_experiments(crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")],
                                                     [C_refs.load_reference(SEED)]))) == \

@@ -4,7 +4,7 @@ into one long table with a label per set.
 
 A reference CSV has one row per run (or per repeat) with the columns ``REQUIRED`` (and any of
 ``OPTIONAL``): what was run, in tcbench's terms, what it measured, and where it was published.
-Reference sets are marked everywhere: a dagger after the set's name.
+Reference sets are marked everywhere: a double dagger (``V.REFERENCE_MARK``) after the set's name.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ OPTIONAL = ["repeat", "seed", *(a for a in V.AXIS_NAMES if a != "loader"), "data
             "status_reason", "label", V.HEADLINE, "compute_capability", "torch_version",
             "driver_version", "cuda_runtime_version", "source_url", "source_file", "notes"]
 
-DAGGER = "†"
+DAGGER = V.REFERENCE_MARK   # after a published set's name, everywhere
 
 
 class CompareError(ValueError):

@@ -224,6 +224,10 @@ FIGURES: tuple[str, ...] = ("throughput", "speedup", "warmup", "memory", "attrib
                             "tensor_cores")
 COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
 COMPARE_OVERVIEW = "overview"
+# the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
+# a set of published numbers (a reference, in the comparison's tables and figures)
+SINGLE_RUN_MARK = "†"
+REFERENCE_MARK = "‡"
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
 TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 # tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)

@@ -48,7 +48,7 @@ REFERENCE_HATCH = "//////"
 
 LOG_SPAN = 10.0                # values spanning more than this factor get a log axis
 
-SINGLE = "†"
+SINGLE = V.SINGLE_RUN_MARK
 
 
 def style() -> None:
@@ -271,7 +271,7 @@ INTERVAL_HANDLES = {
     stats.CI: Line2D([], [], color="0.1", marker="_", markersize=4, lw=0.8,
                      label="95% CI (n ≥ 3)"),
     stats.RANGE: Line2D([], [], color="0.55", lw=0.8, label="range (n = 2)"),
-    stats.SINGLE: Line2D([], [], ls="none", marker="$†$", color="0.2", markersize=4,
+    stats.SINGLE: Line2D([], [], ls="none", marker=f"${SINGLE}$", color="0.2", markersize=4,
                          label="single run"),
 }
 

@@ -14,7 +14,7 @@ Which number is compared: the steady-state throughput (the headline) where every
 experiment has it; the seed's total time (warm-up included, labelled as the seed's metric)
 where a published reference has only that. A mode a set's device cannot run (a T4 has no TF32
 or bf16) is "unsupported", not "not run"; where sets trained on different data, the table and
-figures say so. Reference rows are marked everywhere: a dagger after the set's name, hatched
+figures say so. Reference rows are marked everywhere: a double dagger after the set's name, hatched
 bars in the figures. The files inside ``--out`` are named by ``vocabulary.COMPARE_FILES``,
 ``table_name`` and ``figure_name``.
 """
