@@ -51,9 +51,9 @@ class Blocks:
     def __init__(self, results: Path, run: str = "nvidia-h200", compare: str = "compare"):
         self.dir = Path(results) / run
         self.compare = Path(results) / compare
-        self.summary = _read(self.dir / "summary.csv")
-        self.speedup = _read(self.dir / "speedup.csv")
-        self.metrics = pd.read_csv(self.dir / "metrics.csv")
+        self.summary = _read(self.dir / V.SET_TABLES["summary"])
+        self.speedup = _read(self.dir / V.SET_TABLES["speedup"])
+        self.metrics = pd.read_csv(self.dir / V.SET_TABLES["metrics"])
 
     # -- the set as a whole ----------------------------------------------------------------
     def provenance(self) -> str:
@@ -74,13 +74,13 @@ class Blocks:
         return text + "\n"
 
     def bottom_line(self) -> str:
-        for line in (self.dir / "summary.md").read_text().splitlines():
+        for line in (self.dir / V.VERDICT_FILES["md"]).read_text().splitlines():
             if line.startswith("**Bottom line.**"):
                 return line + "\n"
         raise ValueError(f"{self.dir / 'summary.md'} has no bottom line")
 
     def seed(self) -> str:
-        text = (self.compare / "seed.md").read_text()
+        text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
         return text.split("\n", 2)[2] if text.startswith("## ") else text
 
     # -- per experiment ----------------------------------------------------------------------
@@ -116,7 +116,7 @@ class Blocks:
         return _table(T.experiment_tables(self.summary, self.speedup, experiment)[which])
 
     def best(self) -> str:
-        return _table(T.best_table(_read(self.dir / "best.csv")))
+        return _table(T.best_table(_read(self.dir / V.SET_TABLES["best"])))
 
     def capacity(self) -> str:
         from tcbench.capacity.report import capacity_table
@@ -125,7 +125,7 @@ class Blocks:
         return _table(capacity_table(df))
 
     def job_cost(self) -> str:
-        ov = pd.read_csv(self.dir / "overhead.csv")
+        ov = pd.read_csv(self.dir / V.SET_TABLES["overhead"])
         jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
         rows = []
         for (exp,), g in jobs.groupby(["experiment"], sort=False):
