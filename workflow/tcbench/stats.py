@@ -176,7 +176,7 @@ def relative_range(values: Iterable) -> float:
     return float((x.max() - x.min()) / x.mean()) if len(x) > 1 else 0.0
 
 
-def _finite(v) -> float | None:
+def finite(v) -> float | None:
     try:
         f = float(v)
     except (TypeError, ValueError):
@@ -187,14 +187,14 @@ def _finite(v) -> float | None:
 def from_row(row: Mapping, stem: str) -> Estimate:
     """The estimate a table row holds in ``stem``, ``stem_low``, ``stem_high``, ``stem_n``
     (and ``stem_interval`` where written): how a CSV's numbers become an Estimate again."""
-    value = _finite(row.get(stem))
+    value = finite(row.get(stem))
     if value is None:
         return EMPTY
-    n = _finite(row.get(f"{stem}_n"))
+    n = finite(row.get(f"{stem}_n"))
     n = 0 if n is None else int(n)
     kind = row.get(f"{stem}_interval")
     kind = kind if kind in METHOD_TEXT else method(n)
-    return Estimate(value, _finite(row.get(f"{stem}_low")), _finite(row.get(f"{stem}_high")),
+    return Estimate(value, finite(row.get(f"{stem}_low")), finite(row.get(f"{stem}_high")),
                     n, kind)
 
 

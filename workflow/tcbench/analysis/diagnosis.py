@@ -22,7 +22,7 @@ around them, which is what happens once those get fast.
 
 from __future__ import annotations
 
-import math
+from ..stats import finite as _num
 
 BUSY_LOW = 0.5       # GPU-busy share below which the host sets the pace
 CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
@@ -32,14 +32,6 @@ NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
          "memory": "memory-bound kernels", None: "not measurable without a kernel profile"}
 SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
          "simt": "fp32 units", "memory": "memory-bound", None: "n/a"}
-
-
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _true(v) -> bool:
