@@ -57,5 +57,5 @@ for k in 1 2; do
         --config run="$run" --quiet rules
 done
 
-"$PY" -m tcbench.scaling --one "results/$PREFIX-1gpu" --two "results/$PREFIX-2gpu" --gpus 2 \
+"$PY" -m tcbench.reports.scaling --one "results/$PREFIX-1gpu" --two "results/$PREFIX-2gpu" --gpus 2 \
     --wall-one "${WALL[1]}" --wall-two "${WALL[2]}" --out "results/$PREFIX-scaling"

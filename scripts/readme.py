@@ -23,22 +23,26 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from tcbench import diagnosis as D  # noqa: E402
-from tcbench import tables as T  # noqa: E402
+from tcbench import resultset as RS  # noqa: E402
+from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
-from tcbench.aggregate import order  # noqa: E402
+from tcbench.analysis import diagnosis as D  # noqa: E402
+from tcbench.render import numbers as N  # noqa: E402
+from tcbench.render.settings import setting_text, shown_axes  # noqa: E402
+from tcbench.render.table import Table, to_markdown  # noqa: E402
+from tcbench.reports import tables as T  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
 
 
 def _read(path: Path) -> pd.DataFrame:
-    return order(pd.read_csv(path))
+    return RS.read(path)
 
 
-def _table(t: T.Table) -> str:
+def _table(t: Table) -> str:
     """A table for the README: no heading (the README's prose introduces it), its notes."""
-    return T.to_markdown(t, heading=None)
+    return to_markdown(t, heading=None)
 
 
 class Blocks:
@@ -47,9 +51,9 @@ class Blocks:
     def __init__(self, results: Path, run: str = "nvidia-h200", compare: str = "compare"):
         self.dir = Path(results) / run
         self.compare = Path(results) / compare
-        self.summary = _read(self.dir / "summary.csv")
-        self.speedup = _read(self.dir / "speedup.csv")
-        self.metrics = pd.read_csv(self.dir / "metrics.csv")
+        self.summary = _read(self.dir / V.SET_TABLES["summary"])
+        self.speedup = _read(self.dir / V.SET_TABLES["speedup"])
+        self.metrics = pd.read_csv(self.dir / V.SET_TABLES["metrics"])
 
     # -- the set as a whole ----------------------------------------------------------------
     def provenance(self) -> str:
@@ -70,13 +74,13 @@ class Blocks:
         return text + "\n"
 
     def bottom_line(self) -> str:
-        for line in (self.dir / "summary.md").read_text().splitlines():
+        for line in (self.dir / V.VERDICT_FILES["md"]).read_text().splitlines():
             if line.startswith("**Bottom line.**"):
                 return line + "\n"
         raise ValueError(f"{self.dir / 'summary.md'} has no bottom line")
 
     def seed(self) -> str:
-        text = (self.compare / "seed.md").read_text()
+        text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
         return text.split("\n", 2)[2] if text.startswith("## ") else text
 
     # -- per experiment ----------------------------------------------------------------------
@@ -93,26 +97,26 @@ class Blocks:
                 if g.empty:
                     continue
                 r = g.loc[g["speedup"].astype(float).idxmax()]
-                axes = [a for a in T.shown_axes(s[s["experiment"] == exp]) if a != "model"]
+                axes = [a for a in shown_axes(s[s["experiment"] == exp]) if a != "model"]
                 name = exp if e["model"].nunique() == 1 else f"{exp}: {model}"
-                rows.append([name, f"{r['precision']}, {T.setting_text(r, axes)}",
-                             T.with_interval(r[V.HEADLINE], r.get(f"{V.HEADLINE}_low"),
+                rows.append([name, f"{r['precision']}, {setting_text(r, axes)}",
+                             N.with_interval(r[V.HEADLINE], r.get(f"{V.HEADLINE}_low"),
                                              r.get(f"{V.HEADLINE}_high"),
                                              r.get(f"{V.HEADLINE}_n")),
-                             T.with_interval(r["speedup"], r["speedup_low"], r["speedup_high"],
-                                             r["speedup_n"], fmt=T.times),
-                             T.claim(r), T.times(r.get("memory_ratio")),
+                             N.with_interval(r["speedup"], r["speedup_low"], r["speedup_high"],
+                                             r["speedup_n"], fmt=N.times),
+                             T.claim(r), N.times(r.get("memory_ratio")),
                              D.SHORT[D.bottleneck(r)]])
-        t = T.Table("", ["experiment", "largest speedup at", "samples/s", "× fp32", "claim",
+        t = Table("", ["experiment", "largest speedup at", "samples/s", "× fp32", "claim",
                          "memory × fp32", "limited by"], rows, align="llrrlrl",
-                    notes=[T.INTERVAL_NOTE, T.CLAIM_NOTE])
+                    notes=[N.INTERVAL_NOTE, stats.CLAIM_NOTE])
         return _table(t)
 
     def experiment(self, experiment: str, which: int = 0) -> str:
         return _table(T.experiment_tables(self.summary, self.speedup, experiment)[which])
 
     def best(self) -> str:
-        return _table(T.best_table(_read(self.dir / "best.csv")))
+        return _table(T.best_table(_read(self.dir / V.SET_TABLES["best"])))
 
     def capacity(self) -> str:
         from tcbench.capacity.report import capacity_table
@@ -121,19 +125,19 @@ class Blocks:
         return _table(capacity_table(df))
 
     def job_cost(self) -> str:
-        ov = pd.read_csv(self.dir / "overhead.csv")
+        ov = pd.read_csv(self.dir / V.SET_TABLES["overhead"])
         jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
         rows = []
         for (exp,), g in jobs.groupby(["experiment"], sort=False):
-            rows.append([exp, str(len(g)), T.num(g["job_wall_s"].median()),
-                         T.num(g["fixed_cost_s"].median()),
-                         T.num(pd.to_numeric(g["time_to_steady_s"]).median()),
-                         T.num(pd.to_numeric(g["steady_time_s"]).median())])
+            rows.append([exp, str(len(g)), N.num(g["job_wall_s"].median()),
+                         N.num(g["fixed_cost_s"].median()),
+                         N.num(pd.to_numeric(g["time_to_steady_s"]).median()),
+                         N.num(pd.to_numeric(g["steady_time_s"]).median())])
         total = jobs["job_wall_s"].sum()
         steady = pd.to_numeric(jobs["steady_time_s"]).sum()
-        rows.append(["(all)", str(len(jobs)), T.num(total), T.num(jobs["fixed_cost_s"].sum()),
-                     T.num(pd.to_numeric(jobs["time_to_steady_s"]).sum()), T.num(steady)])
-        t = T.Table("", ["experiment", "jobs", "job wall (s)", "fixed cost (s)", "warm-up (s)",
+        rows.append(["(all)", str(len(jobs)), N.num(total), N.num(jobs["fixed_cost_s"].sum()),
+                     N.num(pd.to_numeric(jobs["time_to_steady_s"]).sum()), N.num(steady)])
+        t = Table("", ["experiment", "jobs", "job wall (s)", "fixed cost (s)", "warm-up (s)",
                          "timed steps (s)"], rows, align="lrrrrr",
                     notes=["Medians per job (the last row: sums over every job). Job wall is "
                            "Snakemake's benchmark of the job's process; fixed cost is that less "

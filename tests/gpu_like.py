@@ -11,7 +11,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tcbench import aggregate as A
+from tcbench import resultset as RS
+from tcbench.analysis.best import best
+from tcbench.analysis.speedup import speedup
+from tcbench.analysis.summarise import summarise
 
 MB = 10**6
 
@@ -116,17 +119,17 @@ def metrics(seed: int = 0) -> pd.DataFrame:
                 mem=4000 * MB, tc=0.0 if p == "fp32" else 0.5, busy=0.9, model=model,
                 samples=128 * 40)
     df = pd.DataFrame(rows)
-    return A.order(df)
+    return RS.order(df)
 
 
 def write(out: Path, seed: int = 0) -> Path:
     """metrics.csv, summary.csv, speedup.csv and best.csv of the synthetic set under ``out``."""
     df = metrics(seed)
-    summary = A.summarise(df)
+    summary = summarise(df)
     out.mkdir(parents=True, exist_ok=True)
-    A.write_csv(df, out / "metrics.csv")
-    A.write_csv(summary, out / "summary.csv")
-    table = A.speedup(df, summary)
-    A.write_csv(table, out / "speedup.csv")
-    A.write_csv(A.best(summary, table), out / "best.csv")
+    RS.write_csv(df, out / "metrics.csv")
+    RS.write_csv(summary, out / "summary.csv")
+    table = speedup(df, summary)
+    RS.write_csv(table, out / "speedup.csv")
+    RS.write_csv(best(summary, table), out / "best.csv")
     return out

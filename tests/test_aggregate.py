@@ -4,9 +4,13 @@ import copy
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tcbench import aggregate as A
+from tcbench import resultset as RS
+from tcbench import vocabulary as V
+from tcbench.reports import tables as T
 from tcbench import record as R
 
 
@@ -61,9 +65,12 @@ def test_summary_speedup_and_memory_ratio(records_dir):
     assert sp.loc["fp32", "speedup"] == pytest.approx(1.0)
     assert sp.loc["tf32", "status"] == "unsupported"
     assert np.isnan(sp.loc["tf32", "speedup"])
-    for f in ("metrics.csv", "summary.csv", "speedup.csv", "speedup.md", "best.csv", "best.md"):
+    for f in ("metrics.csv", "summary.csv", "speedup.csv", "best.csv"):   # CSV only: no views
         assert (records_dir / "out" / f).exists()
-    md = (records_dir / "out" / "speedup.md").read_text()
+    out = records_dir / "out"
+    assert not (out / "speedup.md").exists()     # aggregate renders nothing: reports.tables does
+    T.write_views(pd.read_csv(out / "speedup.csv"), None, out / "speedup.md", None)
+    md = (out / "speedup.md").read_text()
     assert "| e | bs 8 | amp-fp16 | 3/3 |" in md and "unsupported" in md and "faster" in md
 
 
@@ -96,7 +103,8 @@ def test_best_is_the_fastest_cell_against_plain_fp32(records_dir):
     assert top["gain"] == pytest.approx((590 / 3) / 95.0)
     assert top["gain_interval"] == "ci95" and top["baseline_batch_size"] == 8
     assert top["memory_ratio"] == pytest.approx(0.4)
-    assert (records_dir / "out" / "best.md").read_text().count("amp-fp16") == 1
+    md = T.write_views(None, out["best"], None, records_dir / "out" / "best.md")[0]
+    assert md.read_text().count("amp-fp16") == 1
 
 
 def test_overhead_from_snakemake_benchmarks(records_dir):
@@ -116,7 +124,7 @@ def test_overhead_from_snakemake_benchmarks(records_dir):
     assert (ok_jobs["fixed_cost_s"] <= ok_jobs["overhead_s"]).all()
     assert per_job[per_job["status"] != "ok"]["job_wall_s"].isna().all()
     # the overhead split comes from each record's harness field
-    assert set(A.HARNESS_COLUMNS) <= set(ov.columns)
+    assert set(RS.HARNESS_COLUMNS) <= set(ov.columns)
     assert (per_job[per_job["status"] == "ok"]["harness_training_s"] > 0).all()
     study = ov[ov["cell"] == "(all jobs)"].iloc[0]
     assert study["overhead_s"] == pytest.approx(6.0)
@@ -131,6 +139,16 @@ def test_later_repeats_take_the_cells_flop_count_with_their_own_throughput(templ
                            "achieved_tflops": 1e9 * 100 / 1e12}
     recs[1]["metrics"] |= {"flops_per_step": None, "flops_per_sample": None,
                            "achieved_tflops": None}
-    df = A.tidy([r | {"_path": f"r{i}"} for i, r in enumerate(recs)])
+    df = RS.tidy([r | {"_path": f"r{i}"} for i, r in enumerate(recs)])
     assert list(df["flops_per_sample"]) == [1e9, 1e9]
     assert list(df["achieved_tflops"]) == pytest.approx([0.1, 0.05])
+
+
+def test_every_metric_of_the_vocabulary_is_a_column_and_is_pooled(records_dir):
+    """A metric is defined once (vocabulary.METRICS): metrics.csv has its column and
+    summary.csv its estimate with interval and n."""
+    out = A.aggregate(records_dir / "rec", records_dir / "out2")
+    for m in V.METRICS:
+        assert m.column in out["metrics"], m.column
+        assert {m.column, f"{m.column}_low", f"{m.column}_high", f"{m.column}_n"} <= set(
+            out["summary"].columns), m.column

@@ -189,7 +189,7 @@ def test_report_table_markdown_and_figure(tmp_path):
 
 
 def test_figure_labels_the_searches_without_a_number(tmp_path, monkeypatch):
-    from tcbench import figures as F
+    from tcbench.render import plot as F
 
     docs = [fake_doc("resnet50", "fp32", "found", 1024, 1088),
             fake_doc("resnet50", "tf32", "capped", 4096, None),

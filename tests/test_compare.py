@@ -10,8 +10,11 @@ import pytest
 
 import figure_text
 import gpu_like
-from tcbench import compare as C
-from tcbench import figures as F
+from tcbench import references as C_refs
+from tcbench.analysis import crossgpu
+from tcbench.render import plot as F
+from tcbench.reports import compare as C
+from tcbench.reports import compare_figures as CF
 from test_figures import pdf_font_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -19,8 +22,8 @@ SEED = REPO / "config" / "reference" / "seed_t4.csv"
 
 
 def test_seed_reference_has_the_seed_numbers():
-    ref = C.load_reference(SEED)
-    assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) †"}
+    ref = C_refs.load_reference(SEED)
+    assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) ‡"}
     assert set(ref["device_name"]) == {"Tesla T4"} and set(ref["torch_version"].astype(str)) \
         == {"1.11"}
     assert set(ref["driver_version"]) == {"470.57.02"}
@@ -39,8 +42,8 @@ def test_seed_reference_has_the_seed_numbers():
 @pytest.fixture(scope="module")
 def combined(tmp_path_factory):
     out = gpu_like.write(tmp_path_factory.mktemp("gpu-like"))
-    df = C.combine([C.load_run(out / "metrics.csv")], [C.load_reference(SEED)])
-    return out, C.cells(df)
+    df = C_refs.combine([C_refs.load_run(out / "metrics.csv")], [C_refs.load_reference(SEED)])
+    return out, crossgpu.pool(df)
 
 
 def cell(c, label, exp, precision, bs):
@@ -52,12 +55,12 @@ def cell(c, label, exp, precision, bs):
 
 def test_each_set_is_pooled_like_its_own_tables(combined):
     out, c = combined
-    t4 = cell(c, "T4 (seed) †", "amp_recipe", "amp-fp16", 512)
+    t4 = cell(c, "T4 (seed) ‡", "amp_recipe", "amp-fp16", 512)
     assert t4["seed_speedup"] == pytest.approx(7.020 / 2.524)      # the seed's total-time metric
     assert t4["memory_ratio"] == pytest.approx(1577232384 / 1350681600)
     assert pd.isna(t4["throughput_samples_per_s"])                  # the seed timed no steps
     # the seed did not run fp32 at 1024: no baseline, no invented speedup
-    assert pd.isna(cell(c, "T4 (seed) †", "mnist_seed", "amp-fp16", 1024)["seed_speedup"])
+    assert pd.isna(cell(c, "T4 (seed) ‡", "mnist_seed", "amp-fp16", 1024)["seed_speedup"])
     h200 = cell(c, "H200", "amp_recipe", "amp-fp16", 512)
     own = pd.read_csv(out / "speedup.csv").query("experiment == 'amp_recipe' and "
                                                  "precision == 'amp-fp16'").iloc[0]
@@ -69,16 +72,16 @@ def test_each_set_is_pooled_like_its_own_tables(combined):
 def test_what_a_device_cannot_run_is_unsupported_not_missing(combined):
     _, c = combined
     for p in ("tf32", "amp-bf16"):
-        r = cell(c, "T4 (seed) †", "amp_recipe", p, 512)
+        r = cell(c, "T4 (seed) ‡", "amp_recipe", p, 512)
         assert r["status"] == "unsupported" and "7.5" in r["status_reason"]
-    assert not len(c[(c["label"] == "T4 (seed) †") & (c["precision"] == "fp32") &
+    assert not len(c[(c["label"] == "T4 (seed) ‡") & (c["precision"] == "fp32") &
                      (c["batch_size"] == 1024)])                    # fp32 runs on a T4: not run
 
 
 def test_the_compared_metric_is_named(combined):
     _, c = combined
-    assert C.metric_of(c[c["experiment"] == "amp_recipe"]) == "total_time_s"   # vs the seed
-    assert C.metric_of(c[c["experiment"] == "resnet50"]) == "throughput_samples_per_s"
+    assert crossgpu.metric_of(c[c["experiment"] == "amp_recipe"]) == "total_time_s"   # vs the seed
+    assert crossgpu.metric_of(c[c["experiment"] == "resnet50"]) == "throughput_samples_per_s"
     t = C.experiment_table(c, "amp_recipe")
     assert "total time (s)" in t.columns
     assert any(n.startswith("Compared on total time (the seed's metric)") for n in t.notes)
@@ -88,10 +91,10 @@ def test_references_are_marked_in_tables(combined):
     _, c = combined
     t = C.experiment_table(c, "mnist_seed")
     sets = [r[0] for r in t.rows]
-    assert sets.count("T4 (seed) †") == 5                         # 3 published + 2 unsupported
-    assert any(n.startswith("† T4 (seed): published numbers") and "leolui2004" in n
+    assert sets.count("T4 (seed) ‡") == 5                         # 3 published + 2 unsupported
+    assert any(n.startswith("‡ T4 (seed): published numbers") and "leolui2004" in n
                for n in t.notes)
-    assert any("different data" in n and "T4 (seed) † on mnist" in n for n in t.notes)
+    assert any("different data" in n and "T4 (seed) ‡ on mnist" in n for n in t.notes)
 
 
 def test_seed_table_row_by_row(combined):
@@ -100,16 +103,16 @@ def test_seed_table_row_by_row(combined):
     rows = [dict(zip(t.columns, r)) for r in t.rows]
     first = rows[0]
     assert first["experiment"] == "amp_recipe" and first["run"] == "fp32, bs 512"
-    assert first["T4 (seed) †: time, memory"] == "7.02 s, 1,290 MiB"
-    assert rows[1]["T4 (seed) †: time, memory"] == "2.52 s, 1,500 MiB"
+    assert first["T4 (seed) ‡: time, memory"] == "7.02 s, 1,290 MiB"
+    assert rows[1]["T4 (seed) ‡: time, memory"] == "2.52 s, 1,500 MiB"
     assert "[" in first["H200: time (s)"]                         # three repeats: a CI
-    assert [r["T4 (seed) †: time, memory"] for r in rows].count("not run by the seed") == 5
+    assert [r["T4 (seed) ‡: time, memory"] for r in rows].count("not run by the seed") == 5
 
 
 def test_figures_mark_references_and_gaps(combined):
     _, c = combined
     F.style()
-    fig = C.fig_metric(c, "mnist_seed", "speedup")
+    fig = CF.fig_metric(c, "mnist_seed", "speedup")
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "unsupported" in texts and "no fp32" in texts
     hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
@@ -117,22 +120,22 @@ def test_figures_mark_references_and_gaps(combined):
     assert any("published" in t.get_text() for t in fig.legends[0].get_texts())
     assert "on H200" not in fig.axes[0].get_title() and "across GPUs" in fig.axes[0].get_title()
     for exp in ("amp_recipe", "mnist_seed", "resnet50"):
-        for kind in C.KINDS:
-            assert figure_text.problems(C.fig_metric(c, exp, kind)) == [], (exp, kind)
-    assert figure_text.problems(C.fig_overview(c)) == []
+        for kind in CF.KINDS:
+            assert figure_text.problems(CF.fig_metric(c, exp, kind)) == [], (exp, kind)
+    assert figure_text.problems(CF.fig_overview(c)) == []
     F.plt.close("all")
 
 
 def test_wide_spans_get_a_log_axis(combined):
     _, c = combined
     F.style()
-    fig = C.fig_metric(c, "mnist_loaders", "speed")
+    fig = CF.fig_metric(c, "mnist_loaders", "speed")
     assert fig.axes[0].get_yscale() == "linear"
-    fig = C.fig_metric(c, "amp_recipe", "speed")                 # 2.4 s to 7.0 s: linear
+    fig = CF.fig_metric(c, "amp_recipe", "speed")                 # 2.4 s to 7.0 s: linear
     assert fig.axes[0].get_yscale() == "linear"
     wide = c.copy()
     wide.loc[wide["label"] == "H200", "total_time_s"] /= 20
-    assert C.fig_metric(wide, "amp_recipe", "speed").axes[0].get_yscale() == "log"
+    assert CF.fig_metric(wide, "amp_recipe", "speed").axes[0].get_yscale() == "log"
     F.plt.close("all")
 
 
@@ -143,22 +146,22 @@ def test_end_to_end_from_tables_alone(combined, tmp_path):
     csv = pd.read_csv(tmp_path / "comparison.csv")
     assert set(csv["kind"]) == {"measured", "reference"}
     assert (tmp_path / "figures" / "overview.svg").exists()
-    for kind in C.KINDS:
+    for kind in CF.KINDS:
         for ext in F.FORMATS:
             assert tmp_path / "figures" / f"amp_recipe_{kind}.{ext}" in written
     assert pdf_font_problems(tmp_path / "figures" / "overview.pdf") == []
     md = (tmp_path / "comparison.md").read_text()
-    assert "| T4 (seed) † | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
-    assert r"T4 (seed) \textsuperscript{\dag}" in (tmp_path / "comparison.tex").read_text()
+    assert "| T4 (seed) ‡ | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
+    assert r"T4 (seed) \textsuperscript{\ddag}" in (tmp_path / "comparison.tex").read_text()
     assert (tmp_path / "seed.md").read_text().startswith("## The seed's runs, row by row")
-    assert C.overview_experiments(C.cells(C.combine([C.load_run(out / "metrics.csv")],
-                                                    [C.load_reference(SEED)]))) == \
+    assert CF.overview_experiments(crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")],
+                                                    [C_refs.load_reference(SEED)]))) == \
         ["amp_recipe", "mnist_seed"]
 
 
 def test_unknown_experiment_is_an_error(combined, tmp_path):
     out, _ = combined
-    with pytest.raises(C.CompareError, match="nope.*in no compared set"):
+    with pytest.raises(C_refs.CompareError, match="nope.*in no compared set"):
         C.compare([out / "metrics.csv"], [SEED], tmp_path, ["amp_recipe", "nope"])
     assert C.main(["--metrics", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
 
@@ -176,6 +179,6 @@ def test_bad_reference_names_the_culprit(tmp_path, edit, message):
     df = pd.read_csv(SEED, comment="#")
     bad = tmp_path / "bad.csv"
     edit(df).to_csv(bad, index=False)
-    with pytest.raises(C.CompareError, match=message) as exc:
-        C.load_reference(bad)
+    with pytest.raises(C_refs.CompareError, match=message) as exc:
+        C_refs.load_reference(bad)
     assert str(bad) in str(exc.value)

@@ -23,7 +23,9 @@ import yaml
 
 import faultinject
 from conftest import fault_env, snakemake
-from tcbench import aggregate, figures, memlimit
+from tcbench import aggregate, memlimit
+from tcbench.render import plot
+from tcbench.reports import figures
 from tcbench import atomic
 from tcbench import record as R
 from tcbench import run as tr
@@ -254,13 +256,13 @@ def test_matrix_goes_on_and_tables_and_figures_mark_the_cells(workflow_copy):
     for kind in ("throughput", "memory", "speedup"):
         assert (res / "figures" / f"tiny_{kind}.png").stat().st_size > 0
     # The figure the rule drew, drawn again from the same table: the cells carry their status.
-    figures.style()
-    data = figures._cells(summary[summary["experiment"] == "tiny"])
+    plot.style()
+    data = figures.experiment_rows(summary[summary["experiment"] == "tiny"])
     fig = figures.fig_throughput(data, "tiny")
     labels = [t.get_text().strip() for t in fig.axes[0].texts]
-    assert sorted(t for t in labels if t != figures.SINGLE) == ["diverged", "oom"]
-    assert labels.count(figures.SINGLE) == 2          # the two cells that finished, once each
-    sp = figures._cells(pd.read_csv(res / "speedup.csv"))
+    assert sorted(t for t in labels if t != plot.SINGLE) == ["diverged", "oom"]
+    assert labels.count(plot.SINGLE) == 2          # the two cells that finished, once each
+    sp = figures.experiment_rows(pd.read_csv(res / "speedup.csv"))
     labels = [t.get_text().strip() for t in figures.fig_speedup(sp, "tiny").axes[0].texts]
     assert "oom" in labels
 

@@ -17,7 +17,9 @@ from conftest import REPO
 
 import figure_text
 import gpu_like
-from tcbench import figures as F
+from tcbench import vocabulary as V
+from tcbench.render import plot as P
+from tcbench.reports import figures as F
 
 matplotlib.use("Agg")
 
@@ -61,21 +63,21 @@ def rendered(gpu_tables, tmp_path_factory):
 def test_every_kind_in_every_format(rendered):
     out, written = rendered
     expected = {out / f"{e}_{k}.{x}" for e in ("amp_recipe", "resnet50", "mnist_seed")
-                for k in F.KINDS for x in F.FORMATS}
+                for k in F.KINDS for x in P.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
 
 
 def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables):
     """Every figure of the GPU-shaped set, every experiment, both widths."""
-    F.style()
+    P.style()
     experiments = pd.read_csv(gpu_tables / "summary.csv")["experiment"].unique()
     checked = 0
     for width in ("auto", "one"):
         for exp in experiments:
-            for kind, fig in F.build(gpu_tables, exp, width).items():
+            for kind, fig in F.build(*F.read_set(gpu_tables), exp, width).items():
                 assert figure_text.problems(fig) == [], (exp, kind, width)
                 checked += 1
-                F.plt.close(fig)
+                P.plt.close(fig)
     assert checked == 2 * len(experiments) * len(F.KINDS)
 
 
@@ -85,22 +87,22 @@ def test_committed_result_sets_figures_pass_the_same_check(run):
     tables = REPO / "results" / run
     if not (tables / "summary.csv").exists():
         pytest.skip(f"no committed result set {run}")
-    F.style()
+    P.style()
     for exp in pd.read_csv(tables / "summary.csv")["experiment"].unique():
-        for kind, fig in F.build(tables, exp, "auto").items():
+        for kind, fig in F.build(*F.read_set(tables), exp, "auto").items():
             assert figure_text.problems(fig) == [], (run, exp, kind)
-            F.plt.close(fig)
+            P.plt.close(fig)
 
 
 def test_the_overlap_check_catches_overlaps():
-    fig, ax = F.plt.subplots(figsize=(3, 2))
+    fig, ax = P.plt.subplots(figsize=(3, 2))
     ax.text(0.5, 0.5, "one label")
     ax.text(0.52, 0.5, "another label")
     assert any("overlaps" in p for p in figure_text.problems(fig))
-    fig2, ax2 = F.plt.subplots(figsize=(3, 2), layout="constrained")
+    fig2, ax2 = P.plt.subplots(figsize=(3, 2), layout="constrained")
     ax2.set_title("a title far too long for a figure three inches wide, it runs off the page")
     assert any("leaves the canvas" in p for p in figure_text.problems(fig2))
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_pdfs_embed_truetype_fonts(rendered):
@@ -128,10 +130,10 @@ def test_pdffonts_agrees(rendered):
 def test_font_check_catches_what_journals_reject(tmp_path, rc):
     """The check above is not vacuous: Type 3 and non-embedded core fonts fail it."""
     with matplotlib.rc_context(rc):
-        fig, ax = F.plt.subplots()
+        fig, ax = P.plt.subplots()
         ax.set_title("x")
         fig.savefig(tmp_path / "bad.pdf")
-        F.plt.close(fig)
+        P.plt.close(fig)
     assert pdf_font_problems(tmp_path / "bad.pdf")
 
 
@@ -141,54 +143,54 @@ def _texts(fig) -> list[str]:
 
 
 def _cells(gpu_tables, exp, table="summary"):
-    return F._cells(pd.read_csv(gpu_tables / f"{table}.csv").query(f"experiment == '{exp}'"))
+    return F.experiment_rows(pd.read_csv(gpu_tables / f"{table}.csv").query(f"experiment == '{exp}'"))
 
 
 def test_missing_cells_are_labelled_not_dropped(gpu_tables):
-    F.style()
+    P.style()
     assert "oom" in _texts(F.fig_throughput(_cells(gpu_tables, "resnet50"), "resnet50"))
     texts = _texts(F.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
     assert "oom" in texts and texts.count("no fp32") == 3
     assert _texts(F.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
         "not run") == 2                                              # excluded cells
     assert "diverged" in _texts(F.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
-    F.style()
+    P.style()
     fig = F.fig_speedup(_cells(gpu_tables, "resnet50_fast", "speedup"), "resnet50_fast")
     ax = fig.axes[0]
     assert "plain fp32 (resnet50, bs 64)" in ax.get_ylabel()
     heights = [p.get_height() for p in ax.patches]
     assert len(heights) == 3 and min(heights) > 1            # no empty panel
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_cpu_figures_say_not_measured(gpu_tables):
-    F.style()
+    P.style()
     s = _cells(gpu_tables, "amp_recipe").assign(max_memory_allocated_bytes=float("nan"),
                                                 tensor_core_share=float("nan"))
     for fig in (F.fig_memory(s, "amp_recipe"), F.fig_tensor_cores(s, "amp_recipe")):
         assert any(t.startswith("not measured") for t in _texts(fig))
         assert not fig.axes or not fig.axes[0].patches        # a note, not an empty panel
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_fixed_colour_per_precision(gpu_tables):
-    F.style()
+    P.style()
     fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")
     colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches}
-    assert colours <= {c.lower() for c in F.PALETTE.values()}
+    assert colours <= {c.lower() for c in P.PALETTE.values()}
     handles = fig.legends[0].get_patches()
     assert [h.get_label() for h in handles] == ["fp32", "tf32", "amp-fp16", "amp-bf16"]
     assert [matplotlib.colors.to_hex(h.get_facecolor()) for h in handles] == \
-        [F.PALETTE[p].lower() for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")]
-    F.plt.close("all")
+        [P.PALETTE[p].lower() for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")]
+    P.plt.close("all")
 
 
 def test_intervals_say_what_they_are(gpu_tables):
-    F.style()
+    P.style()
 
     def bars(fig):
         return [c for c in fig.axes[0].containers
@@ -203,47 +205,64 @@ def test_intervals_say_what_they_are(gpu_tables):
         "95% CI (n ≥ 3)" not in legend(fig)
     fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")  # single runs
     assert not bars(fig) and "single run" in legend(fig)
-    assert _texts(fig).count(F.SINGLE) == 6
+    assert _texts(fig).count(P.SINGLE) == 6
     fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
     assert len(bars(fig)) == 4                                # ratios carry intervals too
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_one_tick_format_and_log_axes_for_wide_spans():
-    F.style()
-    fig, ax = F.plt.subplots()
+    P.style()
+    fig, ax = P.plt.subplots()
     ax.set_ylim(0, 12000)
-    ax.yaxis.set_major_formatter(F.Ticks())
+    ax.yaxis.set_major_formatter(P.Ticks())
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert all(label.endswith("k") for label in labels if label != "0k"), labels
     assert len({len(label.split(".")[-1]) if "." in label else 0 for label in labels}) == 1
-    fig, ax = F.plt.subplots()
-    assert F.value_axis(ax, [1.0, 50.0]) is True and ax.get_yscale() == "log"
-    fig, ax = F.plt.subplots()
-    assert F.value_axis(ax, [1.0, 5.0]) is False and ax.get_yscale() == "linear"
-    F.plt.close("all")
+    fig, ax = P.plt.subplots()
+    assert P.value_axis(ax, [1.0, 50.0]) is True and ax.get_yscale() == "log"
+    fig, ax = P.plt.subplots()
+    assert P.value_axis(ax, [1.0, 5.0]) is False and ax.get_yscale() == "linear"
+    P.plt.close("all")
 
 
 def test_tensor_core_share_and_gpu_busy_have_their_own_axes(gpu_tables):
-    F.style()
+    P.style()
     fig = F.fig_tensor_cores(_cells(gpu_tables, "resnet50"), "resnet50")
     assert len(fig.axes) == 2
     assert "kernel time" in fig.axes[0].get_ylabel() and "wall time" in fig.axes[1].get_ylabel()
-    F.plt.close("all")
+    P.plt.close("all")
 
 
 def test_widths_follow_the_paper_layouts():
-    assert F.figure_width(8) == F.ONE_COLUMN_IN == 3.5
-    assert F.figure_width(16) == F.TWO_COLUMN_IN == 7.0
-    assert F.figure_width(16, "one") == 3.5 and F.figure_width(2, "two") == 7.0
+    assert P.figure_width(8) == P.ONE_COLUMN_IN == 3.5
+    assert P.figure_width(16) == P.TWO_COLUMN_IN == 7.0
+    assert P.figure_width(16, "one") == 3.5 and P.figure_width(2, "two") == 7.0
     with pytest.raises(ValueError, match="width"):
-        F.figure_width(2, "three")
+        P.figure_width(2, "three")
 
 
-def test_cli_width_and_formats(gpu_tables, tmp_path):
-    assert F.main(["--tables", str(gpu_tables), "--out", str(tmp_path), "--experiments",
-                   "digits", "--width", "two", "--formats", "png"]) == 0
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".png"] * len(F.KINDS)
-    assert F.main(["--tables", str(gpu_tables), "--out", str(tmp_path), "--experiments",
-                   "nope"]) == 2
+def test_cli_writes_exactly_the_outputs_it_is_given(gpu_tables, tmp_path):
+    csvs = [x for k in ("metrics", "summary", "speedup")
+            for x in (f"--{k}", str(gpu_tables / f"{k}.csv"))]
+    wanted = [tmp_path / V.figure_name("digits", k, "png") for k in F.KINDS]
+    assert F.main([*csvs, "--experiment", "digits", "--width", "two",
+                   "--outputs", *map(str, wanted)]) == 0
+    assert sorted(tmp_path.iterdir()) == sorted(wanted)
+    assert F.main([*csvs, "--experiment", "nope", "--outputs",
+                   str(tmp_path / V.figure_name("nope", "memory", "png"))]) == 2
+    # a file name that is no figure of the experiment is refused before anything is drawn
+    assert F.main([*csvs, "--experiment", "digits", "--outputs",
+                   str(tmp_path / "digits_memory.jpg")]) == 2
+    assert not (tmp_path / "digits_memory.jpg").exists()
+
+
+def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
+    """The rule lists vocabulary.FIGURES as outputs; this module draws KINDS: one list."""
+    from tcbench.reports import compare_figures as CF
+
+    assert tuple(F.KINDS) == V.FIGURES and tuple(CF.KINDS) == V.COMPARE_FIGURES
+    report = REPO / "workflow" / "report"
+    assert all((report / f"figure_{k}.rst").exists() for k in V.FIGURES)
+    assert all((report / f"compare_{k}.rst").exists() for k in V.COMPARE_FIGURES)

@@ -48,7 +48,7 @@ def test_compare_target_on_the_smoke_study(smoke_run):
     snakemake(wd, "compare", "--cores", "2", *SMOKE)
     out = wd / "results" / "compare-smoke"
     md = (out / "comparison.md").read_text()
-    assert "| T4 (seed) † | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) |" in md
+    assert "| T4 (seed) ‡ | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) |" in md
     assert "| AMD" in md or "| smoke" in md or re.search(r"\| [^|]+ \| bs 64 \| fp32 \|", md)
     assert (out / "figures" / "overview.png").exists()
     snakemake(wd, "all", "compare", "--report", "report-all.html", *SMOKE)
@@ -74,7 +74,7 @@ def test_compare_builds_from_a_committed_result_set_alone(workflow_copy):
     snakemake(workflow_copy, *args)
     out = workflow_copy / "results" / "compare"
     assert (out / "figures" / "overview.svg").exists()
-    assert "T4 (seed) †" in (out / "comparison.md").read_text()
+    assert "T4 (seed) ‡" in (out / "comparison.md").read_text()
     assert not (h200 / "records").exists() and not (h200 / "summary.csv").exists()
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import scaling
+from tcbench.reports import scaling
 
 UUIDS = ["GPU-aaaa", "GPU-bbbb"]
 

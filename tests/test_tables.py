@@ -9,45 +9,48 @@ import pandas as pd
 import pytest
 
 import gpu_like
-from tcbench import tables as T
+from tcbench import stats
+from tcbench.render import numbers as N
+from tcbench.render import table as TB
+from tcbench.reports import tables as T
 
 
 @pytest.mark.parametrize("value,text", [(54372.25, "54,400"), (7.020, "7.02"), (107.228, "107"),
                                         (0.02195, "0.0220"), (0.99996, "1.00"), (9.996, "10.0"),
                                         (None, "–"), (float("nan"), "–")])
 def test_significant_digits(value, text):
-    assert T.num(value) == text
+    assert N.num(value) == text
 
 
 def test_units():
-    assert T.times(2.7812) == "2.78×" and T.percent(0.934) == "93%"
-    assert T.memory(417359872) == "398 MiB" and T.memory(12 * 2**30) == "12.0 GiB"
-    assert T.memory_unit(3 * 2**30) == ("MiB", 2**20) and T.memory_unit(5 * 2**30)[0] == "GiB"
-    assert T.interval(1.0, 2.0) == "[1.00, 2.00]"
+    assert N.times(2.7812) == "2.78×" and N.percent(0.934) == "93%"
+    assert N.memory(417359872) == "398 MiB" and N.memory(12 * 2**30) == "12.0 GiB"
+    assert N.memory_unit(3 * 2**30) == ("MiB", 2**20) and N.memory_unit(5 * 2**30)[0] == "GiB"
+    assert N.interval(1.0, 2.0) == "[1.00, 2.00]"
 
 
 def test_an_interval_says_what_it_is():
-    assert T.with_interval(5730, 5700, 5760, 3) == "5,730 [5,700, 5,760]"
-    assert T.with_interval(5730, 5700, 5760, 2) == "5,730 (range 5,700–5,760)"
-    assert T.with_interval(5730, None, None, 1) == "5,730 (1 run)"
-    assert T.with_interval(2.79, 2.75, 2.83, 3, fmt=T.times) == "2.79× [2.75, 2.83]"
-    assert T.with_interval(None, None, None, 0) == "–"
+    assert N.with_interval(5730, 5700, 5760, 3) == "5,730 [5,700, 5,760]"
+    assert N.with_interval(5730, 5700, 5760, 2) == "5,730 (range 5,700–5,760)"
+    assert N.with_interval(5730, None, None, 1) == "5,730 (1 run)"
+    assert N.with_interval(2.79, 2.75, 2.83, 3, fmt=N.times) == "2.79× [2.75, 2.83]"
+    assert N.with_interval(None, None, None, 0) == "–"
 
 
 def test_latex_escapes_and_booktabs():
-    t = T.Table("amp_recipe: 50% & more", ["setting", "speedup"], [["bs 512", "2.78×"],
+    t = TB.Table("amp_recipe: 50% & more", ["setting", "speedup"], [["bs 512", "2.78×"],
                                                                    ["x_y", "–"]], notes=["†: a"])
-    tex = T.to_latex(t)
+    tex = TB.to_latex(t)
     for part in (r"\toprule", r"\midrule", r"\bottomrule", r"\begin{tabular}{lr}",
                  r"amp\_recipe: 50\% \& more", r"2.78$\times$", r"x\_y & -- \\",
                  r"\textsuperscript{\dag}: a"):
         assert part in tex, part
-    assert T.to_latex(t, float_env=False).startswith(r"\begin{tabular}")
+    assert TB.to_latex(t, float_env=False).startswith(r"\begin{tabular}")
 
 
 def test_bad_shapes_are_refused():
     with pytest.raises(ValueError, match="2 cells, expected 3"):
-        T.Table("t", ["a", "b", "c"], [["1", "2"]])
+        TB.Table("t", ["a", "b", "c"], [["1", "2"]])
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +81,7 @@ def test_experiment_tables_on_a_gpu_set(gpu_tables):
     limits = {r["precision"]: r["limited by"] for r in rows_of(evidence) if r["setting"] == "bs 64"}
     assert limits == {"fp32": "memory-bound", "tf32": "memory-bound", "amp-fp16": "memory-bound",
                       "amp-bf16": "memory-bound"}
-    md = T.to_markdown(speed)
+    md = TB.to_markdown(speed)
     assert len(re.findall(r"^\|", md, re.M)) == 2 + len(speed.rows)
 
 
@@ -135,17 +138,24 @@ def test_best_table_names_baseline_and_gain(gpu_tables):
     assert {r["workload"] for r in b} >= {"torchvision (resnet18)", "torchvision (vit_b_16)"}
 
 
-def test_cli_writes_three_formats_and_combined(gpu_tables, tmp_path):
+def test_cli_writes_what_it_is_given_and_the_combined_set(gpu_tables, tmp_path):
     *_, out = gpu_tables
-    assert T.main(["--tables", str(out), "--out", str(tmp_path / "tables"), "--combined",
-                   str(tmp_path / "tables"), "--experiments", "digits", "resnet50"]) == 0
-    names = sorted(p.name for p in (tmp_path / "tables").iterdir())
+    csvs = ["--summary", str(out / "summary.csv"), "--speedup", str(out / "speedup.csv")]
+    for exp in ("digits", "resnet50"):
+        assert T.main([*csvs, "--experiment", exp,
+                       *(x for ext in ("md", "tex", "html")
+                         for x in (f"--{ext}", str(tmp_path / "t" / f"{exp}.{ext}")))]) == 0
+    assert T.main([*csvs, "--combined-md", str(tmp_path / "all.md"),
+                   "--combined-tex", str(tmp_path / "all.tex")]) == 0
+    names = sorted(p.name for p in (tmp_path / "t").iterdir())
     assert names == ["digits.html", "digits.md", "digits.tex", "resnet50.html", "resnet50.md",
                      "resnet50.tex"]
-    tex = (tmp_path / "tables.tex").read_text()
-    # every experiment of the set, not only those asked for per file: two tables each
+    tex = (tmp_path / "all.tex").read_text()
+    # every experiment of the set: speed, evidence, and accuracy where measured
     s, sp = pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv")
     n = sum(len(T.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
-    assert n > 2 * s["experiment"].nunique()     # speed, evidence, and accuracy where measured
+    assert n > 2 * s["experiment"].nunique()
     assert tex.count(r"\begin{table}") == n and tex.count(r"\bottomrule") == n
-    assert T.main(["--tables", str(out), "--out", str(tmp_path), "--experiments", "x"]) == 2
+    assert T.main([*csvs, "--experiment", "x", "--md", str(tmp_path / "x.md")]) == 2
+    assert not (tmp_path / "x.md").exists()
+    assert T.main([*csvs, "--md", str(tmp_path / "x.md")]) == 2      # which experiment?

@@ -5,12 +5,13 @@ import os
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from conftest import REPO, copy_workflow, smoke_jobs, snakemake
 from tcbench import record as R
-from tcbench.figures import KINDS
+from tcbench.reports.figures import KINDS
 
 pytestmark = pytest.mark.slow
 
@@ -26,8 +27,15 @@ def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
     assert statuses[("amp_recipe", "tf32")] == "unsupported"
     assert statuses[("amp_recipe", "fp8-rowwise")] == "unsupported"
     assert statuses[("amp_recipe", "fp32")] == "ok" and statuses[("digits", "amp-bf16")] == "ok"
-    for name in ("metrics.csv", "summary.csv", "speedup.csv", "speedup.md", "calibration.json"):
-        assert (smoke_run / name).stat().st_size > 0
+    metrics = pd.read_csv(smoke_run / "metrics.csv")
+    assert sorted(metrics["record"].map(lambda p: Path(p).name)) == sorted(p.name for p in records)
+    summary = pd.read_csv(smoke_run / "summary.csv")
+    cells = metrics.assign(cell=metrics["cell"].str.replace(r"_r\d+$", "", regex=True))
+    assert len(summary) == len(cells[["experiment", "cell"]].drop_duplicates())  # one per cell
+    assert summary["repeats"].sum() == len(records)
+    assert (smoke_run / "speedup.md").read_text().startswith("## Speedup over strict fp32")
+    assert (smoke_run / "best.md").read_text().startswith("## Fastest configuration")
+    assert json.loads((smoke_run / "calibration.json").read_text())["modes"]
     for exp in ("amp_recipe", "mnist_seed", "digits", "models", "own_model"):
         for kind in KINDS:
             for ext in ("pdf", "png"):

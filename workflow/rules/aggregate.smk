@@ -1,6 +1,8 @@
 # Records -> tidy tables. A result set is every record in it: this study's (made by `train`)
 # and those other studies left there (config/fastest.yaml's beside config/config.yaml's), found
-# when the DAG is built. Every file aggregate reads is an input, passed to it by name.
+# when the DAG is built. Every file aggregate reads is an input, passed to it by name, and every
+# table it writes an output, named by tcbench.vocabulary.SET_TABLES and passed to it by path.
+SET_DIR = "results/{run}"
 
 
 rule aggregate:
@@ -17,18 +19,11 @@ rule aggregate:
         repeats=lambda wc: expand(rules.repeats_summary.output, run=wc.run) if ADAPTIVE else [],
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
-        metrics="results/{run}/metrics.csv",
-        summary="results/{run}/summary.csv",
-        speedup="results/{run}/speedup.csv",
-        table="results/{run}/speedup.md",
-        best="results/{run}/best.csv",
-        best_md="results/{run}/best.md",
-        overhead="results/{run}/overhead.csv",
+        **{name: f"{SET_DIR}/{file}" for name, file in V.SET_TABLES.items()},
     log:
         "logs/{run}/aggregate.log",
     params:
         src=TCBENCH_SRC,
-        out=lambda wc, output: str(Path(output.metrics).parent),
         # lists, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
             ["--calibration", input.calibration] if input.calibration else []
@@ -37,4 +32,6 @@ rule aggregate:
         "PYTHONPATH={params.src:q} python -m tcbench.aggregate "
         "--records {input.records:q} {input.other_records:q} "
         "--benchmarks {input.benchmarks:q} {input.other_benchmarks:q} "
-        "--out {params.out:q} {params.calibration:q} > {log:q} 2>&1"
+        "--metrics {output.metrics:q} --summary {output.summary:q} --speedup {output.speedup:q} "
+        "--best {output.best:q} --overhead {output.overhead:q} {params.calibration:q} "
+        "> {log:q} 2>&1"

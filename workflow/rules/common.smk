@@ -35,8 +35,8 @@ if config["require_gpu"] and not environment.nvidia_gpus():
     )
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
 FIGURE_KINDS = list(V.FIGURES)
-FIGURE_FORMATS = ["pdf", "svg", "png"]
-TABLE_FORMATS = ["md", "tex", "html"]
+FIGURE_FORMATS = list(V.FIGURE_FORMATS)
+TABLE_FORMATS = list(V.TABLE_FORMATS)
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
 # exported in every job's shell (see the Snakefile); container.smk adds the image's
 JOB_ENV = {environment.ALLOW_DIRTY_ENV: "1"} if config["allow_dirty"] else {}
@@ -125,6 +125,7 @@ def all_targets():
     return [
         *for_each_job(rules.train.output[0], RUN),
         *expand(rules.aggregate.output, run=RUN),
+        *expand(rules.set_tables.output, run=RUN),
         *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(tables, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(rules.tables_combined.output, run=RUN),

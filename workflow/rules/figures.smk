@@ -1,5 +1,9 @@
 # One job per experiment, so each figure lands in the report under its experiment, with a caption
 # that names it. PNGs go into the report; PDF (fonts embedded) and SVG are for papers and slides.
+# File names: tcbench.vocabulary.figure_name; the module writes exactly the paths it is given.
+SET_FIGURES = "results/{run}/figures/"
+
+
 rule figures:
     message:
         "figures of {wildcards.experiment}"
@@ -11,7 +15,7 @@ rule figures:
     output:
         png=[
             report(
-                f"results/{{run}}/figures/{{experiment}}_{kind}.png",
+                SET_FIGURES + V.figure_name("{experiment}", kind, "png"),
                 caption=f"../report/figure_{kind}.rst",
                 category="{experiment}",
                 subcategory="figures",
@@ -19,19 +23,20 @@ rule figures:
             )
             for kind in FIGURE_KINDS
         ],
-        other=expand(
-            "results/{{run}}/figures/{{experiment}}_{kind}.{ext}",
-            kind=FIGURE_KINDS,
-            ext=[e for e in FIGURE_FORMATS if e != "png"],
-        ),
+        other=[
+            SET_FIGURES + V.figure_name("{experiment}", kind, ext)
+            for kind in FIGURE_KINDS
+            for ext in FIGURE_FORMATS
+            if ext != "png"
+        ],
     log:
         "logs/{run}/figures/{experiment}.log",
     wildcard_constraints:
         experiment=alternatives(SET_EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
-        tables=lambda wc, input: str(Path(input.metrics).parent),
-        out=lambda wc, output: str(Path(output.png[0]).parent),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.figures --tables {params.tables:q} "
-        "--out {params.out:q} --experiments {wildcards.experiment:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
+        "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
+        "--experiment {wildcards.experiment:q} --outputs {output.png:q} {output.other:q} "
+        "> {log:q} 2>&1"

@@ -1,5 +1,25 @@
-# What a reader gets from one result set besides the figures: per-experiment tables (Markdown,
-# LaTeX booktabs, HTML for the report) and the plain-language verdict. All from the tables only.
+# What a reader gets from one result set besides the figures: the set's speedup and best tables
+# as Markdown, per-experiment tables (Markdown, LaTeX booktabs, HTML for the report) and the
+# plain-language verdict. All from the tables only; every output path is passed to the module.
+SET_TABLE_DIR = "results/{run}/tables/"
+
+
+rule set_tables:
+    message:
+        "speedup and best tables of {wildcards.run}"
+    input:
+        speedup=rules.aggregate.output.speedup,
+        best=rules.aggregate.output.best,
+    output:
+        **{f"{name}_md": f"{SET_DIR}/{file}" for name, file in V.SET_VIEWS.items()},
+    log:
+        "logs/{run}/set_tables.log",
+    params:
+        src=TCBENCH_SRC,
+    shell:
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "--speedup {input.speedup:q} --best {input.best:q} "
+        "--speedup-md {output.speedup_md:q} --best-md {output.best_md:q} > {log:q} 2>&1"
 
 
 rule table:
@@ -9,10 +29,10 @@ rule table:
         summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
     output:
-        md="results/{run}/tables/{experiment}.md",
-        tex="results/{run}/tables/{experiment}.tex",
+        md=SET_TABLE_DIR + V.table_name("{experiment}", "md"),
+        tex=SET_TABLE_DIR + V.table_name("{experiment}", "tex"),
         html=report(
-            "results/{run}/tables/{experiment}.html",
+            SET_TABLE_DIR + V.table_name("{experiment}", "html"),
             caption="../report/table.rst",
             category="{experiment}",
             subcategory="tables",
@@ -24,11 +44,11 @@ rule table:
         experiment=alternatives(SET_EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
-        tables=lambda wc, input: str(Path(input.summary).parent),
-        out=lambda wc, output: str(Path(output.md).parent),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
-        "--out {params.out:q} --experiments {wildcards.experiment:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "--summary {input.summary:q} --speedup {input.speedup:q} "
+        "--experiment {wildcards.experiment:q} "
+        "--md {output.md:q} --tex {output.tex:q} --html {output.html:q} > {log:q} 2>&1"
 
 
 rule tables_combined:
@@ -38,18 +58,16 @@ rule tables_combined:
         summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
     output:
-        md="results/{run}/tables.md",
-        tex="results/{run}/tables.tex",
+        md=f"{SET_DIR}/{V.COMBINED_STEM}.md",
+        tex=f"{SET_DIR}/{V.COMBINED_STEM}.tex",
     log:
         "logs/{run}/tables_combined.log",
     params:
         src=TCBENCH_SRC,
-        experiments=SET_EXPERIMENTS,
-        tables=lambda wc, input: str(Path(input.summary).parent),
-        stem=lambda wc, output: str(Path(output.md).with_suffix("")),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.tables --tables {params.tables:q} "
-        "--combined {params.stem:q} --experiments {params.experiments:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "--summary {input.summary:q} --speedup {input.speedup:q} "
+        "--combined-md {output.md:q} --combined-tex {output.tex:q} > {log:q} 2>&1"
 
 
 rule verdict:
@@ -60,9 +78,9 @@ rule verdict:
         summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
     output:
-        md="results/{run}/summary.md",
+        md=f"{SET_DIR}/{V.VERDICT_FILES['md']}",
         html=report(
-            "results/{run}/summary.html",
+            f"{SET_DIR}/{V.VERDICT_FILES['html']}",
             caption="../report/verdict.rst",
             category="Verdict",
             labels={"result set": "{run}"},
@@ -71,8 +89,7 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         src=TCBENCH_SRC,
-        tables=lambda wc, input: str(Path(input.metrics).parent),
-        out=lambda wc, output: str(Path(output.md).parent),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.verdict --tables {params.tables:q} "
-        "--out {params.out:q} > {log:q} 2>&1"
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.verdict "
+        "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
+        "--md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

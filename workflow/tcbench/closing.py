@@ -8,6 +8,8 @@ import shlex
 import textwrap
 from pathlib import Path
 
+from . import vocabulary as V
+
 BOTTOM_LINE = "**Bottom line.**"
 
 
@@ -44,17 +46,17 @@ def message(result_set: Path | str, report_command: str | None = None,
     cross-GPU comparison (when this run made it) and the command for the HTML report."""
     res = Path(result_set)
     lines = [f"Result set: {res}/"] if res.is_dir() else []
-    verdict = res / "summary.md"
+    verdict = res / V.VERDICT_FILES["md"]
     if verdict.exists():
         lines.append(f"Verdict:    {verdict}")
         said = bottom_line(verdict)
         if said:
             lines += textwrap.wrap(said, width=width, initial_indent="            ",
                                    subsequent_indent="            ")
-    shown = [("Tables:", res / "tables.md"), ("Figures:", res / "figures"),
+    shown = [("Tables:", res / f"{V.COMBINED_STEM}.md"), ("Figures:", res / "figures"),
              ("Capacity:", res / "capacity.md")]
     if comparison is not None:
-        shown.append(("Comparison:", Path(comparison) / "comparison.md"))
+        shown.append(("Comparison:", Path(comparison) / V.COMPARE_FILES["md"]))
     for label, path in shown:
         if path.exists():
             lines.append(f"{label:<11} {path}{'/' if path.is_dir() else ''}")

@@ -24,8 +24,7 @@ import numpy as np
 import torch
 
 from . import placement
-
-LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")
+from .vocabulary import LOADERS  # the input pipelines, named once in the vocabulary
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 MNIST_FILES = {

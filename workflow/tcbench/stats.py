@@ -18,7 +18,10 @@ The rules (a reviewer's, not a convenience):
   match (repeat r of every precision trains from the same seed) and takes the t interval of
   the mean paired difference; unpaired, Welch's t interval of the difference of means.
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
-  lies wholly beyond its threshold.
+  lies wholly beyond its threshold. The claims a report makes about a throughput ratio
+  (``claim``: pays off / faster / no difference shown / slower / n < 3) and about an accuracy
+  difference (``difference_claim``) are decided here, once, with the words every table,
+  verdict sentence and README line uses for them.
 """
 
 from __future__ import annotations
@@ -154,6 +157,100 @@ def clears(e: Estimate, threshold: float, above: bool = True) -> bool | None:
     if e.method != CI or e.low is None:
         return None
     return e.low > threshold if above else e.high < threshold
+
+
+def mean(values: Iterable) -> float | None:
+    """The plain mean of the finite values (None for none): a descriptive number."""
+    x = _clean(values)
+    return float(x.mean()) if len(x) else None
+
+
+def median(values: Iterable) -> float | None:
+    x = _clean(values)
+    return float(np.median(x)) if len(x) else None
+
+
+def relative_range(values: Iterable) -> float:
+    """(max - min) / mean of ``values``: the spread of a handful of repeats; 0 for one value."""
+    x = _clean(values)
+    return float((x.max() - x.min()) / x.mean()) if len(x) > 1 else 0.0
+
+
+def finite(v) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def from_row(row: Mapping, stem: str) -> Estimate:
+    """The estimate a table row holds in ``stem``, ``stem_low``, ``stem_high``, ``stem_n``
+    (and ``stem_interval`` where written): how a CSV's numbers become an Estimate again."""
+    value = finite(row.get(stem))
+    if value is None:
+        return EMPTY
+    n = finite(row.get(f"{stem}_n"))
+    n = 0 if n is None else int(n)
+    kind = row.get(f"{stem}_interval")
+    kind = kind if kind in METHOD_TEXT else method(n)
+    return Estimate(value, finite(row.get(f"{stem}_low")), finite(row.get(f"{stem}_high")),
+                    n, kind)
+
+
+# ------------------------------------------------------------------------------------ claims
+GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
+PAYS_OFF, FASTER, SLOWER, NO_DIFFERENCE, UNJUDGED = (
+    "pays off", "faster", "slower", "no difference shown", "n < 3")
+CLAIMS: tuple[str, ...] = (PAYS_OFF, FASTER, NO_DIFFERENCE, SLOWER, UNJUDGED)  # report order
+# a claim as the verdict says it of one configuration ("it ...")
+CLAIM_WORDS = {PAYS_OFF: "pays off",
+               FASTER: f"is faster, but by less than the {GAIN:.2f}× that counts as paying off",
+               SLOWER: "is slower", NO_DIFFERENCE: "shows no difference",
+               UNJUDGED: "cannot be judged (fewer than three repeats on a side)"}
+# a claim as the bottom line opens the list of the experiments it holds for ("... in k of n")
+CLAIM_LEAD = {PAYS_OFF: f"Reduced precision pays off (95% CI of the throughput ratio wholly "
+                        f"above {GAIN:.2f}×) in",
+              FASTER: f"It is faster, but by less than {GAIN:.2f}×, in",
+              NO_DIFFERENCE: "It shows no difference from fp32 in",
+              SLOWER: "It is slower than fp32 in",
+              UNJUDGED: "It cannot be judged (fewer than three repeats) in"}
+CLAIM_NOTE = (f"Claim: 'faster' or 'slower' only where the 95% interval of the ratio excludes 1; "
+              f"'pays off' where it lies wholly above {GAIN:.2f}; 'n < 3' where either "
+              f"side has fewer than three finished repeats, so no claim is made.")
+CLAIM_RULE = f"faster: above 1×; pays off: above {GAIN:.2f}×"
+
+
+def claim(e: Estimate) -> str:
+    """What a throughput ratio's interval allows one to say ("" where there is no ratio)."""
+    if e.value is None:
+        return ""
+    if clears(e, 1.0) is None:
+        return UNJUDGED
+    if clears(e, GAIN):
+        return PAYS_OFF
+    if clears(e, 1.0):
+        return FASTER
+    if clears(e, 1.0, above=False):
+        return SLOWER
+    return NO_DIFFERENCE
+
+
+def is_faster(c: str) -> bool | None:
+    """speedup.csv's ``faster`` column: None where no claim can be made."""
+    return None if c in ("", UNJUDGED) else c in (PAYS_OFF, FASTER)
+
+
+def is_slower(c: str) -> bool | None:
+    return None if c in ("", UNJUDGED) else c == SLOWER
+
+
+def difference_claim(e: Estimate) -> str:
+    """What a difference's interval (accuracy against fp32) allows one to say."""
+    if e.method != CI or e.low is None:
+        return "fewer than three paired seeds, not judged"
+    return "no difference shown" if e.low <= 0 <= e.high else "a loss" if e.high < 0 \
+        else "a gain"
 
 
 def cv(values: Iterable) -> float | None:

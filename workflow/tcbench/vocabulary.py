@@ -76,6 +76,7 @@ def mode(name: str) -> Mode:
 # ----------------------------------------------------------------------------------- statuses
 # Best first: a cell whose repeats differ takes the worst status among them.
 STATUSES: tuple[str, ...] = ("ok", "diverged", "oom", "unsupported", "error")
+OK, DIVERGED, OOM, UNSUPPORTED, ERROR = STATUSES
 STATUS_RANK: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
 
 
@@ -89,9 +90,11 @@ class Axis:
     parameter of the same name.
 
     ``values`` None: open (the workload says which values exist). ``default`` None: the
-    workload's own default. ``prefix`` goes before the value in cell names and labels where
-    the bare value ("on", "default") would say nothing; ``onoff`` axes take YAML's bare
-    on/off (which YAML 1.1 reads as booleans) as the words."""
+    workload's own default. ``unstated``: what a table that does not name the axis ran (a
+    published reference, a set made before the axis existed), where that is not ``default``.
+    ``prefix`` goes before the value in cell names and labels where the bare value ("on",
+    "default") would say nothing; ``onoff`` axes take YAML's bare on/off (which YAML 1.1
+    reads as booleans) as the words."""
 
     name: str
     label: str
@@ -99,6 +102,12 @@ class Axis:
     default: str | None = None
     prefix: str = ""
     onoff: bool = False
+    unstated: str | None = None
+
+    @property
+    def assumed(self) -> str:
+        """The value a table without this axis's column holds (``tcbench.resultset``)."""
+        return self.unstated or self.default or "default"
 
     def text(self, value) -> str:
         """How a value reads in a cell name."""
@@ -116,8 +125,10 @@ AXES: tuple[Axis, ...] = (
     Axis("compile", "torch.compile", ("off", "default", "reduce-overhead", "max-autotune"),
          "off", prefix="compile-", onoff=True),
     Axis("cuda_graphs", "CUDA graphs", ("off", "on"), "off", prefix="graphs-", onoff=True),
+    # the default is the workload's (on for fixed-shape image training, off elsewhere); a
+    # table that does not say ran PyTorch's default, off, as a plain script (the seed) does
     Axis("cudnn_benchmark", "cuDNN autotuning", ("off", "on"), None, prefix="cudnn-",
-         onoff=True),
+         onoff=True, unstated="off"),
 )
 AXIS_NAMES: tuple[str, ...] = tuple(a.name for a in AXES)
 # the execution knobs left at their plain-PyTorch value: the "eager" baseline of best.csv
@@ -205,8 +216,37 @@ def metric(column: str) -> Metric:
 
 
 # ------------------------------------------------------------------------------------ outputs
-# the figures of one experiment (tcbench.figures) and of the cross-GPU comparison
-# (tcbench.compare), named here because the workflow's rules must list them as outputs
+# The files of a result set, named once: the workflow's rules declare their outputs with these
+# names and pass the paths to the modules, which never choose a file name of their own.
+# the figures of one experiment (tcbench.reports.figures) and of the cross-GPU comparison
+# (tcbench.reports.compare)
 FIGURES: tuple[str, ...] = ("throughput", "speedup", "warmup", "memory", "attribution",
                             "tensor_cores")
 COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
+COMPARE_OVERVIEW = "overview"
+# the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
+# a set of published numbers (a reference, in the comparison's tables and figures)
+SINGLE_RUN_MARK = "†"
+REFERENCE_MARK = "‡"
+FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
+TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
+# tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)
+SET_TABLES: dict[str, str] = {"metrics": "metrics.csv", "summary": "summary.csv",
+                              "speedup": "speedup.csv", "best": "best.csv",
+                              "overhead": "overhead.csv"}
+SET_VIEWS: dict[str, str] = {"speedup": "speedup.md", "best": "best.md"}
+VERDICT_FILES: dict[str, str] = {"md": "summary.md", "html": "summary.html"}
+COMBINED_STEM = "tables"                  # every experiment's tables in tables.{md,tex}
+# the cross-GPU comparison's files, inside its folder
+COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
+                                 "tex": "comparison.tex", "seed": "seed.md"}
+
+
+def figure_name(experiment: str, kind: str, ext: str) -> str:
+    """The file name of one figure of one experiment (``figures/`` of a result set)."""
+    return f"{experiment}_{kind}.{ext}"
+
+
+def table_name(experiment: str, ext: str) -> str:
+    """The file name of one experiment's tables (``tables/`` of a result set)."""
+    return f"{experiment}.{ext}"

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .. import atomic
+from .. import vocabulary as V
 from .plan import probe_spec
 from .search import Outcome, search
 
@@ -25,12 +26,12 @@ def outcome_of(record: dict | None, returncode: int, tail: str) -> Outcome:
     if record is None:
         how = (f"killed by signal {-returncode}" if returncode < 0
                else f"exited with status {returncode}")
-        return Outcome(None, "error", f"the probe {how} without a record: {tail[-600:].strip()}")
+        return Outcome(None, V.ERROR, f"the probe {how} without a record: {tail[-600:].strip()}")
     status = record["status"]
-    if status in ("ok", "diverged"):  # a NaN loss in a few steps on random data still fitted
+    if status in (V.OK, V.DIVERGED):  # a NaN loss in a few steps on random data still fitted
         return Outcome(True, status, record.get("status_reason"))
-    if status == "oom":
-        return Outcome(False, "oom", record.get("status_reason"))
+    if status == V.OOM:
+        return Outcome(False, V.OOM, record.get("status_reason"))
     return Outcome(None, status, record.get("status_reason"))
 
 

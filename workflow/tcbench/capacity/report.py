@@ -44,7 +44,7 @@ def table(docs: list[dict]):
             if largest and d["peak_memory_bytes"] else None,
             "throughput_samples_per_s": d.get("throughput_samples_per_s"),
             "probes": len(d["probes"]),
-            "probes_oom": sum(p["status"] == "oom" for p in d["probes"]),
+            "probes_oom": sum(p["status"] == V.OOM for p in d["probes"]),
             "memory_limit_bytes": d["memory_limit_bytes"],
             "gpu_memory_total_bytes": d.get("gpu_memory_total_bytes"),
             "device_name": d.get("device_name"), "status_reason": d["status_reason"]})
@@ -63,10 +63,11 @@ def table(docs: list[dict]):
 
 
 def capacity_table(df):
-    """The capacity study as a reader's table (tcbench.tables: one number format, captions)."""
+    """The capacity study as a reader's table (tcbench.render: one number format, captions)."""
     import pandas as pd
 
-    from .. import tables as T
+    from ..render import numbers as T
+    from ..render.table import Table
 
     def known(v):
         return v is not None and not pd.isna(v)
@@ -86,7 +87,7 @@ def capacity_table(df):
              f"fit (torch.cuda.max_memory_allocated)."]
     notes += [f"{r.workload} {r.precision}: {r.status_reason}" for r in df.itertuples()
               if isinstance(r.status_reason, str) and r.status_reason]
-    return T.Table(f"Largest batch size that trains without running out of memory on {device}"
+    return Table(f"Largest batch size that trains without running out of memory on {device}"
                    + (f" (memory_limit_bytes={', '.join(map(str, limits))})" if limits else ""),
                    ["workload", "precision", "status", "largest batch", "first out of memory",
                     f"× {V.BASELINE}", "peak memory", "probes"], rows, align="lllrrrrr",
@@ -94,9 +95,9 @@ def capacity_table(df):
 
 
 def markdown(df) -> str:
-    from .. import tables as T
+    from ..render.table import to_markdown
 
-    return T.to_markdown(capacity_table(df), "##")
+    return to_markdown(capacity_table(df), "##")
 
 
 def figure(df, out_dir: Path) -> list[Path]:
@@ -106,7 +107,7 @@ def figure(df, out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from .. import figures as F
+    from ..render import plot as F
 
     F.style()
     workloads = list(dict.fromkeys(df["workload"]))

@@ -1,6 +1,6 @@
 """One GPU against K GPUs of one host: the same matrix run twice, compared.
 
-    python -m tcbench.scaling --one results/h200x2-1gpu --two results/h200x2-2gpu \\
+    python -m tcbench.reports.scaling --one results/h200x2-1gpu --two results/h200x2-2gpu \\
         --wall-one 412.3 --wall-two 214.9 --out results/h200x2-scaling
 
 Two questions, two verdicts:
@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import statistics
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from . import atomic
+from .. import atomic, stats
+from .. import vocabulary as V
 
 REPEAT = re.compile(r"_r\d+$")
 
@@ -58,7 +58,7 @@ def load(run_dir: Path) -> dict[str, dict]:
 
 def _throughput(rec: dict) -> float | None:
     m = rec.get("metrics") or {}
-    return m.get("throughput_samples_per_s") if rec.get("status") == "ok" else None
+    return m.get(V.HEADLINE) if rec.get("status") == V.OK else None
 
 
 def _gpu(rec: dict) -> str:
@@ -82,18 +82,16 @@ def _job_times(run: dict[str, dict]) -> dict:
     times = [_job_time(r) for r in run.values()]
     if not times or None in times:
         return {}
-    return {"sum_s": sum(times), "mean_s": statistics.fmean(times)}
+    return {"sum_s": sum(times), "mean_s": stats.mean(times)}
 
 
 def _spread(values: list[float]) -> float:
     """Relative range of repeats: (max - min) / mean; 0 for a single value."""
-    return (max(values) - min(values)) / statistics.fmean(values) if len(values) > 1 else 0.0
+    return stats.relative_range(values)
 
 
-def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_two: float,
-            gpus_two: int = 2, max_wall_ratio: float = 0.55, tolerance: float = 0.03) -> dict:
-    if wall_one <= 0 or wall_two <= 0:
-        raise ValueError("wall times must be positive")
+def _cells(one: dict[str, dict], two: dict[str, dict]) -> list[dict]:
+    """Each cell of the matrix in both runs, with its throughput ratio (None unless both ok)."""
     missing = sorted(set(one) ^ set(two))
     if missing:
         raise ValueError(f"the two runs are not the same matrix; cells in only one: "
@@ -106,44 +104,60 @@ def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_tw
                       "ratio": b / a if a and b else None,
                       "gpu_one": _gpu(one[key]), "gpu_two": _gpu(two[key]),
                       "status_one": one[key].get("status"), "status_two": two[key].get("status")})
-    not_ok = [c["cell"] for c in cells if c["ratio"] is None]
+    return cells
 
-    groups = []
+
+def _groups(cells: list[dict], tolerance: float) -> list[dict]:
+    """Per cell group (all repeats of one configuration): the two runs' mean throughputs and
+    whether they differ by no more than the noise (the larger of tolerance and spread)."""
     by_group = defaultdict(list)
     for c in cells:
         if c["ratio"] is not None:
             by_group[c["group"]].append(c)
+    groups = []
     for name, members in by_group.items():
         t1 = [c["throughput_one"] for c in members]
         t2 = [c["throughput_two"] for c in members]
-        diff = statistics.fmean(t2) / statistics.fmean(t1) - 1
+        diff = stats.mean(t2) / stats.mean(t1) - 1
         noise = max(tolerance, _spread(t1), _spread(t2))
         groups.append({"group": name, "repeats": len(members),
-                       "mean_throughput_one": statistics.fmean(t1),
-                       "mean_throughput_two": statistics.fmean(t2),
+                       "mean_throughput_one": stats.mean(t1),
+                       "mean_throughput_two": stats.mean(t2),
                        "relative_difference": diff, "spread_one": _spread(t1),
                        "spread_two": _spread(t2), "allowed": noise,
                        "within_noise": abs(diff) <= noise})
+    return groups
 
+
+def _throughput_ratios(cells: list[dict]) -> dict:
     per_gpu = defaultdict(list)
     for c in cells:
         if c["ratio"] is not None:
             per_gpu[c["gpu_two"]].append(c["ratio"])
-    used_one, used_two = Counter(c["gpu_one"] for c in cells), Counter(c["gpu_two"] for c in cells)
     ratios = [c["ratio"] for c in cells if c["ratio"] is not None]
+    return {"throughput_ratio_median": stats.median(ratios) if ratios else None,
+            "throughput_ratio_min": min(ratios) if ratios else None,
+            "throughput_ratio_max": max(ratios) if ratios else None,
+            "throughput_ratio_median_by_gpu_two": {g: stats.median(r)
+                                                   for g, r in sorted(per_gpu.items())},
+            "jobs_per_gpu_one": dict(Counter(c["gpu_one"] for c in cells)),
+            "jobs_per_gpu_two": dict(Counter(c["gpu_two"] for c in cells))}
+
+
+def compare(one: dict[str, dict], two: dict[str, dict], wall_one: float, wall_two: float,
+            gpus_two: int = 2, max_wall_ratio: float = 0.55, tolerance: float = 0.03) -> dict:
+    if wall_one <= 0 or wall_two <= 0:
+        raise ValueError("wall times must be positive")
+    cells = _cells(one, two)
+    not_ok = [c["cell"] for c in cells if c["ratio"] is None]
+    groups = _groups(cells, tolerance)
     wall_ratio = wall_two / wall_one
     result = {
         "gpus_one": 1, "gpus_two": gpus_two,
         "wall_time_one_s": wall_one, "wall_time_two_s": wall_two,
         "wall_time_ratio": wall_ratio, "max_wall_ratio": max_wall_ratio,
         "scaling_ok": wall_ratio <= max_wall_ratio,
-        "jobs": len(cells), "jobs_not_ok": not_ok,
-        "throughput_ratio_median": statistics.median(ratios) if ratios else None,
-        "throughput_ratio_min": min(ratios) if ratios else None,
-        "throughput_ratio_max": max(ratios) if ratios else None,
-        "throughput_ratio_median_by_gpu_two": {g: statistics.median(r)
-                                               for g, r in sorted(per_gpu.items())},
-        "jobs_per_gpu_one": dict(used_one), "jobs_per_gpu_two": dict(used_two),
+        "jobs": len(cells), "jobs_not_ok": not_ok, **_throughput_ratios(cells),
         "tolerance": tolerance,
         "interference_ok": bool(groups) and all(g["within_noise"] for g in groups),
         "groups": groups, "cells": cells,
@@ -216,7 +230,7 @@ def _write(path: Path, text: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tcbench.scaling", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m tcbench.reports.scaling", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--one", type=Path, required=True, help="result set run with 1 GPU")
     ap.add_argument("--two", type=Path, required=True, help="result set run with K GPUs")
@@ -231,7 +245,7 @@ def main(argv=None) -> int:
         r = compare(load(args.one), load(args.two), args.wall_one, args.wall_two, args.gpus,
                     args.max_wall_ratio, args.tolerance)
     except (ValueError, KeyError) as exc:
-        print(f"tcbench.scaling: error: {exc}", file=sys.stderr)
+        print(f"tcbench.reports.scaling: error: {exc}", file=sys.stderr)
         return 2
     r |= {"run_one": str(args.one), "run_two": str(args.two)}
     _write(args.out / "scaling.json", json.dumps(r, indent=2) + "\n")

@@ -22,27 +22,16 @@ around them, which is what happens once those get fast.
 
 from __future__ import annotations
 
-import math
-
-from . import stats
+from ..stats import finite as _num
 
 BUSY_LOW = 0.5       # GPU-busy share below which the host sets the pace
 CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
-GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
 
 NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
          "tensor": "Tensor Core arithmetic", "simt": "fp32 arithmetic on the ordinary units",
          "memory": "memory-bound kernels", None: "not measurable without a kernel profile"}
 SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
          "simt": "fp32 units", "memory": "memory-bound", None: "n/a"}
-
-
-def _num(v) -> float | None:
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if math.isfinite(f) else None
 
 
 def _true(v) -> bool:
@@ -81,18 +70,3 @@ def why_unprofiled(on_cuda: bool) -> str:
     is taken once per cell, in repeat 1, and that repeat's record is missing."""
     return ("its kernels are profiled once per cell, in repeat 1, which has no record" if on_cuda
             else "kernel profiling needs a CUDA device")
-
-
-def claim(value, low, high, interval) -> str:
-    """What a throughput ratio's interval allows one to say (empty: no ratio)."""
-    if _num(value) is None:
-        return ""
-    if interval != stats.CI or _num(low) is None:
-        return "n < 3"
-    if float(low) > GAIN:
-        return "pays off"
-    if float(low) > 1:
-        return "faster"
-    if float(high) < 1:
-        return "slower"
-    return "no difference shown"

@@ -1,0 +1,13 @@
+"""Analysis: frames in, frames out, nothing rendered. Each module answers one question of a
+result set's tidy frame (``tcbench.resultset``) with ``tcbench.stats``:
+
+- ``summarise``: one row per cell, its finished repeats pooled (summary.csv);
+- ``speedup``: each cell against fp32 at the same setting, and against the plain fp32
+  baseline (speedup.csv);
+- ``best``: per workload and model, the fastest configuration (best.csv);
+- ``overhead``: each job's wall time against what it measured (overhead.csv);
+- ``diagnosis``: what limits a cell's step, from its measurements;
+- ``crossgpu``: several result sets and published references pooled as one (comparison.csv).
+
+``tcbench.aggregate`` runs the first four on a result set's records.
+"""

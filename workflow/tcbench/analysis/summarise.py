@@ -1,0 +1,63 @@
+"""One row per cell: its repeats pooled by ``tcbench.stats`` (summary.csv)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+from ..resultset import numeric, order
+
+# pooled per cell with an interval (tcbench.stats.estimate)
+ESTIMATED = [m.column for m in V.METRICS]
+# pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
+DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
+             "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
+             "power_mean_w", "steady_time_s", "flops_per_sample"]
+
+
+def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
+    worst = max(g["status"], key=V.STATUS_RANK.get)
+    return {"repeats": len(g), "repeats_ok": len(ok), "interval": stats.method(len(ok)),
+            "status": V.OK if len(ok) == len(g) else worst,
+            "status_reason": "; ".join(sorted(set(g["status_reason"].dropna().astype(str))))
+            or None,
+            "seeds": " ".join(str(int(s)) for s in ok["seed"].dropna()) if "seed" in ok
+            else None}
+
+
+def _pooled(ok: pd.DataFrame) -> dict:
+    row = {}
+    for col in ESTIMATED:
+        if col in ok:
+            row |= stats.estimate(numeric(ok[col])).as_dict(col)
+    row[f"{V.HEADLINE}_cv"] = stats.cv(numeric(ok[V.HEADLINE])) if V.HEADLINE in ok else None
+    for col in DESCRIBED:
+        if col in ok:
+            v = numeric(ok[col]).dropna()
+            row[col] = float(v.mean()) if len(v) else None
+    return row
+
+
+def _evidence(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
+    row = {"input_bound": bool(ok["input_bound"].astype(bool).all()) if len(ok) else None}
+    evidence = ok.dropna(subset=["top_kernel"]) if "top_kernel" in ok else ok.iloc[:0]
+    row["top_kernel"] = evidence["top_kernel"].iloc[0] if len(evidence) else None
+    row["evidence_repeat"] = (int(evidence["repeat"].iloc[0]) if len(evidence) else None)
+    for col in ("device_name", "compute_capability"):  # a CUDA device has a capability
+        row[col] = g[col].dropna().iloc[0] if col in g and g[col].notna().any() else None
+    return row
+
+
+def summarise(df: pd.DataFrame, keys=V.CELL_KEYS) -> pd.DataFrame:
+    """One row per cell (``keys``): counts, the worst status, every ``ESTIMATED`` metric as
+    mean/low/high/n (``tcbench.stats.estimate``) and every ``DESCRIBED`` one as a mean, over
+    the repeats that finished (status ok)."""
+    df = order(df)
+    keys = list(keys)
+    rows = []
+    for key, g in df.groupby(keys, observed=True, sort=False, dropna=False):
+        ok = g[g["status"] == V.OK]
+        rows.append(dict(zip(keys, key)) | _counts(g, ok) | _pooled(ok) | _evidence(g, ok))
+    out = pd.DataFrame(rows)
+    return order(out) if not out.empty else out

@@ -1,0 +1,105 @@
+"""Numbers and units for readers: the one number format of every table, figure label,
+verdict sentence and README line, the memory units, and a value with its interval saying what
+the interval is (``tcbench.stats``)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .. import stats
+
+MISSING = "–"
+
+MIB, GIB = 2**20, 2**30
+
+
+def missing(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return bool(pd.isna(v))
+    except (TypeError, ValueError):
+        return False
+
+
+def num(v, digits: int = 3) -> str:
+    """``digits`` significant digits, thousands grouped, never scientific notation: the one
+    number format of every table, figure label and verdict sentence."""
+    if missing(v):
+        return MISSING
+    v = float(v)
+    if v == 0 or not math.isfinite(v):
+        return f"{v:g}"
+    magnitude = math.floor(math.log10(abs(v)))
+    decimals = digits - 1 - magnitude          # negative: round to tens, hundreds, ...
+    rounded = round(v, decimals)
+    if rounded and math.floor(math.log10(abs(rounded))) > magnitude:   # 0.9996 -> 1.00
+        decimals -= 1
+        rounded = round(v, decimals)
+    return f"{rounded:,.{max(decimals, 0)}f}"
+
+
+def times(v, digits: int = 3) -> str:
+    return MISSING if missing(v) else f"{num(v, digits)}×"
+
+
+def percent(v, decimals: int = 0) -> str:
+    return MISSING if missing(v) else f"{100 * float(v):.{decimals}f}%"
+
+
+def memory_unit(max_bytes) -> tuple[str, float]:
+    """MiB up to 4 GiB, GiB beyond: one unit per column or axis, chosen from its largest value."""
+    return ("GiB", GIB) if not missing(max_bytes) and float(max_bytes) >= 4 * GIB else ("MiB", MIB)
+
+
+def memory(v, unit: str | None = None) -> str:
+    """Bytes in MiB or GiB (chosen from the value unless given), with the unit."""
+    if missing(v):
+        return MISSING
+    unit = unit or memory_unit(v)[0]
+    return f"{num(float(v) / (GIB if unit == 'GiB' else MIB))} {unit}"
+
+
+def interval(lo, hi, digits: int = 3) -> str:
+    return MISSING if missing(lo) or missing(hi) else f"[{num(lo, digits)}, {num(hi, digits)}]"
+
+
+def with_interval(value, low, high, n, fmt=num, bound=None) -> str:
+    """A value and its interval, saying what the interval is: ``5,730 [5,700, 5,760]`` (95% CI,
+    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``. A ratio's unit sign
+    stays on the value: ``2.79× [2.75, 2.83]``."""
+    if missing(value):
+        return MISSING
+    n = 0 if missing(n) else int(n)
+    kind = stats.method(n)
+    text = fmt(value)
+    bound = bound or (num if fmt is times else fmt)
+    if kind == stats.CI and not missing(low):
+        return f"{text} [{bound(low)}, {bound(high)}]"
+    if kind == stats.RANGE and not missing(low):
+        return f"{text} (range {bound(low)}–{bound(high)})"
+    if kind == stats.SINGLE:
+        return f"{text} (1 run)"
+    return text
+
+INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
+                 "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
+                 "given only where n >= 3; with n = 2 the range is shown and marked as such; "
+                 "(1 run) marks a single run.")
+
+
+def pct(v) -> str:
+    """A share as a percentage with two decimals (accuracy)."""
+    return f"{100 * float(v):.2f}%"
+
+
+def points(v) -> str:
+    """A difference of shares in signed percentage points (accuracy against fp32)."""
+    return f"{100 * float(v):+.2f}"
+
+
+def n_text(n) -> str:
+    n = 0 if missing(n) else int(n)
+    return "1 run" if n == 1 else f"n = {n}"

@@ -1,0 +1,320 @@
+"""The plotting toolkit every figure shares: seaborn paper context, TrueType (Type 42) fonts
+embedded in PDFs, text as paths in SVGs, one fixed colour per precision in every figure (the
+vocabulary's, colour-vision safe), the number format of ``render.numbers``. Wherever a cell has
+repeats its bar carries its interval (``tcbench.stats``): a 95% confidence interval where n >= 3
+(black, capped), the range where n = 2 (grey, uncapped); a single run is marked with a dagger.
+Every (setting, precision) slot is either a bar or a label saying why there is none: the
+cell's status (unsupported, oom, diverged, error), "n/a" (the device does not measure this) or
+"not run" (not in the matrix). Axes whose values span more than ``LOG_SPAN``× are logarithmic.
+
+Widths follow the two usual paper layouts: one column (3.5 in) for up to ``ONE_COLUMN_SLOTS``
+bars, two columns (7 in) beyond.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
+import matplotlib.transforms as mtransforms  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+from .. import stats  # noqa: E402
+from .. import vocabulary as V  # noqa: E402
+from .settings import axis_value, shown_axes  # noqa: E402
+
+PALETTE = V.PALETTE
+FORMATS = V.FIGURE_FORMATS
+ONE_COLUMN_IN, TWO_COLUMN_IN = 3.5, 7.0
+
+HEIGHT_IN = 2.6
+
+ONE_COLUMN_SLOTS = 10          # more bars than this do not fit 3.5 in legibly
+
+VALUE_FONT = 5.5               # pt, values printed on bars
+
+WIDTHS = ("auto", "one", "two")
+
+REFERENCE_HATCH = "//////"
+
+LOG_SPAN = 10.0                # values spanning more than this factor get a log axis
+
+SINGLE = V.SINGLE_RUN_MARK
+
+
+def style() -> None:
+    sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
+    plt.rcParams.update({
+        "pdf.fonttype": 42, "ps.fonttype": 42,      # TrueType, embedded: journals reject Type 3
+        "svg.fonttype": "path", "svg.hashsalt": "tcbench",  # SVG looks the same everywhere
+        "savefig.dpi": 300, "savefig.bbox": "tight", "savefig.pad_inches": 0.03,
+        "figure.dpi": 100, "legend.frameon": False, "axes.titlesize": 8,
+        "axes.labelsize": 7.5, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
+        "legend.fontsize": 6.5, "hatch.linewidth": 0.6, "axes.axisbelow": True,
+    })
+
+
+class Ticks(matplotlib.ticker.Formatter):
+    """One format for every tick of an axis: thousands as k (millions as M) once the largest
+    tick reaches 10,000, and as many decimals as the tick step needs, the same for all."""
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        finite = sorted(float(v) for v in locs if np.isfinite(v))
+        top = max((abs(v) for v in finite), default=0.0)
+        self.div, self.suffix = (1e6, "M") if top >= 1e7 else (1e3, "k") if top >= 1e4 \
+            else (1.0, "")
+        steps = [b - a for a, b in zip(finite, finite[1:]) if b > a]
+        step = min(steps, default=1.0) / self.div
+        self.decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if 0 < step < 1 else 0
+
+    def __call__(self, x, pos=None):
+        if not hasattr(self, "div"):
+            self.set_locs(self.axis.get_majorticklocs() if self.axis else [x])
+        return f"{x / self.div:,.{self.decimals}f}{self.suffix}"
+
+
+@matplotlib.ticker.FuncFormatter
+def log_ticks(v, _pos=None) -> str:
+    """Decades on a log axis: 0.1, 1, 10, 100, 1k, 10k, 1M."""
+    if v <= 0:
+        return ""
+    if v >= 1e6:
+        return f"{v / 1e6:g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:g}k"
+    return f"{v:g}"
+
+
+def value_axis(ax, values, *, floor_one: bool = False) -> bool:
+    """Linear axis with ``Ticks``, or a log axis where the values span more than ``LOG_SPAN``×.
+    Returns whether the axis is logarithmic."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    v = v[v > 0]
+    log = bool(len(v) > 1 and v.max() / v.min() > LOG_SPAN)
+    if log:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
+        ax.yaxis.set_major_formatter(log_ticks)
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    else:
+        ax.yaxis.set_major_formatter(Ticks())
+    return log
+
+
+def figure_width(slots: int, width: str = "auto") -> float:
+    if width not in WIDTHS:
+        raise ValueError(f"width={width!r}: choose one of {', '.join(WIDTHS)}")
+    if width == "auto":
+        width = "one" if slots <= ONE_COLUMN_SLOTS else "two"
+    return ONE_COLUMN_IN if width == "one" else TWO_COLUMN_IN
+
+
+def new_figure(slots: int, width: str = "auto", height: float = HEIGHT_IN, **kw):
+    return plt.subplots(figsize=(figure_width(slots, width), height), layout="constrained", **kw)
+
+
+def axes_width_in(ax) -> float:
+    """Approximate drawing width of ``ax`` in inches (its share of the figure's columns, less
+    room for the y axis labels)."""
+    spec = ax.get_subplotspec()
+    share = len(spec.colspan) / spec.get_gridspec().ncols if spec else 1.0
+    return ax.figure.get_size_inches()[0] * share - 0.45
+
+
+def slot_width(n: int) -> float:
+    """Data-unit width of one of ``n`` bars in a group (groups are 1 apart); a lone bar is not
+    drawn as a slab."""
+    return min(0.8 / max(n, 1), 0.4)
+
+
+def slot_x(i: int, j: int, n: int) -> float:
+    """Centre of bar ``j`` of ``n`` in group ``i``."""
+    width = slot_width(n)
+    return i - width * n / 2 + width * (j + 0.5)
+
+
+def labels_fit(ax, texts, groups: int, n: int, font: float = VALUE_FONT) -> bool:
+    """Whether the widest of ``texts`` fits the distance between two bars' centres
+    (DejaVu Sans digits are ~0.64 em wide)."""
+    if not len(texts):
+        return True
+    widest = max(len(t) for t in texts) * font * 0.64 / 72
+    slot = axes_width_in(ax) / (groups + 0.1) * slot_width(n)
+    return widest <= slot * 0.95
+
+
+def present_precisions(df: pd.DataFrame) -> list[str]:
+    have = set(df["precision"].astype(str))
+    return [p for p in V.PRECISIONS if p in have]
+
+
+def setting_label(df: pd.DataFrame) -> pd.Series:
+    """The x-axis: batch size where it varies, plus whichever axes ``settings.shown_axes`` names
+    inside ``df`` (one experiment), one per line."""
+    axes = shown_axes(df)
+    parts = []
+    if df["batch_size"].nunique() > 1 or not axes:
+        parts.append("bs " + df["batch_size"].astype(int).astype(str))
+    for a in axes:
+        parts.append(df[a].map(lambda v, c=a: axis_value(c, v)))
+    label = parts[0]
+    for p in parts[1:]:
+        label = label + "\n" + p
+    return label
+
+
+def missing_text(row) -> str:
+    if row is None:
+        return "not run"
+    why = row.get("why_missing") if hasattr(row, "get") else None
+    if isinstance(why, str) and why:
+        return why
+    status = str(row.get("status", V.OK))
+    return "n/a" if status == V.OK or row.get("repeats_ok", 0) else status
+
+
+def label_slot(ax, x: float, text: str, colour: str) -> None:
+    """A vertical label standing on the x axis, in axes coordinates so it works on log axes."""
+    trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
+    ax.text(x, 0.02, text, transform=trans, rotation=90, ha="center", va="bottom",
+            fontsize=5.5, color=colour, clip_on=False)
+
+
+def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dict):
+    """The interval of one bar as ``tcbench.stats`` says what it is; returns the bar's top
+    and whether a single run's dagger is still to be printed after its value."""
+    k = r.get(f"{interval}_n")
+    kind = stats.method(0 if pd.isna(k) else int(k))
+    lo, hi = r.get(f"{interval}_low"), r.get(f"{interval}_high")
+    if kind in (stats.CI, stats.RANGE) and pd.notna(lo) and pd.notna(hi):
+        ci = kind == stats.CI
+        ax.errorbar(x, v, yerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="none",
+                    ecolor="0.1" if ci else "0.55", elinewidth=0.8,
+                    capsize=1.6 if ci else 0, capthick=0.8)
+        drawn["intervals"].add(kind)
+        return max(v, hi), False
+    if kind == stats.SINGLE:
+        drawn["intervals"].add(kind)
+        if not annotate:
+            ax.annotate(SINGLE, (x, v), xytext=(0, 0.5), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=5.5, color="0.2")
+            return v, False
+        return v, True
+    return v, False
+
+
+def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, annotate,
+         drawn: dict) -> None:
+    """One bar with its interval, and its status (some repeats failed) or its value on top."""
+    v = r[value]
+    ax.bar(x, v, width=slot_width(n) * 0.92, color=PALETTE[p], edgecolor="white",
+           linewidth=0, hatch=REFERENCE_HATCH if hatch else None)
+    top, single = _interval_bar(ax, x, v, r, interval, annotate, drawn) if interval \
+        else (v, False)
+    status = str(r.get("status", V.OK))
+    if status != V.OK:   # some repeats failed: say so on the bar
+        ax.annotate(status, (x, top), xytext=(0, 6), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=5, rotation=90, color="0.2")
+    elif annotate:
+        text = annotate(v) + (SINGLE if interval and single else "")
+        ax.annotate(text, (x, top), xytext=(0, 1.5), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=VALUE_FONT, color="0.15")
+
+
+def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None = None,
+                 interval: str | None = None, hatched=(), annotate=None,
+                 precisions: list[str] | None = None) -> dict:
+    """Bars of ``value`` per (group, precision), in fixed precision colours and slots.
+
+    ``data`` has one row per (group, precision) with ``status`` and ``repeats_ok``;
+    ``interval`` names the stem of ``{interval}_low``/``_high``/``_n`` columns (drawn as
+    ``tcbench.stats`` says what they are); groups in ``hatched`` (published references) are
+    hatched; ``annotate`` formats the value printed above each bar (all or none, so that a
+    partial set does not mislead). A slot without a value gets a label saying why. Returns
+    what was drawn, for the legend: ``{"precisions": [...], "intervals": {methods}}``."""
+    groups = groups if groups is not None else list(dict.fromkeys(data["group"]))
+    precisions = precisions or present_precisions(data)
+    n = len(precisions)
+    if annotate and not labels_fit(ax, data[value].dropna().map(annotate), len(groups), n):
+        annotate = None
+    rows = {(str(r["group"]), str(r["precision"])): r for _, r in data.iterrows()}
+    drawn = {"precisions": precisions, "intervals": set()}
+    for i, g in enumerate(groups):
+        for j, p in enumerate(precisions):
+            x = slot_x(i, j, n)
+            r = rows.get((g, p))
+            if r is None or pd.isna(r[value]):
+                label_slot(ax, x, missing_text(r), PALETTE[p])
+                continue
+            _bar(ax, x, r, value, p, n, hatch=g in hatched, interval=interval,
+                 annotate=annotate, drawn=drawn)
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_xlim(-0.55, len(groups) - 0.45)
+    ax.grid(axis="x", visible=False)
+    if len(groups) > 1 and axes_width_in(ax) / len(groups) < 0.55:
+        ax.tick_params(axis="x", labelrotation=90)
+    ax.margins(y=0.18 if annotate or drawn["intervals"] else 0.08)
+    return drawn
+
+
+INTERVAL_HANDLES = {
+    stats.CI: Line2D([], [], color="0.1", marker="_", markersize=4, lw=0.8,
+                     label="95% CI (n ≥ 3)"),
+    stats.RANGE: Line2D([], [], color="0.55", lw=0.8, label="range (n = 2)"),
+    stats.SINGLE: Line2D([], [], ls="none", marker=f"${SINGLE}$", color="0.2", markersize=4,
+                         label="single run"),
+}
+
+
+def legend(fig, precisions: list[str], extra: list | None = None, intervals=()):
+    handles = [Patch(facecolor=PALETTE[p], label=p) for p in precisions]
+    handles += [INTERVAL_HANDLES[k] for k in (stats.CI, stats.RANGE, stats.SINGLE)
+                if k in intervals]
+    handles += list(extra or [])
+    width_in = fig.get_size_inches()[0]
+    per_row = max(2, int(width_in / 1.15))
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), per_row),
+               handlelength=1.2, columnspacing=0.9, borderaxespad=0.2)
+
+
+def note_figure(text: str, title: str, width: str = "auto"):
+    """A figure that says why there is nothing to draw: the whole canvas is the note (a
+    figure still exists, so every result set has the same files), no empty axes."""
+    fig = plt.figure(figsize=(figure_width(1, width), 1.0), layout="constrained")
+    fig.suptitle(title, fontsize=8)
+    fig.text(0.5, 0.4, text, ha="center", va="center", fontsize=7, color="0.25", wrap=True)
+    return fig
+
+
+def save_as(fig, paths) -> list[Path]:
+    """``fig`` written to each of ``paths``, in the format its suffix names, each to a
+    temporary name and renamed; reproducible metadata. Closes the figure."""
+    meta = {"pdf": {"CreationDate": None, "Creator": "tcbench"},
+            "svg": {"Date": None, "Creator": "tcbench"}, "png": {"Software": "tcbench"}}
+    written = []
+    for path in map(Path, paths):
+        ext = path.suffix.removeprefix(".")
+        if ext not in FORMATS:
+            raise ValueError(f"{path}: a figure is one of {', '.join(FORMATS)}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.stem}.tmp.{ext}")
+        fig.savefig(tmp, format=ext, metadata=meta.get(ext))
+        tmp.replace(path)
+        written.append(path)
+    plt.close(fig)
+    return written
+
+
+def save(fig, out_dir: Path, stem: str, formats=FORMATS) -> list[Path]:
+    """``fig`` as ``out_dir/stem.<format>``, every format."""
+    return save_as(fig, [Path(out_dir) / f"{stem}.{ext}" for ext in formats])

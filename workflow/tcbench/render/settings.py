@@ -1,0 +1,35 @@
+"""How a cell's setting reads: which axes a row label must name, and the words for their
+values."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import vocabulary as V
+
+def varying_axes(df: pd.DataFrame) -> list[str]:
+    """The axes that take more than one value inside ``df``."""
+    return [a for a in V.AXIS_NAMES if a in df and df[a].astype(str).nunique() > 1]
+
+
+def shown_axes(df: pd.DataFrame) -> list[str]:
+    """The axes a row label must name within ``df`` (one experiment): those that vary, and
+    those held at a value other than the vocabulary's default (so a row says channels_last
+    even where every row of the experiment is channels_last)."""
+    out = []
+    for a in V.AXES:
+        if a.name not in df:
+            continue
+        values = df[a.name].astype(str)
+        if values.nunique() > 1 or (a.default is not None and (values != a.default).any()):
+            out.append(a.name)
+    return out
+
+
+def axis_value(axis: str, value) -> str:
+    """Values that mean nothing without their axis ("on", "off", "default") carry its name."""
+    return V.axis(axis).display(value)
+
+
+def setting_text(row, axes: list[str], sep: str = ", ") -> str:
+    return sep.join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])

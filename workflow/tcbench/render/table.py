@@ -1,0 +1,152 @@
+"""A table for readers, built once as text cells (numbers rounded one way, units in the
+header, a caption) and rendered three ways, Markdown, LaTeX (booktabs) and HTML, so the three
+files always say the same thing. No templating dependency: each writer is a few lines."""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import atomic
+
+@dataclass
+class Table:
+    """Text cells plus what a reader needs around them: a title, a caption (``notes``)."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    align: str = ""                       # one of l/r/c per column; default: first l, rest r
+    notes: list[str] = field(default_factory=list)
+    label: str = ""
+
+    def __post_init__(self):
+        if not self.align:
+            self.align = "l" * min(1, len(self.columns)) + "r" * (len(self.columns) - 1)
+        if len(self.align) != len(self.columns):
+            raise ValueError(f"table {self.title!r}: {len(self.align)} alignments for "
+                             f"{len(self.columns)} columns")
+        for row in self.rows:
+            if len(row) != len(self.columns):
+                raise ValueError(f"table {self.title!r}: row {row} has {len(row)} cells, "
+                                 f"expected {len(self.columns)}")
+
+
+def to_markdown(t: Table, heading: str | None = "###") -> str:
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    marks = {"l": ":---", "r": "---:", "c": ":---:"}
+    lines = [f"{heading} {t.title}", ""] if heading else []
+    lines += ["| " + " | ".join(map(esc, t.columns)) + " |",
+              "|" + "|".join(marks[a] for a in t.align) + "|"]
+    lines += ["| " + " | ".join(map(esc, row)) + " |" for row in t.rows]
+    if t.notes:
+        lines += [""] + [f"{n}  " for n in t.notes]
+    return "\n".join(lines) + "\n"
+
+_LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+          "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
+          "×": r"$\times$", "–": "--", "—": "---", "†": r"\textsuperscript{\dag}", "‡": r"\textsuperscript{\ddag}",
+          "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "µ": r"\textmu{}",
+          "Δ": r"$\Delta$", "→": r"$\rightarrow$", "<": r"\textless{}", ">": r"\textgreater{}"}
+
+
+def latex_escape(s) -> str:
+    return "".join(_LATEX.get(ch, ch) for ch in str(s).replace("\n", " "))
+
+_INTERVAL_TAIL = re.compile(r"^(.+?) (\[.+\]|\(range .+\)|\(1 run\))$")
+
+
+def _stack(lines: list[str], align: str, small_from: int | None = None) -> str:
+    """Several lines in one table cell (a nested tabular); lines from ``small_from`` on are set
+    smaller (an interval under its value)."""
+    if len(lines) == 1:
+        return latex_escape(lines[0])
+    body = r" \\ ".join((r"{\scriptsize " + latex_escape(x) + "}") if small_from is not None
+                         and i >= small_from else latex_escape(x) for i, x in enumerate(lines))
+    return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{body}\end{{tabular}}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines: list[str] = []
+    for word in str(text).split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def _latex_cell(text: str, align: str) -> str:
+    """A body cell, narrowed for print: an interval goes under its value, a long setting is
+    broken at its commas."""
+    text = str(text)
+    m = _INTERVAL_TAIL.match(text)
+    if m:
+        return _stack([m.group(1), m.group(2)], align, small_from=1)
+    if len(text) > 18 and ", " in text:
+        return _stack(text.split(", "), align)
+    return latex_escape(text)
+
+
+def to_latex(t: Table, float_env: bool = True) -> str:
+    """A booktabs table (needs ``\\usepackage{booktabs}``) that fits a page's text width:
+    headers wrapped, intervals set under their values, long settings broken at their commas
+    (tests/test_latex.py compiles every generated table and fails on an overfull box);
+    ``float_env=False`` gives the bare tabular for ``\\input`` in a float."""
+    head = " & ".join(_stack(_wrap(c, 11), "c") for c in t.columns) + r" \\"
+    body = [r"\begin{tabular}{" + t.align + "}", r"\toprule", head, r"\midrule"]
+    body += [" & ".join(_latex_cell(c, a) for c, a in zip(row, t.align)) + r" \\"
+             for row in t.rows]
+    body += [r"\bottomrule", r"\end{tabular}"]
+    if not float_env:
+        return "\n".join(body) + "\n"
+    caption = ". ".join(latex_escape(s.rstrip(".")) for s in [t.title, *t.notes]) + "."
+    top = [r"\begin{table}[tbp]", r"\centering", r"\footnotesize",
+           r"\setlength{\tabcolsep}{3pt}", rf"\caption{{{caption}}}"]
+    if t.label:
+        top.append(rf"\label{{{t.label}}}")
+    return "\n".join(top + body + [r"\end{table}"]) + "\n"
+
+
+def to_html(t: Table, standalone: bool = True) -> str:
+    """A plain HTML table; ``standalone`` wraps it in a page (the Snakemake report shows HTML
+    results in a frame)."""
+    e = html.escape
+    align = {"l": "left", "r": "right", "c": "center"}
+    head = "".join(f'<th style="text-align:{align[a]}">{e(c)}</th>'
+                   for c, a in zip(t.columns, t.align))
+    rows = "".join("<tr>" + "".join(f'<td style="text-align:{align[a]}">{e(c)}</td>'
+                                    for c, a in zip(row, t.align)) + "</tr>\n"
+                   for row in t.rows)
+    notes = "".join(f"<p class='note'>{e(n)}</p>" for n in t.notes)
+    table = (f"<h3>{e(t.title)}</h3>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
+             f"{rows}</tbody>\n</table>\n{notes}\n")
+    return page(t.title, table) if standalone else table
+
+HTML_STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;
+margin:1em;color:#222;max-width:60em}table{border-collapse:collapse;margin:.5em 0}
+th,td{padding:.25em .6em;white-space:nowrap}thead th{border-top:2px solid #222;
+border-bottom:1px solid #222}tbody tr:last-child td{border-bottom:2px solid #222}
+p.note{font-size:12px;color:#555;margin:.2em 0}h2{font-size:18px}h3{font-size:15px}
+li{margin:.3em 0}code{font-size:13px}"""
+
+
+def page(title: str, body: str) -> str:
+    return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title)}</title><style>{HTML_STYLE}</style></head>\n"
+            f"<body>\n{body}</body></html>\n")
+
+
+def write_markdown(tables: Table | list[Table], path: Path) -> Path:
+    tables = [tables] if isinstance(tables, Table) else tables
+    return atomic.write_text(path, "\n".join(to_markdown(t, "##") for t in tables))
+
+
+def write_formats(tables: list[Table], paths: dict[str, Path], title: str) -> list[Path]:
+    """``tables`` in each format of ``paths`` (md / tex / html, keyed by format)."""
+    text = {"md": lambda: "\n".join(to_markdown(t) for t in tables),
+            "tex": lambda: "\n".join(to_latex(t) for t in tables),
+            "html": lambda: page(title, "".join(to_html(t, False) for t in tables))}
+    return [atomic.write_text(path, text[ext]()) for ext, path in paths.items()]

@@ -1,0 +1,107 @@
+"""Cross-GPU comparison figures: speed, speedup over fp32 and peak memory per precision per
+set for one experiment (``KINDS``, as ``vocabulary.COMPARE_FIGURES`` names them), and one
+overview figure. Reference sets' bars are hatched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .. import vocabulary as V
+from ..analysis.crossgpu import metric_of, ratio_columns
+from ..references import DAGGER
+from ..render import plot as F
+from ..render.numbers import memory_unit, num
+from ..render.settings import setting_text, shown_axes
+
+KINDS = V.COMPARE_FIGURES
+
+def set_groups(c: pd.DataFrame) -> pd.DataFrame:
+    c = c.copy()
+    axes = shown_axes(c)
+    c["group"] = c["label"] + "\n" + c.apply(lambda r: setting_text(r, axes, "\n"), axis=1)
+    return c
+
+
+def _panel(ax, c, kind: str):
+    """One comparison panel; returns (hatched groups, intervals drawn)."""
+    c = c.copy()
+    metric = metric_of(c)
+    groups = list(dict.fromkeys(c["group"]))
+    hatched = set(c.loc[c["kind"] == "reference", "group"])
+    if kind == "speed":
+        value = interval = metric
+        ylabel = f"{V.metric(metric).label} ({V.metric(metric).unit})"
+    elif kind == "speedup":
+        value = interval = ratio_columns(metric)
+        ylabel = "× fp32" + ("" if metric == V.HEADLINE else " (total time)")
+        c["why_missing"] = np.where((c["repeats_ok"] > 0) & c[value].isna(), "no fp32", "")
+    else:
+        unit, div = memory_unit(pd.to_numeric(c["max_memory_allocated_bytes"]).max())
+        value, interval, ylabel = "max_memory_allocated_bytes", None, f"peak allocated ({unit})"
+        c[value] = pd.to_numeric(c[value], errors="coerce") / div
+    cols = [value] + ([f"{interval}_low", f"{interval}_high"] if interval else [])
+    for col in cols:
+        c[col] = pd.to_numeric(c.get(col), errors="coerce")
+    if not c[value].notna().any():
+        ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes,
+                fontsize=7, color="0.25")
+        ax.set_axis_off()
+        return hatched, set()
+    F.value_axis(ax, pd.concat([c[col] for col in cols]))
+    drawn = F.grouped_bars(ax, c, value, groups=groups, interval=interval, hatched=hatched,
+                           annotate=num if kind != "speed" else None,
+                           precisions=F.present_precisions(c))
+    if kind == "speedup":
+        ax.axhline(1.0, color="0.3", lw=0.8, ls="--", zorder=0.5)
+    ax.set_ylabel(ylabel)
+    return hatched, drawn["intervals"]
+
+
+def _legend(fig, c, hatched, intervals):
+    extra = [F.Patch(facecolor="0.85", hatch=F.REFERENCE_HATCH, edgecolor="white",
+                     label=f"published ({DAGGER})")] if hatched else []
+    F.legend(fig, F.present_precisions(c), extra, intervals)
+
+
+def fig_metric(c, experiment, kind, width="auto"):
+    c = set_groups(c[c["experiment"] == experiment])
+    slots = c["group"].nunique() * len(F.present_precisions(c))
+    fig, ax = F.new_figure(slots, width, height=F.HEIGHT_IN + 0.3)
+    hatched, intervals = _panel(ax, c, kind)
+    sets = c["label"].nunique()
+    across = "across GPUs" if sets > 1 else f"on {c['label'].iloc[0]}"
+    what = {"speed": V.metric(metric_of(c)).label, "speedup": "speedup over fp32",
+            "memory": "peak memory"}[kind]
+    ax.set_title(f"{experiment}: {what}, {across}")
+    _legend(fig, c, hatched, intervals)
+    return fig
+
+
+def overview_experiments(c: pd.DataFrame) -> list[str]:
+    """The experiments more than one set has (the comparison proper); all where none does."""
+    n = c.groupby("experiment", sort=False)["label"].nunique()
+    shared = [e for e in dict.fromkeys(c["experiment"]) if n[e] > 1]
+    return shared or list(dict.fromkeys(c["experiment"]))
+
+
+def fig_overview(c: pd.DataFrame, width: str = "two"):
+    """Speedup over fp32 (left) and peak memory (right) per precision per set, one row per
+    experiment: the cross-GPU answer on one page width."""
+    exps = overview_experiments(c)
+    w = F.TWO_COLUMN_IN if width in ("auto", "two") else F.ONE_COLUMN_IN
+    fig, axes = F.plt.subplots(len(exps), 2, figsize=(w, 0.6 + 2.0 * len(exps)),
+                               layout="constrained", squeeze=False)
+    c = c[c["experiment"].isin(exps)]
+    hatched, intervals = set(), set()
+    for i, exp in enumerate(exps):
+        e = set_groups(c[c["experiment"] == exp])
+        h, k = _panel(axes[i, 0], e, "speedup")
+        hatched |= h
+        intervals |= k
+        axes[i, 0].set_title(f"{exp}: speedup over fp32")
+        h, _ = _panel(axes[i, 1], e, "memory")
+        hatched |= h
+        axes[i, 1].set_title(f"{exp}: peak memory")
+    _legend(fig, c, hatched, intervals)
+    return fig

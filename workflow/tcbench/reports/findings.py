@@ -1,0 +1,314 @@
+"""The findings of one experiment, for the verdict: one function per finding, each taking the
+experiment's cells (``Findings``) and returning its sentences (none where it has nothing to
+say). ``FINDINGS`` is their order; a new finding is one function here and its entry there.
+
+Every sentence carries the numbers it rests on, with n and the kind of interval; a claim
+("faster", "pays off") is made only where a 95% confidence interval clears it
+(``stats.claim``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+from ..analysis import diagnosis
+from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, times,
+                              with_interval)
+from ..render.settings import setting_text, shown_axes
+
+
+@dataclass
+class Section:
+    title: str
+    sentences: list[str] = field(default_factory=list)
+
+
+def config(row, axes) -> str:
+    return f"{row['precision']} at {setting_text(row, axes, ', ').replace('bs ', 'batch size ')}"
+
+
+def speed(row) -> str:
+    """Throughput with its interval and what the interval is."""
+    e = stats.method(0 if missing(row.get(f"{V.HEADLINE}_n")) else int(row[f"{V.HEADLINE}_n"]))
+    label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(e)
+    text = with_interval(row.get(V.HEADLINE), row.get(f"{V.HEADLINE}_low"),
+                         row.get(f"{V.HEADLINE}_high"), row.get(f"{V.HEADLINE}_n"))
+    return f"{text} samples/s" + (f" ({label}, {n_text(row[f'{V.HEADLINE}_n'])})" if label
+                                  else "")
+
+
+def ratio_text(row, stem: str = "speedup") -> str:
+    text = with_interval(row.get(stem), row.get(f"{stem}_low"), row.get(f"{stem}_high"),
+                         row.get(f"{stem}_n"), fmt=times)
+    kind = row.get(f"{stem}_interval")
+    label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(kind)
+    return text + (f" ({label})" if label and "(" not in text else "")
+
+
+def speed_claim(row) -> str:
+    return stats.claim(stats.from_row(row, "speedup"))
+
+
+class Findings:
+    """One experiment's cells and the rows every finding refers to: the fastest finished
+    configuration, and the one with the largest speedup over fp32 at its setting (focus)."""
+
+    def __init__(self, df: pd.DataFrame):
+        self.df = df
+        self.axes = [a for a in shown_axes(df) if a != "model" or df["model"].nunique() > 1]
+        self.ok = df[(df["repeats_ok"] > 0)].dropna(subset=[V.HEADLINE])
+        self.fp32 = self.ok[self.ok["precision"] == V.BASELINE]
+        self.reduced = self.ok[self.ok["precision"] != V.BASELINE]
+        self.fastest = self.ok.loc[self.ok[V.HEADLINE].astype(float).idxmax()] \
+            if len(self.ok) else None
+        with_base = self.reduced.dropna(subset=["speedup"])
+        self.focus = with_base.loc[with_base["speedup"].astype(float).idxmax()] \
+            if len(with_base) else None
+
+    def config(self, row) -> str:
+        return config(row, self.axes)
+
+    def facts(self, experiment: str) -> dict:
+        """What the bottom line needs of this experiment."""
+        f = self.focus
+        return {"experiment": experiment, "claim": "" if f is None else speed_claim(f),
+                "speedup": None if f is None else ratio_text(f),
+                "focus": None if f is None else self.config(f)}
+
+
+# ------------------------------------------------------------------------------- findings
+def fastest(x: Findings) -> list[str]:
+    """The fastest configuration, and its speedup over fp32 at the same setting."""
+    f = x.fastest
+    s = f"**Fastest:** {x.config(f)}, {speed(f)}."
+    if f["precision"] == V.BASELINE:
+        s += " No reduced precision beat strict fp32 here."
+    elif not missing(f.get("speedup")):
+        s += (f" Against strict fp32 at the same setting that is {ratio_text(f)} the "
+              f"steady-state throughput: it {stats.CLAIM_WORDS[speed_claim(f)]}.")
+    elif not missing(f.get("gain")):
+        s += (f" This experiment has no fp32 cell at that setting; against the plain fp32 "
+              f"baseline ({f['plain_experiment']}, batch size "
+              f"{int(f['plain_batch_size'])}, eager) it reaches "
+              f"{ratio_text(f, 'gain')} the throughput.")
+    else:
+        s += " No fp32 run exists to compare it with."
+    return [s]
+
+
+def largest_speedup(x: Findings) -> list[str]:
+    f = x.focus
+    if f is None or x.config(f) == x.config(x.fastest):
+        return []
+    return [f"**Largest speedup over fp32 at the same setting:** {x.config(f)}, "
+            f"{ratio_text(f)}: it {stats.CLAIM_WORDS[speed_claim(f)]}."]
+
+
+def fp8_against_bf16(x: Findings) -> list[str]:
+    """FP8 is a question against bf16 (the mode it replaces), not only against fp32."""
+    df, out = x.df, []
+    fp8 = [m.name for m in V.MODES if m.fp8_recipe]
+    for _, r in df[df["precision"].isin(fp8) & (df["repeats_ok"] > 0)].iterrows():
+        same = df[(df["precision"] == "amp-bf16") & (df["repeats_ok"] > 0)]
+        for a in ("batch_size", *V.AXIS_NAMES):
+            same = same[same[a].astype(str) == str(r[a])]
+        if not len(same) or missing(r.get(V.HEADLINE)):
+            continue
+        b = same.iloc[0]
+        ratio = float(r[V.HEADLINE]) / float(b[V.HEADLINE])
+        out.append(f"**FP8 against bf16:** {x.config(r)} reaches "
+                   f"{times(ratio)} the throughput of amp-bf16 at the same setting "
+                   f"({num(r[V.HEADLINE])} vs {num(b[V.HEADLINE])} samples/s, "
+                   f"{n_text(r['repeats_ok'])} and {n_text(b['repeats_ok'])}).")
+    return out
+
+
+def warmup(x: Findings) -> list[str]:
+    """Warm-up, on its own: in no speedup."""
+    f = x.fastest
+    warm = f.get("time_to_steady_s")
+    if missing(warm):
+        return []
+    base = x.fp32[(x.fp32["batch_size"] == f["batch_size"])]
+    s = (f"**Warm-up** (time to the first fast step: autotuning, compilation; not part of "
+         f"any speedup): {num(warm)} s for the fastest configuration")
+    if len(base) and not missing(base["time_to_steady_s"].iloc[0]) and \
+            f["precision"] != V.BASELINE:
+        s += f", {num(base['time_to_steady_s'].iloc[0])} s for fp32 at batch size " \
+             f"{int(f['batch_size'])}"
+    return [s + "."]
+
+
+def _memory_change(ratio: float) -> str:
+    if abs(ratio - 1) < 0.005:
+        return "the same peak memory as"
+    return (f"{percent(1 - ratio)} less peak memory than" if ratio < 1 else
+            f"{percent(ratio - 1)} more peak memory than")
+
+
+def memory_use(x: Findings) -> list[str]:
+    """Peak memory of the fastest configuration against fp32, or the largest saving."""
+    f, out = x.fastest, []
+    mem, ratio = f.get("max_memory_allocated_bytes"), f.get("memory_ratio")
+    if not missing(mem) and f["precision"] != V.BASELINE and not missing(ratio):
+        out.append(f"**Memory:** {_memory_change(float(ratio))} fp32 at the same setting "
+                   f"({memory(mem)} vs {memory(float(mem) / float(ratio))}, "
+                   f"torch.cuda.max_memory_allocated).")
+    elif x.ok["max_memory_allocated_bytes"].isna().all():
+        out.append("**Memory:** not measured (torch.cuda memory statistics need a "
+                   "CUDA device).")
+    savers = x.reduced.dropna(subset=["memory_ratio"])
+    savers = savers[savers["memory_ratio"] < 0.995]
+    if len(savers) and (f["precision"] == V.BASELINE or missing(ratio)):
+        best = savers.loc[savers["memory_ratio"].idxmin()]
+        out.append(f"**Memory:** the largest saving is {x.config(best)}, "
+                   f"{percent(1 - best['memory_ratio'])} less peak memory than fp32 "
+                   f"({memory(best['max_memory_allocated_bytes'])}).")
+    return out
+
+
+def memory_made_the_difference(x: Findings) -> list[str]:
+    """Where fp32 ran out of memory and a reduced precision fit."""
+    out = []
+    for _, r in x.df[(x.df["precision"] == V.BASELINE) & (x.df["status"] == V.OOM)].iterrows():
+        fits = x.reduced[(x.reduced["batch_size"] == r["batch_size"])
+                         & x.reduced["max_memory_allocated_bytes"].notna()]
+        if len(fits):
+            f = fits.loc[fits["max_memory_allocated_bytes"].idxmin()]
+            out.append(f"**Memory made the difference:** fp32 ran out of memory at "
+                       f"batch size {int(r['batch_size'])}, where {f['precision']} "
+                       f"fit in {memory(f['max_memory_allocated_bytes'])}.")
+    return out
+
+
+def energy(x: Findings) -> list[str]:
+    f = x.fastest
+    ratio = f.get("energy_ratio")
+    if f["precision"] == V.BASELINE or missing(ratio):
+        return []
+    return [f"**Energy:** {num(float(f['steady_energy_per_sample_j']) * 1e3)} mJ per "
+            f"sample over the steady steps, {times(ratio)} that of fp32 at the same setting "
+            f"(NVML energy counter)."]
+
+
+def tensor_cores(x: Findings) -> list[str]:
+    """Did the matrix work run on Tensor Cores, and what limits the step now: for the fastest
+    configuration, and for the largest speedup where that is another one."""
+    out = [evidence(x.fastest, x.axes)]
+    if x.focus is not None and x.config(x.focus) != x.config(x.fastest):
+        out.append(evidence(x.focus, x.axes))
+    return out
+
+
+def _unmeasured(row, what: str) -> str:
+    why = diagnosis.why_unprofiled(not missing(row.get("compute_capability")))
+    wait = row.get("data_wait_share")
+    return (f"**Tensor Cores and bottleneck:** not measurable for {what} ({why})."
+            + (f" It waited for data {percent(wait)} of each step." if not missing(wait)
+               else ""))
+
+
+def _on_tensor_cores(row, what: str, on_tc: bool) -> str:
+    tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
+    share = f"{percent(tc)} of GPU kernel time ran in Tensor Core kernels" + (
+        f", of {percent(mm)} in matrix kernels (GEMMs, convolutions) on any unit"
+        if not missing(mm) else "")
+    if row["precision"] == V.BASELINE:
+        return f"**Tensor Cores:** strict fp32 keeps them off in {what}: {share}."
+    if on_tc:
+        return f"**Tensor Cores:** in {what} the matrix work ran on Tensor Cores ({share})."
+    return f"**Tensor Cores:** in {what} most matrix work did not run on Tensor Cores ({share})."
+
+
+def _limit(row, kind) -> str:
+    busy, wait = row.get("gpu_busy_share"), row.get("data_wait_share")
+    tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
+    return {"input": f"the input pipeline: the GPU waited for the next batch {percent(wait)} "
+                     f"of each step",
+            "host": f"the host: the GPU had a kernel running only {percent(busy)} of the wall "
+                    f"time, so Python, kernel launches and synchronisation set the pace",
+            "tensor": f"Tensor Core arithmetic ({percent(tc)} of kernel time), the best case",
+            "simt": f"matrix arithmetic on the ordinary fp32 units ({percent(mm)} of kernel "
+                    f"time in matrix kernels, none on Tensor Cores)",
+            "memory": f"memory-bound kernels: the GPU was busy {percent(busy)} of the time but "
+                      f"{percent(1 - float(tc)) if not missing(tc) else 'most'} of kernel time "
+                      f"went to elementwise, normalisation, pooling and optimiser kernels"
+                      + (f" (top kernel `{str(row['top_kernel'])[:60]}`)"
+                         if not missing(row.get("top_kernel")) else ""),
+            None: "not measurable without a kernel profile"}[kind]
+
+
+def evidence(row, axes) -> str:
+    """Tensor Cores and what limits one configuration's step (``analysis.diagnosis``)."""
+    what = config(row, axes)
+    on_tc = diagnosis.matmuls_on_tensor_cores(row)
+    kind = diagnosis.bottleneck(row)
+    if on_tc is None and kind is None:
+        return _unmeasured(row, what)
+    parts = [] if on_tc is None else [_on_tensor_cores(row, what, on_tc)]
+    parts.append(f"**What limits {what}:** {_limit(row, kind)}.")
+    return " ".join(parts)
+
+
+def accuracy(x: Findings) -> list[str]:
+    """Test accuracy per precision, and its difference to fp32 paired by seed."""
+    df = x.df
+    acc = df.dropna(subset=["test_accuracy"]) if "test_accuracy" in df else df.iloc[:0]
+    if not len(acc):
+        return []
+    parts = [f"{r['precision']} " + with_interval(
+        r["test_accuracy"], r.get("test_accuracy_low"), r.get("test_accuracy_high"),
+        r.get("test_accuracy_n"), fmt=pct) for _, r in acc.iterrows()]
+    s = f"**Test accuracy** (held-out set, mean over seeds): {'; '.join(parts)}."
+    diffs = []
+    for _, r in acc[acc["precision"] != V.BASELINE].iterrows():
+        if missing(r.get("accuracy_diff")):
+            continue
+        d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
+                          r.get("accuracy_diff_high"), r.get("accuracy_diff_n"), fmt=points)
+        judged = stats.difference_claim(stats.from_row(r, "accuracy_diff"))
+        diffs.append(f"{r['precision']} {d} points ({judged})")
+    if diffs:
+        s += (" Against fp32, paired by seed (95% CI of the mean difference): "
+              + "; ".join(diffs) + ".")
+    return [s]
+
+
+def without_result(x: Findings) -> list[str]:
+    bad = x.df[x.df["status"] != V.OK]
+    if bad.empty:
+        return []
+    parts = []
+    for _, r in bad.iterrows():
+        reason = r.get("status_reason")
+        reason = "" if missing(reason) else f": {str(reason).split(';')[0][:120]}"
+        done = f" ({int(r['repeats_ok'])} of {int(r['repeats'])} repeats finished)" \
+            if r["repeats_ok"] else ""
+        parts.append(f"{x.config(r)}, {r['status']}{done}{reason}")
+    return ["**Without a result:** " + "; ".join(parts) + "."]
+
+
+# in the order a section says them; the first group needs a finished configuration
+FINDINGS = (fastest, largest_speedup, fp8_against_bf16, warmup, memory_use,
+            memory_made_the_difference, energy, tensor_cores, accuracy, without_result)
+WITHOUT_RUNS = (without_result,)
+
+
+def experiment_section(df: pd.DataFrame, experiment: str) -> tuple[Section, dict]:
+    """The findings of one experiment, and the facts the bottom line is built from."""
+    workload = df["workload"].iloc[0]
+    data = df["data"].dropna().astype(str)
+    sec = Section(f"{experiment} ({workload}" + (f", {data.iloc[0]} data)" if len(data) else ")"))
+    x = Findings(df)
+    if x.fastest is None:
+        sec.sentences.append("No configuration finished, so there is nothing to compare.")
+        for finding in WITHOUT_RUNS:
+            sec.sentences += finding(x)
+        return sec, {"experiment": experiment, "claim": "", "speedup": None, "focus": None}
+    for finding in FINDINGS:
+        sec.sentences += finding(x)
+    return sec, x.facts(experiment)

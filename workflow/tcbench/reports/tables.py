@@ -1,0 +1,311 @@
+"""Tables for readers: per experiment, and for the whole set (speedup, best), from
+``summary.csv``, ``speedup.csv`` and ``best.csv`` only. Every number that rests on repeats
+carries its interval and says what the interval is (``tcbench.stats``); n is a column. A cell
+without a number says why. Each table is a ``render.table.Table``, written in every format.
+
+    python -m tcbench.reports.tables --summary S.csv --speedup P.csv --experiment E \\
+        --md tables/E.md --tex tables/E.tex --html tables/E.html
+    python -m tcbench.reports.tables --summary S.csv --speedup P.csv \\
+        --combined-md tables.md --combined-tex tables.tex
+    python -m tcbench.reports.tables --speedup P.csv --best B.csv \\
+        --speedup-md speedup.md --best-md best.md
+
+Adding a table: a function here that returns a ``Table``, and its rule's output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .. import atomic, stats
+from .. import resultset as RS
+from .. import vocabulary as V
+from ..analysis import diagnosis
+from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, memory_unit, missing, num,
+                              pct, percent, points, times, with_interval)
+from ..render.settings import setting_text, shown_axes
+from ..render.table import Table, to_latex, to_markdown, write_formats, write_markdown
+
+
+def _no_value(row, text: str) -> str:
+    """A cell with no number: "n/a" where the run finished but has no such measurement; a
+    dash where the run did not finish (the status column says why)."""
+    if text != MISSING:
+        return text
+    return "n/a" if row.get("repeats_ok", 0) else MISSING
+
+
+def n_status(r) -> str:
+    """Finished repeats of all, with the cell's status where it is not ok ("0/3 oom")."""
+    text = f"{int(r['repeats_ok'])}/{int(r['repeats'])}"
+    return text if str(r["status"]) == V.OK else f"{text} {r['status']}"
+
+
+def speedup_text(q, r) -> str:
+    if str(r["precision"]) == V.BASELINE:
+        return "1×" if r.get("repeats_ok") else MISSING
+    if not len(q) or missing(q.get("speedup")):
+        return "no fp32" if r.get("repeats_ok") else MISSING
+    return with_interval(q["speedup"], q.get("speedup_low"), q.get("speedup_high"),
+                         q.get("speedup_n"), fmt=times)
+
+
+def claim(r) -> str:
+    """The claim a row's speedup allows (``stats.claim``); none for fp32 itself."""
+    return stats.claim(stats.from_row(r, "speedup")) if str(r["precision"]) != V.BASELINE \
+        else ""
+
+
+# ------------------------------------------------------------------------ one experiment
+class Experiment:
+    """One experiment's rows, in setting order, with what every table of it shares."""
+
+    def __init__(self, summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str):
+        s = RS.order(summary[summary["experiment"] == experiment])
+        if s.empty:
+            raise ValueError(f"experiment {experiment!r} has no rows in summary.csv")
+        sp = RS.order(speedup[speedup["experiment"] == experiment])
+        self.name = experiment
+        self.ratios = {RS.cell_key(r): r for _, r in sp.iterrows()}
+        self.rows = RS.in_setting_order(s)
+        self.axes = shown_axes(self.rows)
+        self.run = str(self.rows["run"].iloc[0])
+        device = self.rows["device_name"].dropna().astype(str)
+        self.where = device.iloc[0] if len(device) else self.run
+
+    def ratio(self, r):
+        return self.ratios.get(RS.cell_key(r), {})
+
+    def title(self, what: str) -> str:
+        return f"{self.name} on {self.where}: {what}"
+
+
+def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
+    mem = r.get("max_memory_allocated_bytes")
+    div = GIB if unit == "GiB" else MIB
+    return [num(float(mem) / div) if not missing(mem) else MISSING,
+            times(e.ratio(r).get("memory_ratio")) if str(r["precision"]) != V.BASELINE
+            else "1×" if not missing(mem) else MISSING]
+
+
+def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
+    notes = [f"Result set {e.run}. Throughput is the steady-state training throughput (the "
+             f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
+             f"same setting; first fast step is the time to the end of warm-up (autotuning, "
+             f"compilation), reported on its own and in no ratio.",
+             INTERVAL_NOTE]
+    if has_mem:
+        notes.append("Peak memory is torch.cuda.max_memory_allocated.")
+    s = e.rows
+    for _, r in s[s["status"] != V.OK].drop_duplicates("status_reason").iterrows():
+        if not missing(r.get("status_reason")):
+            notes.append(f"{r['precision']} ({setting_text(r, e.axes)}): {r['status']}: "
+                         f"{str(r['status_reason'])[:200]}")
+    return notes
+
+
+def speed_table(e: Experiment) -> Table:
+    """Speed and memory of every cell of one experiment."""
+    s = e.rows
+    unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
+    has_mem = s["max_memory_allocated_bytes"].notna().any()
+    cols = ["setting", "precision", "n", "samples/s", "× fp32", "first fast step (s)"]
+    cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
+    rows = []
+    for _, r in s.iterrows():
+        cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
+                 with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
+                               r.get(f"{V.HEADLINE}_high"), r.get(f"{V.HEADLINE}_n")),
+                 speedup_text(e.ratio(r), r), num(r.get("time_to_steady_s"))]
+        cells += _memory_cells(e, r, unit) if has_mem else []
+        rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
+    return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
+                 notes=_speed_notes(e, has_mem), label=f"tab:{e.run}:{e.name}")
+
+
+def accuracy_table(e: Experiment) -> Table:
+    """Test accuracy of every cell, and its difference to fp32 paired by seed."""
+    rows = []
+    for _, r in e.rows.iterrows():
+        q = e.ratio(r)
+        cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
+                 with_interval(r.get("test_accuracy"), r.get("test_accuracy_low"),
+                               r.get("test_accuracy_high"), r.get("test_accuracy_n"), fmt=pct,
+                               bound=lambda v: f"{100 * float(v):.2f}"),
+                 "" if str(r["precision"]) == V.BASELINE else with_interval(
+                     q.get("accuracy_diff"), q.get("accuracy_diff_low"),
+                     q.get("accuracy_diff_high"), q.get("accuracy_diff_n"), fmt=points),
+                 num(r.get("final_loss"))]
+        rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
+    notes = [f"Result set {e.run}. Accuracy on the held-out set after training, evaluated in "
+             f"fp32, mean over the repeats (each its own seed); Δ is the mean difference to fp32 "
+             f"in percentage points, each repeat paired with the fp32 repeat of the same seed.",
+             INTERVAL_NOTE]
+    return Table(e.title("accuracy against fp32"),
+                 ["setting", "precision", "n", "test accuracy", "Δ vs fp32 (points)",
+                  "final training loss"], rows, align="lllrrr", notes=notes,
+                 label=f"tab:{e.run}:{e.name}:accuracy")
+
+
+def evidence_table(e: Experiment) -> Table:
+    """Where the time goes: kernel shares, data wait, MFU, energy, what limits the step."""
+    cols = ["setting", "precision", "Tensor Core share", "matmul share", "GPU busy",
+            "data wait", "MFU", "energy/sample (mJ)", "limited by"]
+    rows = []
+    for _, r in e.rows.iterrows():
+        en = r.get("steady_energy_per_sample_j")
+        cells = [setting_text(r, e.axes), str(r["precision"]),
+                 percent(r.get("tensor_core_share")), percent(r.get("matmul_share")),
+                 percent(r.get("gpu_busy_share")), percent(r.get("data_wait_share")),
+                 percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
+                 diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
+        rows.append([_no_value(r, c) if i > 1 else c for i, c in enumerate(cells)])
+    notes = [f"Result set {e.run}, means over the finished repeats; shares are of GPU kernel "
+             f"time (Tensor Core, matmul) or of wall time (GPU busy, data wait), from one "
+             f"profiled repeat per cell (torch.profiler, after the timed steps). MFU is achieved "
+             f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
+             f"NVML's counter over the steady steps.",
+             "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
+                                        diagnosis.NAMES.items() if k) + " (tcbench.analysis.diagnosis)."]
+    return Table(e.title("where the time goes"), cols, rows,
+                 align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
+                 label=f"tab:{e.run}:{e.name}:evidence")
+
+
+def _has_accuracy(s: pd.DataFrame) -> bool:
+    return "test_accuracy" in s and s["test_accuracy"].notna().any()
+
+
+def _has_evidence(s: pd.DataFrame) -> bool:
+    return s["tensor_core_share"].notna().any() or s["data_wait_share"].notna().any()
+
+
+# an experiment's tables, in order: each with the test that says whether it has anything to show
+EXPERIMENT_TABLES = ((speed_table, lambda s: True), (accuracy_table, _has_accuracy),
+                     (evidence_table, _has_evidence))
+
+
+def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str
+                      ) -> list[Table]:
+    """Speed and memory (always); accuracy (where measured); where the time goes (where
+    there is a kernel profile or a data-wait share)."""
+    e = Experiment(summary, speedup, experiment)
+    return [make(e) for make, shows in EXPERIMENT_TABLES if shows(e.rows)]
+
+
+# ----------------------------------------------------------------------- whole-set tables
+def speedup_table(sp: pd.DataFrame) -> Table:
+    """Every cell against fp32 at the same setting, with the claim its interval allows."""
+    sp = RS.order(sp)
+    rows = []
+    for exp, g in sp.groupby("experiment", sort=False):
+        axes = shown_axes(g)
+        for _, r in RS.in_setting_order(g).iterrows():
+            rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
+                         f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
+                         + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
+                         num(r.get(V.HEADLINE)) if r.get("repeats_ok") else MISSING,
+                         speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
+                         if str(r["precision"]) != V.BASELINE else ""])
+    cols = ["experiment", "setting", "precision", "n (cell/fp32)", "samples/s", "× fp32",
+            "claim", "memory × fp32"]
+    return Table("Speedup over strict fp32 at the same setting", cols, rows,
+                 align="lllrrrlr", notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
+
+
+def _best_row(r) -> list[str]:
+    axes = [] if missing(r.get("setting_axes")) else \
+        [a for a in str(r["setting_axes"]).split(",") if a]
+    model = "" if str(r["model"]) == str(r["workload"]) else f" ({r['model']})"
+    return [f"{r['workload']}{model}", f"{r['precision']}, {setting_text(r, axes)}",
+            with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
+                          r.get(f"{V.HEADLINE}_high"), r.get("repeats_ok")),
+            with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
+                          r.get("gain_n"), fmt=times) if not missing(r.get("gain"))
+            else "no fp32 run",
+            MISSING if missing(r.get("baseline_batch_size")) else
+            f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}",
+            times(r.get("memory_ratio")), num(r.get("time_to_steady_s"))]
+
+
+def best_table(b: pd.DataFrame) -> Table:
+    """Per workload and model: the fastest configuration against the fastest plain fp32 one."""
+    cols = ["workload", "fastest configuration", "samples/s", "× plain fp32",
+            "plain fp32 baseline", "memory × baseline", "first fast step (s)"]
+    return Table("Fastest configuration per workload, against the fastest plain fp32 one "
+                 "(strict fp32, eager, contiguous, no CUDA graphs; same workload, data and "
+                 "input pipeline, any batch size)", cols, [_best_row(r) for _, r in b.iterrows()],
+                 align="llrrlrr", notes=[INTERVAL_NOTE])
+
+
+# ----------------------------------------------------------------------------------- driver
+def write_experiment(summary, speedup, experiment: str, paths: dict[str, Path]) -> list[Path]:
+    """One experiment's tables, in each format of ``paths`` (md / tex / html)."""
+    return write_formats(experiment_tables(summary, speedup, experiment), paths, experiment)
+
+
+def write_combined(summary, speedup, md: Path | None, tex: Path | None) -> list[Path]:
+    """Every experiment of the set, in one Markdown and one LaTeX file."""
+    built = [t for exp in dict.fromkeys(summary["experiment"])
+             for t in experiment_tables(summary, speedup, exp)]
+    written = []
+    if md is not None:
+        written.append(atomic.write_text(md, "".join(to_markdown(t, "##") + "\n"
+                                                     for t in built)))
+    if tex is not None:
+        written.append(atomic.write_text(tex, "\n".join(to_latex(t) for t in built)))
+    return written
+
+
+def write_views(speedup: pd.DataFrame | None, best: pd.DataFrame | None,
+                speedup_md: Path | None, best_md: Path | None) -> list[Path]:
+    """The whole set's speedup and best tables, as Markdown beside their CSVs."""
+    written = []
+    if speedup_md is not None:
+        written.append(write_markdown(speedup_table(speedup), speedup_md))
+    if best_md is not None:
+        written.append(write_markdown(best_table(best), best_md))
+    return written
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m tcbench.reports.tables", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in ("summary", "speedup", "best"):
+        ap.add_argument(f"--{name}", type=Path, help=f"{name}.csv of the result set")
+    ap.add_argument("--experiment", help="the experiment whose tables --md/--tex/--html get")
+    for ext in V.TABLE_FORMATS:
+        ap.add_argument(f"--{ext}", type=Path, metavar="PATH")
+    for name in ("combined-md", "combined-tex", "speedup-md", "best-md"):
+        ap.add_argument(f"--{name}", type=Path, metavar="PATH")
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = _parser()
+    args = ap.parse_args(argv)
+    formats = {ext: getattr(args, ext) for ext in V.TABLE_FORMATS if getattr(args, ext)}
+    if formats and not args.experiment:
+        print("tcbench.reports.tables: error: --md/--tex/--html need --experiment",
+              file=sys.stderr)
+        return 2
+    try:
+        read = {k: RS.read_raw(getattr(args, k)) if getattr(args, k) else None
+                for k in ("summary", "speedup", "best")}
+        if formats:
+            write_experiment(read["summary"], read["speedup"], args.experiment, formats)
+        if args.combined_md or args.combined_tex:
+            write_combined(read["summary"], read["speedup"], args.combined_md, args.combined_tex)
+        write_views(read["speedup"], read["best"], args.speedup_md, args.best_md)
+    except (ValueError, FileNotFoundError, TypeError) as exc:
+        print(f"tcbench.reports.tables: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

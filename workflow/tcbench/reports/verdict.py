@@ -1,0 +1,218 @@
+"""The plain-language verdict of one result set (``summary.md``, and ``summary.html`` for the
+Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
+``metrics.csv``), never from records and never by hand.
+
+One section per experiment (per model in a model zoo), its sentences from
+``reports.findings`` (one function per finding); an introduction (``intro``: device,
+versions, provenance, what the numbers are) and a bottom line (``bottom_line``: the
+experiments grouped by the claim their largest speedup allows, ``stats.claim``).
+
+    python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
+        --md summary.md --html summary.html
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .. import atomic, stats
+from .. import resultset as RS
+from .. import vocabulary as V
+from ..closing import BOTTOM_LINE
+from ..render.numbers import missing
+from ..render.table import page
+from .findings import Section, experiment_section
+
+
+@dataclass
+class Verdict:
+    title: str
+    intro: list[str]
+    bottom_line: list[str]
+    sections: list[Section]
+
+    def markdown(self) -> str:
+        out = [f"# {self.title}", "", " ".join(self.intro), "", f"{BOTTOM_LINE} "
+               + " ".join(self.bottom_line), ""]
+        for s in self.sections:
+            out += [f"## {s.title}", "", *(f"- {x}" for x in s.sentences), ""]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        def inline(text):
+            text = html.escape(text)
+            text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+            return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+        body = [f"<h2>{inline(self.title)}</h2>", f"<p>{inline(' '.join(self.intro))}</p>",
+                f"<p><strong>Bottom line.</strong> {inline(' '.join(self.bottom_line))}</p>"]
+        for s in self.sections:
+            items = "".join(f"<li>{inline(x)}</li>" for x in s.sentences)
+            body += [f"<h3>{inline(s.title)}</h3>", f"<ul>{items}</ul>"]
+        return page(self.title, "\n".join(body) + "\n")
+
+
+def joined(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: the summary joined with its ratios against fp32 (speedup.csv)."""
+    s, sp = RS.order(summary), RS.order(speedup)
+    keys = list(V.CELL_KEYS)
+    extra = [c for c in sp.columns if c not in s.columns or c in keys]
+    for df in (s, sp):
+        df["precision"] = df["precision"].astype(str)
+    out = s.merge(sp[extra], on=keys, how="left")
+    out["order"] = out["precision"].map({p: i for i, p in enumerate(V.PRECISIONS)})
+    return out.sort_values(["experiment", "batch_size", *V.AXIS_NAMES, "order"])
+
+
+# -------------------------------------------------------------------------------- the intro
+def provenance(metrics: pd.DataFrame | None) -> list[str]:
+    if metrics is None or not len(metrics):
+        return []
+    out = []
+    commits = metrics["git_commit"].dropna().astype(str).unique() if "git_commit" in metrics \
+        else []
+    if len(commits):
+        out.append("Code: commit " + ", ".join(c[:12] for c in commits[:3])
+                   + (f" and {len(commits) - 3} more" if len(commits) > 3 else "") + ".")
+    if "git_dirty" in metrics:
+        dirty = metrics["git_dirty"].astype(str).str.lower()
+        n_dirty = int((dirty == "true").sum())
+        n_unknown = int(metrics["git_dirty"].isna().sum())
+        if n_dirty:
+            allowed = "allow_dirty" in metrics and metrics["allow_dirty"].astype(str).str.lower(
+            ).eq("true").any()
+            out.append(f"{n_dirty} of {len(metrics)} records ran on a tree with uncommitted "
+                       f"changes" + (" (the config set allow_dirty: true)." if allowed else "."))
+        elif n_unknown:
+            out.append(f"Whether the tree was clean is unknown for {n_unknown} records.")
+        else:
+            out.append("Every record ran on a clean tree.")
+    if "execution" in metrics and metrics["execution"].notna().any():
+        ex = metrics["execution"].dropna().astype(str).value_counts()
+        host = metrics.get("host_containerised")
+        text = ", ".join(f"{v} {k}" for k, v in ex.items())
+        if "native" in ex and host is not None and host.astype(str).eq("True").any():
+            text += " (natively on a host that is itself a container, not in the workflow's " \
+                    "image)"
+        out.append(f"Execution: {text}.")
+    return out
+
+
+def _versions(metrics, cuda: bool) -> str:
+    env = metrics.iloc[0].to_dict() if metrics is not None and len(metrics) else {}
+    cuda_col = "torch_cuda_version" if not missing(env.get("torch_cuda_version")) \
+        else "cuda_runtime_version"
+    versions = [f"{k} {env.get(c)}" for k, c in (("PyTorch", "torch_version"),
+                                                  ("built with CUDA", cuda_col),
+                                                  ("driver", "driver_version"))
+                if not missing(env.get(c)) and (k != "built with CUDA" or cuda)]
+    return f" ({', '.join(versions)})." if versions else "."
+
+
+def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str) -> list[str]:
+    """What the set is, where it ran, from which code, and what its numbers mean."""
+    cuda = metrics is not None and "compute_capability" in metrics and \
+        metrics["compute_capability"].notna().any()
+    out = [f"Result set `{run}`: {len(df)} configurations of "
+           f"{df['experiment'].nunique()} experiments on {device}" + _versions(metrics, cuda)]
+    out += provenance(metrics)
+    head = V.metric(V.HEADLINE)
+    out.append(f"Speed is the {head.label} ({head.definition}); a speedup is its ratio to "
+               "strict fp32 (TF32 off) at the same setting. Values "
+               "are means over the repeats that finished, each repeat a fresh process with its "
+               "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
+               "the log scale for ratios) where n >= 3, ranges where n = 2, none for single "
+               f"runs. A gain is called only where its interval clears the threshold "
+               f"({stats.CLAIM_RULE}). Warm-up "
+               "(autotuning, compilation) is reported on its own and is in no speedup.")
+    if not cuda:
+        out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
+                   "test the harness and say nothing about Tensor Cores.")
+    return out
+
+
+# ------------------------------------------------------------------------------ the verdict
+def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
+    """One section per experiment; a model zoo is answered per model (which families gain,
+    which are bound elsewhere)."""
+    out, facts = [], []
+    for exp in dict.fromkeys(df["experiment"]):
+        e = df[df["experiment"] == exp]
+        parts = [(f"{exp}: {m}", e[e["model"] == m]) for m in dict.fromkeys(e["model"])] \
+            if e["model"].nunique() > 1 else [(exp, e)]
+        for name, part in parts:
+            sec, f = experiment_section(part, name)
+            out.append(sec)
+            facts.append(f)
+    return out, facts
+
+
+def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None
+          ) -> Verdict:
+    df = joined(summary, speedup)
+    run = str(df["run"].iloc[0])
+    device = df["device_name"].dropna().astype(str)
+    device = device.iloc[0] if len(device) else "an unnamed device"
+    secs, facts = sections(df)
+    return Verdict(f"Verdict: {run} on {device}", intro(df, metrics, run, device),
+                   bottom_line(facts), secs)
+
+
+def bottom_line(facts: list[dict]) -> list[str]:
+    judged = [f for f in facts if f["claim"]]
+    if not judged:
+        return ["No experiment has a reduced-precision result with an fp32 baseline at the "
+                "same setting, so there is no speedup to report."]
+    groups = {}
+    for f in judged:
+        groups.setdefault(f["claim"], []).append(f)
+    out = []
+    for c in stats.CLAIMS:
+        if c not in groups:
+            continue
+        items = "; ".join(f"{f['experiment']} ({f['focus']}, {f['speedup']})" for f in groups[c])
+        k = len(groups[c])
+        out.append(f"{stats.CLAIM_LEAD[c]} {k} of {len(judged)} "
+                   f"experiment{'s' if len(judged) > 1 else ''}: {items}.")
+    return out
+
+
+def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
+          html_path: Path | None = None) -> list[Path]:
+    m = RS.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
+    v = build(RS.read_raw(summary), RS.read_raw(speedup), m)
+    written = []
+    if md is not None:
+        written.append(atomic.write_text(md, v.markdown()))
+    if html_path is not None:
+        written.append(atomic.write_text(html_path, v.html()))
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tcbench.reports.verdict", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--metrics", type=Path, help="metrics.csv (provenance, versions)")
+    ap.add_argument("--summary", type=Path, required=True)
+    ap.add_argument("--speedup", type=Path, required=True)
+    ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
+    ap.add_argument("--html", type=Path, help="where it goes as HTML")
+    args = ap.parse_args(argv)
+    if args.md is None and args.html is None:
+        ap.error("give --md, --html or both")
+    try:
+        write(args.metrics, args.summary, args.speedup, args.md, args.html)
+    except (ValueError, KeyError, FileNotFoundError) as exc:
+        print(f"tcbench.reports.verdict: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

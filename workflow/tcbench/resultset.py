@@ -1,0 +1,175 @@
+"""A result set as frames: records -> one tidy row per record (``tidy``), and a table read back
+from CSV -> the same normalised frame (``read``). The only place that fills an axis's default:
+every reader (analysis, tables, figures, verdict, comparison) gets its frames from here, so a
+cell's keys mean the same everywhere. Reads JSON records (never runs torch) and CSVs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import atomic
+from . import record as R
+from . import tensorcores
+from . import vocabulary as V
+
+# tables made before an axis existed hold its default
+AXIS_DEFAULTS = {a.name: a.default for a in V.AXES if a.default is not None}
+
+# the record's metrics and telemetry fields that become columns of metrics.csv, in its order
+RECORD_METRICS = ["total_time_s", "max_memory_allocated_bytes", "max_memory_reserved_bytes",
+                  "throughput_samples_per_s", "wall_throughput_samples_per_s", "samples",
+                  "epochs", "steps", "warmup_steps", "warmup_time_s", "time_to_steady_s",
+                  "first_step_time_s", "steady_time_s", "step_time_median_s", "step_time_p10_s",
+                  "step_time_p90_s", "data_wait_s", "compute_s", "data_wait_share",
+                  "input_bound", "compile_time_s", "final_loss", "first_nonfinite_step",
+                  "grad_scaler_final_scale", "grad_scaler_skipped_steps", "flops_per_step",
+                  "flops_per_sample", "achieved_tflops", "test_accuracy", "test_loss"]
+RECORD_TELEMETRY = ["energy_j", "energy_per_sample_j", "steady_energy_j",
+                    "steady_energy_per_sample_j", "steady_energy_window_s", "power_mean_w",
+                    "power_max_w", "sm_clock_mean_mhz", "temperature_max_c",
+                    "nvml_memory_used_max_bytes", "energy_source"]
+RECORD_ENVIRONMENT = ["device_name", "gpu_uuid", "gpu_index", "compute_capability",
+                      "driver_version", "cuda_runtime_version", "torch_cuda_version",
+                      "cudnn_version", "torch_version", "hostname", "timestamp_utc",
+                      "git_commit", "git_dirty", "execution", "host_containerised",
+                      "container_image", "allow_dirty"]
+HARNESS_COLUMNS = ("harness_process_start_s", *(f"harness_{k}_s" for k in V.HARNESS_PHASES))
+
+
+def numeric(s: pd.Series) -> pd.Series:
+    return pd.to_numeric(s, errors="coerce")
+
+
+# ------------------------------------------------------------------------------------ records
+def data_kind(r: dict) -> str:
+    """The data a cell trains on, from its parameters, so that a record without a run
+    (unsupported, oom) still lands in the same cell as its fp32 baseline."""
+    if r["workload"] == "digits":
+        return "sklearn-digits"
+    return r["params"].get("data", "synthetic")
+
+
+def find_records(root: Path) -> list[Path]:
+    return sorted(p for p in Path(root).rglob("*.json") if not p.name.startswith("."))
+
+
+def load(paths) -> list[dict]:
+    """Read and validate every record; the first bad one stops everything, named."""
+    return [R.read(p) | {"_path": str(p)} for p in paths]
+
+
+def _row(r: dict) -> dict:
+    p, m = r["params"], r.get("metrics") or {}
+    t = r.get("telemetry") or {}
+    tc = tensorcores.without_annotations(r.get("tensor_cores") or {})
+    env, flags = r["environment"], r.get("precision_flags") or {}
+    row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
+                             "batch_size", "repeat", "status", "status_reason")}
+    row["seed"] = r.get("seed", p.get("seed"))
+    row |= {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
+            **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
+               ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
+            "data": data_kind(r)}
+    row |= {k: m.get(k) for k in RECORD_METRICS}
+    row |= {k: t.get(k) for k in RECORD_TELEMETRY}
+    row |= {"tensor_core_share": tc.get("tensor_core_share"),
+            "gpu_busy_share": tc.get("gpu_busy_share"),
+            "matmul_share": tc.get("matmul_share"),
+            "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
+            "evidence_repeat": tc.get("evidence_repeat",
+                                      r["repeat"] if tc.get("profiled") else None)}
+    row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),
+            "cudnn_allow_tf32": flags.get("cudnn_allow_tf32"),
+            "autocast_dtype": flags.get("autocast_dtype")}
+    row |= {k: env.get(k) for k in RECORD_ENVIRONMENT}
+    h = r.get("harness") or {}
+    row["harness_process_start_s"] = h.get("process_start_to_main_s")
+    row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in V.HARNESS_PHASES}
+    row["record"] = r.get("_path")
+    return row
+
+
+def tidy(records: list[dict]) -> pd.DataFrame:
+    """One row per record (one training process), in the cell order of every table."""
+    df = pd.DataFrame([_row(r) for r in records])
+    if df.empty:
+        return df
+    df = share_flop_count(order(df))
+    return df.sort_values([*order_keys(df), "repeat"]).reset_index(drop=True)
+
+
+def share_flop_count(df: pd.DataFrame) -> pd.DataFrame:
+    """A cell's FLOPs per sample are counted once (its evidence repeat; the same model and
+    shapes give the same count in every repeat): every repeat of the cell gets it, and its
+    achieved TFLOP/s from its own steady throughput, so that TFLOP/s and MFU have all n."""
+    keys = [k for k in V.CELL_KEYS if k in df]
+    counted = df.groupby(keys, observed=True, dropna=False)["flops_per_sample"]
+    per_sample = numeric(df["flops_per_sample"]).fillna(
+        pd.to_numeric(counted.transform("first"), errors="coerce"))
+    done = df["status"].eq(V.OK) & numeric(df["throughput_samples_per_s"]).notna()
+    df["flops_per_sample"] = per_sample.where(done | df["flops_per_sample"].notna())
+    missing = done & numeric(df["achieved_tflops"]).isna() & per_sample.notna()
+    df.loc[missing, "achieved_tflops"] = (per_sample * numeric(
+        df["throughput_samples_per_s"]) / 1e12)[missing]
+    return df
+
+
+def add_mfu(df: pd.DataFrame, calibration: dict | None) -> pd.DataFrame:
+    """Model FLOP utilisation against the same device's measured matmul ceiling per mode."""
+    ceilings = {k: v.get("tflops") for k, v in ((calibration or {}).get("modes") or {}).items()}
+    df["ceiling_tflops"] = df["precision"].astype(str).map(ceilings).astype(float)
+    df["mfu"] = df["achieved_tflops"].astype(float) / df["ceiling_tflops"]
+    return df
+
+
+# ----------------------------------------------------------------------------- normalisation
+def fill_axes(df: pd.DataFrame) -> pd.DataFrame:
+    """Axes a table does not name hold their default (the model is the workload's own); for
+    tables made before an axis existed."""
+    df = df.copy()
+    for a in V.AXES:
+        # the model is the workload's own; every other axis holds what the vocabulary assumes
+        value = df["workload"] if a.name == "model" else a.assumed
+        df[a.name] = df[a.name].fillna(value) if a.name in df else value
+    return df
+
+
+def order(df: pd.DataFrame) -> pd.DataFrame:
+    """Precision as an ordered category (the vocabulary's order), axes as text."""
+    df = fill_axes(df)
+    for a in V.AXIS_NAMES:
+        df[a] = df[a].astype(str)
+    df["precision"] = pd.Categorical(df["precision"].astype(str), V.PRECISIONS, ordered=True)
+    return df
+
+
+def order_keys(df: pd.DataFrame) -> list[str]:
+    return [k for k in ("experiment", *V.SETTING_KEYS, "precision") if k in df]
+
+
+def cell_key(row) -> tuple:
+    """A row's cell as text, to match rows of two tables."""
+    return tuple(str(row[k]) for k in V.CELL_KEYS)
+
+
+def in_setting_order(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows by setting (batch size, then the axes), fp32 first within a setting."""
+    return df.sort_values(["batch_size", *V.AXIS_NAMES, "precision"])
+
+
+# ---------------------------------------------------------------------------------- CSV files
+def read(path: Path) -> pd.DataFrame:
+    """One of a result set's tables, normalised (``order``)."""
+    return order(pd.read_csv(path))
+
+
+def read_raw(path: Path) -> pd.DataFrame:
+    """A table as written (metrics.csv's provenance columns as they are)."""
+    return pd.read_csv(path)
+
+
+def write_csv(df: pd.DataFrame, path: Path) -> Path:
+    return atomic.write_text(path, df.to_csv(index=False))
