@@ -26,8 +26,8 @@ SPEC = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 64,
         "params": {"in_size": 256, "out_size": 256, "num_batches": 8, "epochs": 2,
                    "warmup_steps": 2, "compile": "default"}}
 # the job as tcbench.run runs it, but ending through the exit handlers alone
-HANDLERS_ONLY = ("import sys; from tcbench import run; "
-                 "run.descendants = lambda: []; "
+HANDLERS_ONLY = ("import sys; from tcbench import process, run; "
+                 "process.descendants = lambda: []; "
                  "run.exit_now(run.main(sys.argv[1:]))")
 
 

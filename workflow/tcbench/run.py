@@ -23,15 +23,13 @@ was used and whether the compilation hit it.
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
-import signal
 import sys
 import traceback
 from pathlib import Path
 
-from .process import descendants
+from .process import exit_now  # noqa: F401 - the job's end, for python -m and the fork server
 from .harness import Phases, compile_cache_info, process_age_s, use_compile_cache  # noqa: F401
 from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
                    pick_device)
@@ -383,28 +381,6 @@ def main(argv: list[str] | None = None) -> int:
           + (f", {m['total_time_s']:.3f} s, {m['throughput_samples_per_s']:.1f} samples/s"
              if m.get("total_time_s") and m.get("throughput_samples_per_s") else ""))
     return 0
-
-
-def exit_now(code: int) -> None:
-    """End the job process once its record is written (fsynced, renamed into place): kill the
-    processes it started, run the exit handlers, flush the logs, and skip the interpreter's
-    teardown of every imported module, which for torch + torch._dynamo takes a second or more
-    and changes nothing on disk.
-
-    The processes are killed rather than shut down because that waits for nothing of value:
-    Inductor's exit handler (shutdown_compile_workers) asks its compile-worker sidecar to shut
-    down and waits for it, and a sidecar started at the job's first compilation may still be
-    importing torch (about 7 s after every compiled job on the H200). DataLoader workers are done
-    by now. Killed, each is reaped at once by the handlers that would have waited for it."""
-    for pid in descendants():
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    atexit._run_exitfuncs()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == "__main__":
