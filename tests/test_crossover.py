@@ -1,5 +1,5 @@
 """The FP8 crossover study: the prediction from the device's ceilings (tcbench.crossover), the
-measured map, its sentence and its figure (tcbench.crossover_map) on fixture records, the copy
+measured map, its sentence and its figure (tcbench.reports.crossover) on fixture records, the copy
 bandwidth the calibration now measures, and the study's config."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import torch
 import yaml
 
 from conftest import REPO
-from tcbench import calibrate, crossover as X, crossover_map as M, matrix
+from tcbench import calibrate, matrix
+from tcbench.analysis import crossover as X
+from tcbench.reports import crossover as M
 
 H200 = X.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
 
@@ -86,7 +88,7 @@ def test_the_map_its_sentence_and_its_figure(tmp_path):
     assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
     none = M.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
     assert "at none of the 2 shapes measured" in none and "1.05x" in none
-    from tcbench import figures as FIG
+    from tcbench.render import plot as FIG
     paths = FIG.save(M.figure(table), tmp_path, "fp8_crossover", formats=("png",))
     assert paths[0].stat().st_size > 10_000
 
@@ -107,8 +109,8 @@ def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatc
     records stay out), with the prediction from a calibration that has the copy bandwidth."""
     records = [r | {"experiment": "fp8_crossover_w1024"} for r in fixture_records()]
     records.append(record(1024, 4096, "fp8-tensorwise", 4, 9e9, 1) | {"experiment": "fp8_mlp"})
-    monkeypatch.setattr(M.aggregate, "find_records", lambda root: [root])
-    monkeypatch.setattr(M.aggregate, "load", lambda paths: records)
+    monkeypatch.setattr(M.resultset, "find_records", lambda root: [root])
+    monkeypatch.setattr(M.resultset, "load", lambda paths: records)
     cal = tmp_path / "calibration.json"
     cal.write_text(json.dumps({"modes": {"amp-bf16": {"tflops": 775}, "fp8-tensorwise":
                                          {"tflops": 1364}, "fp8-rowwise": {"tflops": 1430}},

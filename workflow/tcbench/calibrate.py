@@ -9,7 +9,7 @@ float32, with or without TF32); the FP8 modes multiply float8 e4m3 operands with
 scale per tensor (``fp8-tensorwise``) or one per row and column (``fp8-rowwise``), the roof
 their Float8Linear GEMMs run under. Beside the roofs, the device-to-device copy bandwidth
 (``memory``: bytes read plus bytes written over the median time of one large copy), the ceiling
-of the elementwise work FP8 adds (amax, casts, scales; tcbench.crossover).
+of the elementwise work FP8 adds (amax, casts, scales; tcbench.analysis.crossover).
 
     python -m tcbench.calibrate --out results/nvidia-h200/calibration.json [--size 8192]
 """

@@ -1,9 +1,9 @@
 """The FP8 crossover map: measured FP8/bf16 throughput ratio per (width, tokens per step) of the
 crossover study (config/fp8_crossover.yaml), beside the prediction from the device's ceilings
-(tcbench.crossover) and the peak-memory ratio, and the sentence that says where FP8 starts to
+(tcbench.analysis.crossover) and the peak-memory ratio, and the sentence that says where FP8 starts to
 pay. Reads records (their parameters hold the width, which metrics.csv has no column for).
 
-    python -m tcbench.crossover_map results/nvidia-h200/records \\
+    python -m tcbench.reports.crossover results/nvidia-h200/records \\
         --calibration results/nvidia-h200/calibration.json --out results/nvidia-h200
 """
 
@@ -20,10 +20,11 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
-from . import aggregate, atomic, crossover, stats
-from . import figures as FIG
+from .. import atomic, resultset, stats
+from ..analysis import crossover
+from ..render import plot as FIG
 
-PAYS = 1.10          # the study's "pays off" threshold, as everywhere in tcbench
+PAYS = stats.GAIN    # the study's "pays off" threshold, as everywhere in tcbench
 WORKLOAD = "amp_recipe"
 PREFIX = "fp8_crossover"  # config/fp8_crossover.yaml's experiments, one per width
 
@@ -133,7 +134,7 @@ def figure(table: pd.DataFrame):
                     row[0].add_patch(Rectangle((j, i), 1, 1, fill=False, lw=1.6, ec="k"))
     fig.text(0.01, -0.02, f"Dashed: break-even (1.0x). Boxed: 95% CI of the measured ratio "
              f"wholly above {PAYS:.2f}x. Prediction: GEMMs at the calibration's roofs plus the "
-             f"bytes the casts and scales move at its copy bandwidth (tcbench.crossover).",
+             f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis.crossover).",
              fontsize=6, wrap=True)
     fig.tight_layout()
     return fig
@@ -143,7 +144,7 @@ def write(records_dir: Path, calibration: Path | None, out: Path,
           prefix: str = PREFIX) -> list[Path]:
     """The map's table (tables/fp8_crossover.csv), sentences (fp8_crossover.md) and figure
     (figures/fp8_crossover.*), from the records of the experiments named ``prefix*``."""
-    records = [r for r in aggregate.load(aggregate.find_records(records_dir))
+    records = [r for r in resultset.load(resultset.find_records(records_dir))
                if r["experiment"].startswith(prefix)]
     roofs = crossover.Roofs.from_calibration(json.loads(Path(calibration).read_text()),
                                              str(calibration)) if calibration else None
@@ -159,7 +160,7 @@ def write(records_dir: Path, calibration: Path | None, out: Path,
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tcbench.crossover_map", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m tcbench.reports.crossover", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("records", type=Path)
     ap.add_argument("--calibration", type=Path)
