@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow, smoke_jobs, snakemake
-from tcbench import atomic, container, environment, imagedeps
+from tcbench import atomic, container, environment, imagedeps, sourcetree
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 FAKE_APPTAINER = REPO / "tests" / "fake_apptainer"
@@ -194,18 +194,18 @@ def test_git_commit_without_git(tmp_path):
     (git / "refs/heads").mkdir(parents=True)
     (git / "HEAD").write_text("ref: refs/heads/main\n")
     (git / "refs/heads/main").write_text(sha + "\n")
-    assert environment._head_commit(git) == sha
+    assert sourcetree._head_commit(git) == sha
     (git / "refs/heads/main").unlink()
     (git / "packed-refs").write_text(f"# pack-refs\n{sha} refs/heads/main\n")
-    assert environment._head_commit(git) == sha
+    assert sourcetree._head_commit(git) == sha
     wt = tmp_path / "wt"
     (git / "worktrees/wt").mkdir(parents=True)
     (git / "worktrees/wt/HEAD").write_text("ref: refs/heads/main\n")
     (git / "worktrees/wt/commondir").write_text("../..\n")
     wt.mkdir()
     (wt / ".git").write_text(f"gitdir: {git / 'worktrees/wt'}\n")
-    assert environment._head_commit(wt / ".git") == sha
-    assert environment._head_commit(tmp_path / "nowhere" / ".git") is None
+    assert sourcetree._head_commit(wt / ".git") == sha
+    assert sourcetree._head_commit(tmp_path / "nowhere" / ".git") is None
 
 
 # --- completing the image's Python ------------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import atomic, environment
+from tcbench import atomic, environment, sourcetree
 
 pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git")
 
@@ -42,7 +42,7 @@ def repo(tmp_path, monkeypatch) -> Path:
 
 
 def test_a_clean_checkout_is_clean_with_gits_word(repo):
-    info = environment.git_info(repo)
+    info = sourcetree.git_info(repo)
     assert info == {"git_commit": git(repo, "rev-parse", "HEAD"), "git_dirty": False,
                     "git_dirty_files": [], "git_source": "git"}
 
@@ -50,7 +50,7 @@ def test_a_clean_checkout_is_clean_with_gits_word(repo):
 def test_modified_code_is_dirty_and_named(repo):
     (repo / "workflow/tcbench/run.py").write_text("print('changed')\n")
     (repo / "config/config.yaml").unlink()
-    info = environment.git_info(repo)
+    info = sourcetree.git_info(repo)
     assert info["git_dirty"] is True
     assert info["git_dirty_files"] == ["config/config.yaml", "workflow/tcbench/run.py"]
 
@@ -60,19 +60,19 @@ def test_results_written_by_the_study_are_not_code(repo):
     (repo / "results/gpu/records").mkdir()
     (repo / "results/gpu/records/new.json").write_text("{}")
     (repo / "report.html").write_text("<html>")  # untracked, outside the code
-    assert environment.git_info(repo)["git_dirty"] is False
+    assert sourcetree.git_info(repo)["git_dirty"] is False
 
 
 def test_a_new_module_the_package_could_import_is_dirty(repo):
     (repo / "workflow/tcbench/extra.py").write_text("X = 1\n")
-    assert environment.git_info(repo)["git_dirty_files"] == ["workflow/tcbench/extra.py"]
+    assert sourcetree.git_info(repo)["git_dirty_files"] == ["workflow/tcbench/extra.py"]
 
 
 def test_one_git_call_per_record(repo, monkeypatch):
     calls = []
-    real = environment._run
-    monkeypatch.setattr(environment, "_run", lambda cmd, **kw: calls.append(cmd) or real(cmd))
-    environment.git_info(repo)
+    real = sourcetree.run_quiet
+    monkeypatch.setattr(sourcetree, "run_quiet", lambda cmd, **kw: calls.append(cmd) or real(cmd))
+    sourcetree.git_info(repo)
     assert len(calls) == 1 and calls[0][:4] == ["git", "-C", str(repo), "status"]
 
 
@@ -82,7 +82,7 @@ def stale_copy(repo: Path) -> tuple[Path, str]:
     (repo / "workflow/tcbench/run.py").write_text("print('newer')\n")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "newer")
     new = git(repo, "rev-parse", "HEAD")
-    atomic.write_json(repo / environment.MANIFEST, environment.tree_manifest(repo))
+    atomic.write_json(repo / sourcetree.MANIFEST, sourcetree.tree_manifest(repo))
     git(repo, "update-ref", "HEAD", old)  # the copy's .git still says the old commit
     git(repo, "reset", "-q")
     return repo, new
@@ -90,24 +90,24 @@ def stale_copy(repo: Path) -> tuple[Path, str]:
 
 def test_shipped_commit_wins_over_a_stale_git_but_clean_needs_evidence(repo, monkeypatch):
     copy, new = stale_copy(repo)
-    (copy / environment.MANIFEST).unlink()
+    (copy / sourcetree.MANIFEST).unlink()
     monkeypatch.setenv("TCBENCH_GIT_COMMIT", new)
     monkeypatch.setenv("TCBENCH_GIT_DIRTY", "0")  # a claim, not evidence
-    assert environment.git_info(copy) == {"git_commit": new, "git_dirty": None,
+    assert sourcetree.git_info(copy) == {"git_commit": new, "git_dirty": None,
                                           "git_dirty_files": None,
                                           "git_source": "TCBENCH_GIT_COMMIT"}
     monkeypatch.setenv("TCBENCH_GIT_DIRTY", "1")  # dirty needs no proof
-    assert environment.git_info(copy)["git_dirty"] is True
+    assert sourcetree.git_info(copy)["git_dirty"] is True
 
 
 def test_a_manifest_proves_the_copy_is_the_shipped_commit(repo, monkeypatch):
     copy, new = stale_copy(repo)
     monkeypatch.setenv("TCBENCH_GIT_COMMIT", new)
-    assert environment.git_info(copy) == {"git_commit": new, "git_dirty": False,
+    assert sourcetree.git_info(copy) == {"git_commit": new, "git_dirty": False,
                                           "git_dirty_files": [], "git_source": "manifest"}
     (copy / "workflow/tcbench/run.py").write_text("print('edited on the device')\n")
     (copy / "workflow/tcbench/extra.py").write_text("X = 1\n")
-    info = environment.git_info(copy)
+    info = sourcetree.git_info(copy)
     assert info["git_dirty"] is True and info["git_source"] == "manifest"
     assert info["git_dirty_files"] == ["workflow/tcbench/extra.py", "workflow/tcbench/run.py"]
 
@@ -115,20 +115,20 @@ def test_a_manifest_proves_the_copy_is_the_shipped_commit(repo, monkeypatch):
 def test_a_manifest_of_another_commit_proves_nothing(repo, monkeypatch):
     copy, new = stale_copy(repo)
     monkeypatch.setenv("TCBENCH_GIT_COMMIT", "f" * 40)
-    assert environment.git_info(copy)["git_dirty"] is None
+    assert sourcetree.git_info(copy)["git_dirty"] is None
 
 
 def test_without_git_the_commit_is_read_and_cleanliness_unknown(repo, monkeypatch):
-    monkeypatch.setattr(environment, "_git_status", lambda _repo: None)
-    info = environment.git_info(repo)
+    monkeypatch.setattr(sourcetree, "_git_status", lambda _repo: None)
+    info = sourcetree.git_info(repo)
     assert info == {"git_commit": git(repo, "rev-parse", "HEAD"), "git_dirty": None,
                     "git_dirty_files": None, "git_source": "git-files"}
 
 
 def test_the_manifest_command(repo, monkeypatch, capsys):
-    monkeypatch.setattr(environment, "REPO", repo)
-    out = repo / environment.MANIFEST
-    assert environment.main(["manifest", "--out", str(out)]) == 0
+    monkeypatch.setattr(sourcetree, "REPO", repo)
+    out = repo / sourcetree.MANIFEST
+    assert sourcetree.main(["manifest", "--out", str(out)]) == 0
     doc = json.loads(out.read_text())
     head = git(repo, "rev-parse", "HEAD")
     assert doc["commit"] == head and doc["dirty_when_written"] == []
@@ -138,16 +138,16 @@ def test_the_manifest_command(repo, monkeypatch, capsys):
 
 
 def test_clean_check_names_the_files_and_the_way_out(repo):
-    assert environment.check_clean(False, repo) is None
+    assert sourcetree.check_clean(False, repo) is None
     (repo / "Snakefile").write_text("# edited\n")
-    why = environment.check_clean(False, repo)
+    why = sourcetree.check_clean(False, repo)
     assert "Snakefile" in why and "allow_dirty" in why and git(repo, "rev-parse", "HEAD")[:12] in why
-    assert environment.check_clean(True, repo) is None
+    assert sourcetree.check_clean(True, repo) is None
 
 
 def test_unknown_cleanliness_is_refused_too(repo, monkeypatch):
-    monkeypatch.setattr(environment, "_git_status", lambda _repo: None)
-    assert "cannot be told" in environment.check_clean(False, repo)
+    monkeypatch.setattr(sourcetree, "_git_status", lambda _repo: None)
+    assert "cannot be told" in sourcetree.check_clean(False, repo)
 
 
 # --- where it ran ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ def timed(results: dict, name: str, fn):
 def child() -> dict:
     """One job's worth, in the order tcbench.run does it."""
     r: dict = {}
-    from tcbench import environment, gpus
+    from tcbench import environment, gpus, sourcetree
 
     timed(r, "gpus.pin (NVML discover + lock)", gpus.pin)
     torch = timed(r, "import torch", lambda: __import__("torch"))
@@ -50,7 +50,7 @@ def child() -> dict:
         timed(r, "cudnn.version() (loads cuDNN)", torch.backends.cudnn.version)
     timed(r, "environment.collect (whole)", lambda: environment.collect(device))
     # the pieces again, now warm, to see which one is left
-    timed(r, "  git_info (one git status)", environment.git_info)
+    timed(r, "  git_info (one git status)", sourcetree.git_info)
     timed(r, "  container_info", environment.container_info)
     if cuda:
         props = torch.cuda.get_device_properties(device)
@@ -63,7 +63,7 @@ def child() -> dict:
           lambda: subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],
                                  capture_output=True, timeout=60, check=True))
     timed(r, "before: git rev-parse + git status",
-          lambda: [subprocess.run(["git", "-C", str(environment.REPO), *a], capture_output=True,
+          lambda: [subprocess.run(["git", "-C", str(sourcetree.REPO), *a], capture_output=True,
                                   timeout=60) for a in (["rev-parse", "HEAD"],
                                                         ["status", "--porcelain"])])
     r["device"] = str(device)

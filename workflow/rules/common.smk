@@ -8,7 +8,7 @@ import sys
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
-from tcbench import closing, environment, forkclient, matrix  # noqa: E402
+from tcbench import closing, environment, forkclient, matrix, sourcetree  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
@@ -148,7 +148,7 @@ def measuring_checks(jobs):
             "snakemake --cores 2 --configfile config/smoke.yaml; to compare committed result "
             "sets only: snakemake compare --cores 1"
         )
-    why = environment.check_clean(config["allow_dirty"])
+    why = sourcetree.check_clean(config["allow_dirty"])
     return f"not starting {len(measuring)} measuring job(s): {why}" if why else None
 
 
