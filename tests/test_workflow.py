@@ -197,3 +197,25 @@ def test_bad_config_value_stops_before_any_job(tmp_path):
                      "--config", "repeats=0", check=False)
     assert proc.returncode != 0 and "repeats" in proc.stdout + proc.stderr
     assert not (wd / "results").exists()
+
+
+def test_another_devices_set_is_read_never_trained_into(tmp_path):
+    """Regenerating a committed GPU set's reports on a CPU (run=nvidia-h200) must not train its
+    missing or adaptive repeats here: the records it has are the data, and a measuring target
+    named on purpose is refused before it starts."""
+    wd = copy_workflow(tmp_path / "wf")
+    cfg = TINY | {"require_gpu": False, "run": "nvidia-h200", "repeats": 3,
+                  "adaptive_repeats": {"enabled": True, "target_halfwidth": 0.0001, "max": 6}}
+    (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(cfg))
+    have = wd / "results/nvidia-h200/records/tiny/fp32_bs8_r1.json"
+    have.parent.mkdir(parents=True)
+    have.write_text("{}")
+    plan = snakemake(wd, "-n", "--printshellcmds", "--configfile", "config/tiny.yaml").stdout
+    stats = plan.split("Job stats:")[1]
+    assert not re.search(r"^(train|repeats_look)\s", stats, re.M)
+    aggregate = next(line for line in plan.splitlines() if "tcbench.aggregate" in line)
+    assert "fp32_bs8_r1.json" in aggregate and "fp32_bs8_r2.json" not in aggregate
+    refused = snakemake(wd, "results/nvidia-h200/records/tiny/fp32_bs8_r2.json", "--cores", "1",
+                        "--configfile", "config/tiny.yaml", check=False)
+    assert refused.returncode != 0
+    assert "result set of another device" in refused.stdout + refused.stderr

@@ -23,6 +23,12 @@ except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
               for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
+# A result set named after another device (results/nvidia-h200/ read on a CPU) holds that
+# device's data: nothing made here may train into it, and its cells take the repeats it has
+# rather than asking looks for more (which would train them here).
+FOREIGN_SET = environment.foreign_device_set(RUN)
+if FOREIGN_SET:
+    ADAPTIVE = {}
 
 RESULTS = f"results/{RUN}"
 if config["require_gpu"] and not environment.nvidia_gpus():
@@ -123,7 +129,7 @@ def all_targets():
     figures = [*rules.figures.output.png, *rules.figures.output.other]
     tables = [*rules.table.output]
     return [
-        *for_each_job(rules.train.output[0], RUN),
+        *study_files(rules.train.output[0], RUN),
         *expand(rules.aggregate.output, run=RUN),
         *expand(rules.set_tables.output, run=RUN),
         *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
@@ -139,6 +145,11 @@ def measuring_checks(jobs):
     claim a GPU) are held to it: the GPU study needs an NVIDIA GPU where they run, and the code
     its records will name."""
     measuring = [job for job in jobs if "gpu" in job.rule.resources]
+    if measuring and FOREIGN_SET and not workflow.touch:
+        return (f"not starting {len(measuring)} measuring job(s): results/{RUN}/ is the result "
+                f"set of another device ({FOREIGN_SET}), whose missing records can only be "
+                f"measured there; to read it here, name only its reports (e.g. snakemake "
+                f"aggregate figures verdict) or point run: at this machine's own set")
     if not measuring or not config["require_gpu"] or workflow.touch:
         return None
     if any(job.is_local for job in measuring) and not environment.nvidia_gpus():
@@ -243,12 +254,17 @@ def added_repeat(run, job):
 def added_repeat_input(wildcards):
     """An added repeat's train job follows the look that asked for it."""
     job = job_of(wildcards)
-    return [added_repeat(wildcards.run, job)[0]] if job.id in EXTRA_JOBS else []
+    return [added_repeat(wildcards.run, job)[0]] if job.id in EXTRA_JOBS and ADAPTIVE else []
 
 
 def study_files(pattern, run):
     """``pattern`` for every job of this study that is or will be run, in matrix order: the
     initial repeats, and after an adaptive cell's last initial repeat those its looks added."""
+    if FOREIGN_SET:  # another device's records: the repeats it has, initial and added
+        return [f for job in [*JOBS.values(), *EXTRA_JOBS.values()]
+                if Path(expand(rules.train.output[0], run=run, experiment=job.experiment,
+                               cell=job.cell)[0]).exists()
+                for f in expand(pattern, run=run, experiment=job.experiment, cell=job.cell)]
     out = []
     for job in JOBS.values():
         out += expand(pattern, run=run, experiment=job.experiment, cell=job.cell)

@@ -59,6 +59,16 @@ def device_slug() -> str:
     return "cpu-" + slugify(cpu_model())
 
 
+def foreign_device_set(run: str) -> str | None:
+    """The device a result set is named after, when that is not this machine: a name shaped
+    like a device slug (``nvidia-...``, ``cpu-...``) other than this machine's own. None for
+    this machine's set and for sets named freely (``run: my-models``)."""
+    if not re.match(r"^(nvidia|cpu|amd|intel)-", run):
+        return None
+    here = device_slug()
+    return None if run == here or run.startswith(here + "-") else run
+
+
 # ---------------------------------------------------------------------------- where it runs
 ALLOW_DIRTY_ENV = "TCBENCH_ALLOW_DIRTY"
 CONTAINER_MARKERS = ("/.dockerenv", "/run/.containerenv", "/.singularity.d")
