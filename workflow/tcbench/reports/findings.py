@@ -3,8 +3,8 @@ experiment's cells (``Findings``) and returning its sentences (none where it has
 say). ``FINDINGS`` is their order; a new finding is one function here and its entry there.
 
 Every sentence carries the numbers it rests on, with n and the kind of interval; a claim
-("faster", "pays off") is made only where a 95% confidence interval clears it
-(``stats.claim``).
+("faster", "pays off", "equivalent") is made only where a 95% confidence interval supports
+it (``stats.claim``), each cell judged against its one baseline (``analysis.claims``).
 """
 
 from __future__ import annotations
@@ -210,7 +210,7 @@ def energy(x: Findings) -> list[str]:
 
 def tensor_cores(x: Findings) -> list[str]:
     """Did the matrix work run on Tensor Cores, and what limits the step now: for the fastest
-    configuration, and for the largest speedup where that is another one."""
+    configuration, and for the strongest claim where that is another one."""
     out = [evidence(x.fastest, x.axes)]
     if x.focus is not None and x.config(x.focus) != x.config(x.fastest):
         out.append(evidence(x.focus, x.axes))

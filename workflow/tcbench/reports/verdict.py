@@ -211,6 +211,10 @@ def experiment_line(f: dict) -> str:
            f"{ratio_text(j.row, j.stem)} {j.baseline}'s throughput at the same setting")
     if j.baseline != V.BASELINE and not missing(j.row.get("speedup")):
         out += f" ({ratio_text(j.row)} fp32's)"
+    elif j.baseline == V.BASELINE and not missing(j.row.get("bf16_speedup")):
+        # an FP8 cell whose bf16 comparison has too few repeats to judge: said, not hidden
+        out += (f" (against {V.FP8_BASELINE}: {ratio_text(j.row, 'bf16_speedup')}, "
+                f"{stats.CLAIM_SHORT[stats.UNJUDGED]})")
     out += _memory(x, j) + "."
     slow = [s for s in x.slowdowns if s is not j]
     if slow:
