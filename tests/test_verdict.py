@@ -132,7 +132,7 @@ def test_accuracy_paired_by_seed(verdict):
 
 def test_bottom_line_covers_every_experiment(verdict):
     line = verdict.bottom_line
-    assert line[0].startswith("Per experiment: the strongest claim its intervals support")
+    assert line[0].startswith("Per experiment, the strongest claim its intervals support")
     assert len(line) == 1 + len(verdict.sections)
     said = " ".join(line)
     assert "fast: pays off: amp-fp16 at batch size 512, 2.50× [" in said
@@ -200,7 +200,7 @@ def test_markdown_and_html_say_the_same(tmp_path):
     for exp in ("amp_recipe", "mnist_seed", "mnist_loaders", "digits", "resnet50"):
         assert f"## {exp} (" in md_text and f"<h3>{exp} (" in html_text
     assert "<strong>What limits" in html_text and "**" not in html_text
-    assert closing.bottom_line(md).startswith("Per experiment: the strongest claim")
+    assert closing.bottom_line(md).startswith("Per experiment, the strongest claim")
 
 
 # ------------------------------------------------------------------ one scenario, one sentence

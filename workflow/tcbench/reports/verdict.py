@@ -130,7 +130,7 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
                "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
                "the log scale for ratios) where n >= 3, ranges where n = 2, none for single "
                f"runs. A gain is called only where its interval clears the threshold "
-               f"({stats.CLAIM_RULE}). Warm-up "
+               f"({stats.CLAIM_RULE}). {RANKING} Warm-up "
                "(autotuning, compilation) is reported on its own and is in no speedup.")
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
@@ -165,10 +165,13 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
                    bottom_line(facts), secs)
 
 
-BOTTOM_OPENING = (
-    "Per experiment: the strongest claim its intervals support (pays off > faster > "
-    "equivalent > inconclusive, then the highest lower bound; FP8 judged against amp-bf16 at "
-    "the same setting), every significant slowdown, and the change in peak memory.")
+BOTTOM_OPENING = ("Per experiment, the strongest claim its intervals support, every "
+                  "significant slowdown and the change in peak memory:")
+# how the bottom line ranks, said once in the intro
+RANKING = ("The bottom line ranks an experiment's claims by strength (pays off > faster > "
+           "equivalent > inconclusive), then by the interval's lower bound, so a supported small "
+           "gain beats a wide large one; an FP8 mode is judged against amp-bf16 at the same "
+           "setting first, against fp32 where no bf16 cell can be judged.")
 
 
 def _memory(x, j) -> str:
