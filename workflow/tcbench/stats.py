@@ -216,8 +216,8 @@ CLAIM_WORDS = {PAYS_OFF: "pays off",
                SLOWER: "is slower",
                EQUIVALENT: f"is equivalent within ±{MARGIN:.0%} (its 95% CI lies inside "
                            f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}])",
-               INCONCLUSIVE: f"is inconclusive: its 95% CI neither excludes 1 nor lies within "
-                             f"±{MARGIN:.0%}",
+               INCONCLUSIVE: f"is inconclusive (its 95% CI neither excludes 1 nor lies within "
+                             f"±{MARGIN:.0%})",
                UNJUDGED: "cannot be judged (fewer than three repeats on a side)"}
 # a claim as the bottom line names it ("<experiment>: <claim>: <configuration>, <ratio>")
 CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×",

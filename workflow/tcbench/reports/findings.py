@@ -113,7 +113,8 @@ def strongest_claim(x: Findings) -> list[str]:
     j = x.strongest
     if j is None or (x.config(j.row) == x.config(x.fastest) and j.baseline == V.BASELINE):
         return []
-    return [f"**Strongest claim:** {judged(j, x.config(j.row))}."]
+    head = "Not judged" if j.claim == stats.UNJUDGED else "Strongest claim"
+    return [f"**{head}:** {judged(j, x.config(j.row))}."]
 
 
 def slowdowns(x: Findings) -> list[str]:
@@ -127,16 +128,18 @@ def slowdowns(x: Findings) -> list[str]:
 
 def fp8_against_bf16(x: Findings) -> list[str]:
     """FP8 is a question against bf16 (the mode it replaces) first, then against fp32."""
-    out = []
+    out, alone = [], []
     for _, r in x.reduced[x.reduced["precision"].isin(claims.FP8)].iterrows():
         j = claims.against(r, V.FP8_BASELINE)
         if j is None:
-            out.append(f"**FP8 against bf16:** no amp-bf16 cell shares the setting of "
-                       f"{x.config(r)}, so it is judged against fp32 only.")
+            alone.append(x.config(r))
             continue
         fp32 = claims.against(r, V.BASELINE)
         out.append(f"**FP8 against bf16:** {judged(j, x.config(r))}"
                    + ("" if fp32 is None else f"; against fp32: {ratio_text(r)}") + ".")
+    if alone:
+        out.append(f"**FP8 against bf16:** no amp-bf16 cell shares the setting of "
+                   f"{'; '.join(alone)}, so FP8 is judged against fp32 only here.")
     return out
 
 
