@@ -224,6 +224,9 @@ def scenarios():
         *repeats("fp8", "fp8-rowwise", [1300, 1310, 1290]),
         # fp32 only
         *repeats("only", "fp32", [1000, 1005, 995]),
+        # accuracy over three seeds, paired, too spread for the +-1 point margin
+        *repeats("acc3", "fp32", [1000, 1005, 995], accs=[0.970, 0.960, 0.975]),
+        *repeats("acc3", "amp-bf16", [1001, 996, 1004], accs=[0.975, 0.950, 0.985]),
     ]
     return build(rows)
 
@@ -272,3 +275,10 @@ def test_an_experiment_with_fp32_only_says_so(scenarios):
         "only: only strict fp32 ran, so there is no reduced precision to judge."
     text = section(scenarios, "only")
     assert "Only strict fp32 ran in this experiment" in text and "beat" not in text
+
+
+def test_accuracy_parity_the_seeds_cannot_resolve(scenarios):
+    text = section(scenarios, "acc3")
+    assert "amp-bf16 +0.17 [" in text and "(inconclusive: the interval is wider than the " \
+        "±1.0-point margin, so 3 seeds on this test set cannot resolve it)" in text, text
+    assert "equivalent within ±1.0 points" not in text
