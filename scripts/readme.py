@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO / "workflow"))
 from tcbench import resultset as RS  # noqa: E402
 from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
+from tcbench.analysis import claims as C  # noqa: E402
 from tcbench.analysis import diagnosis as D  # noqa: E402
 from tcbench.render import numbers as N  # noqa: E402
 from tcbench.render.settings import setting_text, shown_axes  # noqa: E402
@@ -85,30 +86,33 @@ class Blocks:
 
     # -- per experiment ----------------------------------------------------------------------
     def headline(self, experiments: list[str]) -> str:
-        """Per experiment (per model in a zoo): the reduced-precision cell with the largest
-        speedup over fp32 at the same setting, with its interval, claim and bottleneck."""
+        """Per experiment (per model in a zoo): the strongest claim its intervals support
+        (``analysis.claims.strongest``: FP8 against amp-bf16 first), with its interval,
+        baseline and bottleneck."""
         rows = []
         s = self.summary.merge(self.speedup[[c for c in self.speedup if c not in self.summary
                                              or c in V.CELL_KEYS]], on=list(V.CELL_KEYS))
         for exp in experiments:
             e = s[(s["experiment"] == exp) & (s["precision"].astype(str) != V.BASELINE)]
             for model, g in e.groupby("model", sort=False, observed=True):
-                g = g.dropna(subset=["speedup"])
-                if g.empty:
+                j = C.strongest(g)
+                if j is None:
                     continue
-                r = g.loc[g["speedup"].astype(float).idxmax()]
+                r = j.row
                 axes = [a for a in shown_axes(s[s["experiment"] == exp]) if a != "model"]
                 name = exp if e["model"].nunique() == 1 else f"{exp}: {model}"
                 rows.append([name, f"{r['precision']}, {setting_text(r, axes)}",
                              N.with_interval(r[V.HEADLINE], r.get(f"{V.HEADLINE}_low"),
                                              r.get(f"{V.HEADLINE}_high"),
                                              r.get(f"{V.HEADLINE}_n")),
-                             N.with_interval(r["speedup"], r["speedup_low"], r["speedup_high"],
-                                             r["speedup_n"], fmt=N.times),
-                             T.claim(r), N.times(r.get("memory_ratio")),
+                             j.baseline,
+                             N.with_interval(r[j.stem], r[f"{j.stem}_low"],
+                                             r[f"{j.stem}_high"], r[f"{j.stem}_n"],
+                                             fmt=N.times),
+                             j.claim, N.times(r.get("memory_ratio")),
                              D.SHORT[D.bottleneck(r)]])
-        t = Table("", ["experiment", "largest speedup at", "samples/s", "× fp32", "claim",
-                         "memory × fp32", "limited by"], rows, align="llrrlrl",
+        t = Table("", ["experiment", "strongest claim at", "samples/s", "against", "× baseline",
+                         "claim", "memory × fp32", "limited by"], rows, align="llrlrlrl",
                     notes=[N.INTERVAL_NOTE, stats.CLAIM_NOTE])
         return _table(t)
 

@@ -99,7 +99,10 @@ def test_clears_needs_a_confidence_interval():
     (1.20, 1.80, S.CI, S.PAYS_OFF),
     (1.10, 1.30, S.CI, S.FASTER),          # on the threshold is not above it
     (1.01, 1.09, S.CI, S.FASTER),
-    (0.95, 1.05, S.CI, S.NO_DIFFERENCE),
+    (0.98, 1.02, S.CI, S.EQUIVALENT),      # inside [1/1.03, 1.03]: an equivalence test
+    (0.95, 1.05, S.CI, S.INCONCLUSIVE),    # straddles 1 but reaches beyond the margin
+    (0.973, 1.50, S.CI, S.INCONCLUSIVE),
+    (1.01, 1.02, S.CI, S.FASTER),          # inside the margin yet clear of 1: faster is said
     (0.85, 0.95, S.CI, S.SLOWER),
     (1.20, 1.80, S.RANGE, S.UNJUDGED),     # a range, however clear, is no claim
     (None, None, S.SINGLE, S.UNJUDGED),
@@ -109,7 +112,7 @@ def test_claim_of_a_ratio(low, high, method, said):
     assert S.claim(e) == said
     assert S.is_faster(said) is (None if said == S.UNJUDGED else said in (S.PAYS_OFF, S.FASTER))
     assert S.is_slower(said) is (None if said == S.UNJUDGED else said == S.SLOWER)
-    assert said in S.CLAIM_WORDS and said in S.CLAIM_LEAD
+    assert said in S.CLAIM_WORDS and said in S.CLAIM_SHORT and said in S.CLAIMS
 
 
 def test_no_ratio_no_claim_and_a_claim_read_back_from_a_csv_row():
@@ -123,10 +126,27 @@ def test_no_ratio_no_claim_and_a_claim_read_back_from_a_csv_row():
 
 
 def test_difference_claim():
-    assert S.difference_claim(S.Estimate(0.0, -0.01, 0.01, 5, S.CI)) == "no difference shown"
+    # the margin is +-1 point (V.ACCURACY_MARGIN_POINTS); accuracy is a share
+    assert S.difference_claim(S.Estimate(0.0, -0.005, 0.005, 5, S.CI)) == \
+        "equivalent within ±1.0 points"
     assert S.difference_claim(S.Estimate(-0.02, -0.03, -0.01, 5, S.CI)) == "a loss"
     assert S.difference_claim(S.Estimate(0.02, 0.01, 0.03, 5, S.CI)) == "a gain"
     assert S.difference_claim(S.Estimate(0.02, 0.01, 0.03, 2, S.RANGE)).startswith("fewer")
+    wide = S.difference_claim(S.Estimate(0.0, -0.0138, 0.0138, 3, S.CI))
+    assert wide.startswith("inconclusive") and "3 seeds on this test set cannot resolve" in wide
+    off = S.difference_claim(S.Estimate(0.006, -0.001, 0.013, 5, S.CI))
+    assert off == "inconclusive: the interval reaches beyond ±1.0 points"
+
+
+def test_strength_ranks_the_claim_before_the_lower_bound():
+    small = S.Estimate(1.16, 1.16, 1.17, 3, S.CI)           # a supported small gain
+    wide = S.Estimate(1.22, 0.918, 1.63, 3, S.CI)           # a wide large point estimate
+    assert S.strength(S.claim(small), small) > S.strength(S.claim(wide), wide)
+    big = S.Estimate(2.5, 1.5, 3.5, 3, S.CI)
+    assert S.strength(S.claim(big), big) > S.strength(S.claim(small), small)
+    slow = S.Estimate(0.9, 0.85, 0.95, 3, S.CI)
+    assert S.strength(S.claim(slow), slow) < S.strength(S.UNJUDGED, S.Estimate(1, None, None,
+                                                                                 1, S.SINGLE))
 
 
 def test_descriptive_numbers():

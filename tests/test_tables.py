@@ -112,7 +112,8 @@ def test_claims_follow_the_interval(gpu_tables):
     claims = {(r["experiment"], r["precision"]): r["claim"] for r in rows_of(T.speedup_table(sp))
               if r["setting"] in ("bs 64", "bs 512", "bs 512, gpu-resident")}
     assert claims[("resnet50", "amp-fp16")] == "pays off"
-    assert claims[("digits", "amp-bf16")] == "no difference shown"
+    # [0.989, 1.04]: straddles 1 and reaches past the 3% margin, so neither side is shown
+    assert claims[("digits", "amp-bf16")] == "inconclusive"
     assert claims[("mnist_seed", "amp-fp16")] == "n < 3"
     assert claims[("mnist_loaders", "amp-fp16")] == "n < 3"
 

@@ -51,8 +51,11 @@ def message(result_set: Path | str, report_command: str | None = None,
         lines.append(f"Verdict:    {verdict}")
         said = bottom_line(verdict)
         if said:
+            # its opening lines: a set of many experiments has a bottom line of many
+            # sentences, which the verdict file holds in full
             lines += textwrap.wrap(said, width=width, initial_indent="            ",
-                                   subsequent_indent="            ")
+                                   subsequent_indent="            ", max_lines=6,
+                                   placeholder=" … (the rest in the verdict)")
     shown = [("Tables:", res / f"{V.COMBINED_STEM}.md"), ("Figures:", res / "figures"),
              ("Capacity:", res / "capacity.md")]
     if comparison is not None:

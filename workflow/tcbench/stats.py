@@ -19,7 +19,8 @@ The rules (a reviewer's, not a convenience):
   the mean paired difference; unpaired, Welch's t interval of the difference of means.
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
   lies wholly beyond its threshold. The claims a report makes about a throughput ratio
-  (``claim``: pays off / faster / no difference shown / slower / n < 3) and about an accuracy
+  (``claim``: pays off / faster / slower / equivalent within the stated margin, an
+  equivalence test / inconclusive / n < 3) and about an accuracy
   difference (``difference_claim``) are decided here, once, with the words every table,
   verdict sentence and README line uses for them.
 """
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
+
+from .vocabulary import ACCURACY_MARGIN_POINTS as ACCURACY_POINTS, EQUIVALENCE_MARGIN
 
 CONFIDENCE = 0.95
 MIN_CI_N = 3
@@ -200,25 +203,33 @@ def from_row(row: Mapping, stem: str) -> Estimate:
 
 # ------------------------------------------------------------------------------------ claims
 GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
-PAYS_OFF, FASTER, SLOWER, NO_DIFFERENCE, UNJUDGED = (
-    "pays off", "faster", "slower", "no difference shown", "n < 3")
-CLAIMS: tuple[str, ...] = (PAYS_OFF, FASTER, NO_DIFFERENCE, SLOWER, UNJUDGED)  # report order
+MARGIN = EQUIVALENCE_MARGIN
+PAYS_OFF, FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, UNJUDGED = (
+    "pays off", "faster", "slower", f"equivalent within ±{MARGIN:.0%}", "inconclusive", "n < 3")
+CLAIMS: tuple[str, ...] = (PAYS_OFF, FASTER, EQUIVALENT, INCONCLUSIVE, SLOWER, UNJUDGED)
+# how strongly a claim answers "does it speed training up": the bottom line reports each
+# experiment's strongest (then the highest lower bound); a slowdown is reported on its own
+STRENGTH = {PAYS_OFF: 4, FASTER: 3, EQUIVALENT: 2, INCONCLUSIVE: 1, UNJUDGED: 0, SLOWER: -1}
 # a claim as the verdict says it of one configuration ("it ...")
 CLAIM_WORDS = {PAYS_OFF: "pays off",
                FASTER: f"is faster, but by less than the {GAIN:.2f}× that counts as paying off",
-               SLOWER: "is slower", NO_DIFFERENCE: "shows no difference",
+               SLOWER: "is slower",
+               EQUIVALENT: f"is equivalent within ±{MARGIN:.0%} (its 95% CI lies inside "
+                           f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}])",
+               INCONCLUSIVE: f"is inconclusive (its 95% CI neither excludes 1 nor lies within "
+                             f"±{MARGIN:.0%})",
                UNJUDGED: "cannot be judged (fewer than three repeats on a side)"}
-# a claim as the bottom line opens the list of the experiments it holds for ("... in k of n")
-CLAIM_LEAD = {PAYS_OFF: f"Reduced precision pays off (95% CI of the throughput ratio wholly "
-                        f"above {GAIN:.2f}×) in",
-              FASTER: f"It is faster, but by less than {GAIN:.2f}×, in",
-              NO_DIFFERENCE: "It shows no difference from fp32 in",
-              SLOWER: "It is slower than fp32 in",
-              UNJUDGED: "It cannot be judged (fewer than three repeats) in"}
+# a claim as the bottom line names it ("<experiment>: <claim>: <configuration>, <ratio>")
+CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×",
+               SLOWER: "slower", EQUIVALENT: f"equivalent within ±{MARGIN:.0%}",
+               INCONCLUSIVE: "inconclusive", UNJUDGED: "cannot be judged (n < 3)"}
 CLAIM_NOTE = (f"Claim: 'faster' or 'slower' only where the 95% interval of the ratio excludes 1; "
-              f"'pays off' where it lies wholly above {GAIN:.2f}; 'n < 3' where either "
-              f"side has fewer than three finished repeats, so no claim is made.")
-CLAIM_RULE = f"faster: above 1×; pays off: above {GAIN:.2f}×"
+              f"'pays off' where it lies wholly above {GAIN:.2f}; 'equivalent within "
+              f"±{MARGIN:.0%}' where it lies inside [{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}] "
+              f"(an equivalence test); 'inconclusive' where it does none of these; 'n < 3' "
+              f"where either side has fewer than three finished repeats, so no claim is made.")
+CLAIM_RULE = (f"faster: above 1×; pays off: above {GAIN:.2f}×; equivalent: inside "
+              f"±{MARGIN:.0%}; otherwise inconclusive")
 
 
 def claim(e: Estimate) -> str:
@@ -233,7 +244,16 @@ def claim(e: Estimate) -> str:
         return FASTER
     if clears(e, 1.0, above=False):
         return SLOWER
-    return NO_DIFFERENCE
+    if e.low >= 1 / (1 + MARGIN) and e.high <= 1 + MARGIN:
+        return EQUIVALENT
+    return INCONCLUSIVE
+
+
+def strength(c: str, e: Estimate) -> tuple:
+    """The sort key of "the strongest claim the intervals support": the claim's strength
+    first, then the interval's lower bound (the value where there is none)."""
+    low = e.low if e.low is not None else e.value
+    return (STRENGTH.get(c, -2), -math.inf if low is None else low)
 
 
 def is_faster(c: str) -> bool | None:
@@ -245,12 +265,29 @@ def is_slower(c: str) -> bool | None:
     return None if c in ("", UNJUDGED) else c == SLOWER
 
 
+ACCURACY_MARGIN = ACCURACY_POINTS / 100     # accuracy is stored as a share
+LOSS, ACC_GAIN, ACC_EQUIVALENT, ACC_UNJUDGED = (
+    "a loss", "a gain", f"equivalent within ±{ACCURACY_POINTS:.1f} points",
+    "fewer than three paired seeds, not judged")
+
+
 def difference_claim(e: Estimate) -> str:
-    """What a difference's interval (accuracy against fp32) allows one to say."""
+    """What a difference's interval (accuracy against fp32) allows one to say: a loss or a
+    gain where it excludes 0, equivalent where it lies inside the stated margin, otherwise
+    inconclusive, saying when the interval is too wide for the margin whatever its centre
+    (the seeds and the test set cannot resolve it)."""
     if e.method != CI or e.low is None:
-        return "fewer than three paired seeds, not judged"
-    return "no difference shown" if e.low <= 0 <= e.high else "a loss" if e.high < 0 \
-        else "a gain"
+        return ACC_UNJUDGED
+    if e.high < 0:
+        return LOSS
+    if e.low > 0:
+        return ACC_GAIN
+    if -ACCURACY_MARGIN <= e.low and e.high <= ACCURACY_MARGIN:
+        return ACC_EQUIVALENT
+    if (e.high - e.low) / 2 > ACCURACY_MARGIN:
+        return (f"inconclusive: the interval is wider than the ±{ACCURACY_POINTS:.1f}-point "
+                f"margin, so {e.n} seeds on this test set cannot resolve it")
+    return f"inconclusive: the interval reaches beyond ±{ACCURACY_POINTS:.1f} points"
 
 
 def cv(values: Iterable) -> float | None:

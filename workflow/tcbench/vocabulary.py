@@ -62,6 +62,12 @@ MODES: tuple[Mode, ...] = (
 )
 PRECISIONS: tuple[str, ...] = tuple(m.name for m in MODES)
 BASELINE = "fp32"                       # every speedup and memory ratio is against this mode
+FP8_BASELINE = "amp-bf16"               # the mode an FP8 mode replaces: it is judged against this first
+# Equivalence margins: a ratio is "equivalent" where its 95% interval lies inside
+# [1/(1+X), 1+X]; an accuracy difference where its interval lies inside +-POINTS points. Stated
+# here so every table, verdict and README line names the same margin.
+EQUIVALENCE_MARGIN = 0.03
+ACCURACY_MARGIN_POINTS = 1.0
 REDUCED: tuple[str, ...] = tuple(p for p in PRECISIONS if p != BASELINE)
 PALETTE: dict[str, str] = {m.name: m.colour for m in MODES}
 

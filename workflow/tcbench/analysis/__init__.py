@@ -4,6 +4,8 @@ result set's tidy frame (``tcbench.resultset``) with ``tcbench.stats``:
 - ``summarise``: one row per cell, its finished repeats pooled (summary.csv);
 - ``speedup``: each cell against fp32 at the same setting, and against the plain fp32
   baseline (speedup.csv);
+- ``claims``: each cell's one baseline and claim (FP8 against amp-bf16 first), and per
+  experiment the strongest claim and every significant slowdown;
 - ``best``: per workload and model, the fastest configuration (best.csv);
 - ``overhead``: each job's wall time against what it measured (overhead.csv);
 - ``diagnosis``: what limits a cell's step, from its measurements;

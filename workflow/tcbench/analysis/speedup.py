@@ -58,6 +58,16 @@ def _speed(x, b) -> dict:
             "faster": stats.is_faster(c), "slower": stats.is_slower(c)}
 
 
+def _against_bf16(r, runs, key) -> dict:
+    """An FP8 mode against the mode it replaces (``V.FP8_BASELINE``) at the same setting: the
+    question an engineer asks of FP8 first, before fp32."""
+    fp8 = {m.name for m in V.MODES if m.fp8_recipe}
+    b = runs.get(key[:-1] + (V.FP8_BASELINE,)) if str(r["precision"]) in fp8 else None
+    e = stats.ratio(_col(runs.get(key), V.HEADLINE), _col(b, V.HEADLINE)) if b is not None \
+        else stats.EMPTY
+    return _stem("bf16_speedup", e) | {"bf16_speedup_interval": e.method}
+
+
 def _gain(x, p, runs) -> dict:
     gain = stats.ratio(_col(x, V.HEADLINE), _col(runs.get(tuple(p[k] for k in V.CELL_KEYS)),
                                                   V.HEADLINE)) if p is not None else stats.EMPTY
@@ -89,8 +99,8 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Each cell against fp32 at the same setting (``V.BASELINE_KEYS`` equal): the ratio of
     mean throughputs with its interval (``stats.ratio``) and the claim it allows
     (``stats.claim``), the gain over the plain fp32 baseline, the ratios of memory, steady
-    energy per sample and time to the first fast step, and the accuracy difference paired by
-    seed."""
+    energy per sample and time to the first fast step, the accuracy difference paired by
+    seed, and for an FP8 mode its ratio to amp-bf16 at the same setting."""
     m = order(metrics)
     runs = runs_by_cell(m[m["status"] == V.OK])
     plain = plain_baselines(summary)
@@ -104,6 +114,6 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             V.HEADLINE: r.get(V.HEADLINE), "max_memory_allocated_bytes":
                 r.get("max_memory_allocated_bytes")}
         row |= _speed(x, b) | _gain(x, plain.get(tuple(r[k] for k in PLAIN_KEYS)), runs)
-        row |= _ratios(x, b) | _accuracy(x, b)
+        row |= _against_bf16(r, runs, key) | _ratios(x, b) | _accuracy(x, b)
         rows.append(row | {c: r.get(c) for c in CARRIED})
     return pd.DataFrame(rows)

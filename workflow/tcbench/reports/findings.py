@@ -3,8 +3,8 @@ experiment's cells (``Findings``) and returning its sentences (none where it has
 say). ``FINDINGS`` is their order; a new finding is one function here and its entry there.
 
 Every sentence carries the numbers it rests on, with n and the kind of interval; a claim
-("faster", "pays off") is made only where a 95% confidence interval clears it
-(``stats.claim``).
+("faster", "pays off", "equivalent") is made only where a 95% confidence interval supports
+it (``stats.claim``), each cell judged against its one baseline (``analysis.claims``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
-from ..analysis import diagnosis
+from ..analysis import claims, diagnosis
 from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, times,
                               with_interval)
 from ..render.settings import setting_text, shown_axes
@@ -53,9 +53,16 @@ def speed_claim(row) -> str:
     return stats.claim(stats.from_row(row, "speedup"))
 
 
+def judged(j: claims.Judgement, what: str) -> str:
+    """A judgement as a sentence tail: "<what>, <ratio> the throughput of <baseline> at the
+    same setting: it <claim>"."""
+    return (f"{what}, {ratio_text(j.row, j.stem)} the throughput of {j.baseline} at the same "
+            f"setting: it {stats.CLAIM_WORDS[j.claim]}")
+
+
 class Findings:
     """One experiment's cells and the rows every finding refers to: the fastest finished
-    configuration, and the one with the largest speedup over fp32 at its setting (focus)."""
+    configuration, and the one with the strongest claim (``claims.strongest``: focus)."""
 
     def __init__(self, df: pd.DataFrame):
         self.df = df
@@ -65,19 +72,18 @@ class Findings:
         self.reduced = self.ok[self.ok["precision"] != V.BASELINE]
         self.fastest = self.ok.loc[self.ok[V.HEADLINE].astype(float).idxmax()] \
             if len(self.ok) else None
-        with_base = self.reduced.dropna(subset=["speedup"])
-        self.focus = with_base.loc[with_base["speedup"].astype(float).idxmax()] \
-            if len(with_base) else None
+        self.strongest = claims.strongest(self.reduced)
+        self.slowdowns = claims.slowdowns(self.reduced)
+        self.focus = None if self.strongest is None else self.strongest.row
 
     def config(self, row) -> str:
         return config(row, self.axes)
 
     def facts(self, experiment: str) -> dict:
         """What the bottom line needs of this experiment."""
-        f = self.focus
-        return {"experiment": experiment, "claim": "" if f is None else speed_claim(f),
-                "speedup": None if f is None else ratio_text(f),
-                "focus": None if f is None else self.config(f)}
+        j = self.strongest
+        return {"experiment": experiment, "claim": "" if j is None else j.claim,
+                "findings": self}
 
 
 # ------------------------------------------------------------------------------- findings
@@ -85,8 +91,10 @@ def fastest(x: Findings) -> list[str]:
     """The fastest configuration, and its speedup over fp32 at the same setting."""
     f = x.fastest
     s = f"**Fastest:** {x.config(f)}, {speed(f)}."
-    if f["precision"] == V.BASELINE:
-        s += " No reduced precision beat strict fp32 here."
+    if not len(x.reduced):
+        s += " Only strict fp32 ran in this experiment: there is no reduced precision to judge."
+    elif f["precision"] == V.BASELINE:
+        s += " No reduced-precision configuration had a higher mean throughput."
     elif not missing(f.get("speedup")):
         s += (f" Against strict fp32 at the same setting that is {ratio_text(f)} the "
               f"steady-state throughput: it {stats.CLAIM_WORDS[speed_claim(f)]}.")
@@ -100,30 +108,38 @@ def fastest(x: Findings) -> list[str]:
     return [s]
 
 
-def largest_speedup(x: Findings) -> list[str]:
-    f = x.focus
-    if f is None or x.config(f) == x.config(x.fastest):
+def strongest_claim(x: Findings) -> list[str]:
+    """The strongest claim the intervals support, where it is not the fastest's already."""
+    j = x.strongest
+    if j is None or (x.config(j.row) == x.config(x.fastest) and j.baseline == V.BASELINE):
         return []
-    return [f"**Largest speedup over fp32 at the same setting:** {x.config(f)}, "
-            f"{ratio_text(f)}: it {stats.CLAIM_WORDS[speed_claim(f)]}."]
+    head = "Not judged" if j.claim == stats.UNJUDGED else "Strongest claim"
+    return [f"**{head}:** {judged(j, x.config(j.row))}."]
+
+
+def slowdowns(x: Findings) -> list[str]:
+    """Every significant slowdown (``claims.slowdowns``)."""
+    if not x.slowdowns:
+        return []
+    return ["**Significantly slower:** " + "; ".join(
+        f"{x.config(j.row)}, {ratio_text(j.row, j.stem)} the throughput of {j.baseline} at "
+        f"the same setting" for j in x.slowdowns) + "."]
 
 
 def fp8_against_bf16(x: Findings) -> list[str]:
-    """FP8 is a question against bf16 (the mode it replaces), not only against fp32."""
-    df, out = x.df, []
-    fp8 = [m.name for m in V.MODES if m.fp8_recipe]
-    for _, r in df[df["precision"].isin(fp8) & (df["repeats_ok"] > 0)].iterrows():
-        same = df[(df["precision"] == "amp-bf16") & (df["repeats_ok"] > 0)]
-        for a in ("batch_size", *V.AXIS_NAMES):
-            same = same[same[a].astype(str) == str(r[a])]
-        if not len(same) or missing(r.get(V.HEADLINE)):
+    """FP8 is a question against bf16 (the mode it replaces) first, then against fp32."""
+    out, alone = [], []
+    for _, r in x.reduced[x.reduced["precision"].isin(claims.FP8)].iterrows():
+        j = claims.against(r, V.FP8_BASELINE)
+        if j is None:
+            alone.append(x.config(r))
             continue
-        b = same.iloc[0]
-        ratio = float(r[V.HEADLINE]) / float(b[V.HEADLINE])
-        out.append(f"**FP8 against bf16:** {x.config(r)} reaches "
-                   f"{times(ratio)} the throughput of amp-bf16 at the same setting "
-                   f"({num(r[V.HEADLINE])} vs {num(b[V.HEADLINE])} samples/s, "
-                   f"{n_text(r['repeats_ok'])} and {n_text(b['repeats_ok'])}).")
+        fp32 = claims.against(r, V.BASELINE)
+        out.append(f"**FP8 against bf16:** {judged(j, x.config(r))}"
+                   + ("" if fp32 is None else f"; against fp32: {ratio_text(r)}") + ".")
+    if alone:
+        out.append(f"**FP8 against bf16:** no amp-bf16 cell shares the setting of "
+                   f"{'; '.join(alone)}, so FP8 is judged against fp32 only here.")
     return out
 
 
@@ -197,7 +213,7 @@ def energy(x: Findings) -> list[str]:
 
 def tensor_cores(x: Findings) -> list[str]:
     """Did the matrix work run on Tensor Cores, and what limits the step now: for the fastest
-    configuration, and for the largest speedup where that is another one."""
+    configuration, and for the strongest claim where that is another one."""
     out = [evidence(x.fastest, x.axes)]
     if x.focus is not None and x.config(x.focus) != x.config(x.fastest):
         out.append(evidence(x.focus, x.axes))
@@ -270,8 +286,8 @@ def accuracy(x: Findings) -> list[str]:
             continue
         d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
                           r.get("accuracy_diff_high"), r.get("accuracy_diff_n"), fmt=points)
-        judged = stats.difference_claim(stats.from_row(r, "accuracy_diff"))
-        diffs.append(f"{r['precision']} {d} points ({judged})")
+        said = stats.difference_claim(stats.from_row(r, "accuracy_diff"))
+        diffs.append(f"{r['precision']} {d} points ({said})")
     if diffs:
         s += (" Against fp32, paired by seed (95% CI of the mean difference): "
               + "; ".join(diffs) + ".")
@@ -293,7 +309,7 @@ def without_result(x: Findings) -> list[str]:
 
 
 # in the order a section says them; the first group needs a finished configuration
-FINDINGS = (fastest, largest_speedup, fp8_against_bf16, warmup, memory_use,
+FINDINGS = (fastest, strongest_claim, slowdowns, fp8_against_bf16, warmup, memory_use,
             memory_made_the_difference, energy, tensor_cores, accuracy, without_result)
 WITHOUT_RUNS = (without_result,)
 
@@ -308,7 +324,7 @@ def experiment_section(df: pd.DataFrame, experiment: str) -> tuple[Section, dict
         sec.sentences.append("No configuration finished, so there is nothing to compare.")
         for finding in WITHOUT_RUNS:
             sec.sentences += finding(x)
-        return sec, {"experiment": experiment, "claim": "", "speedup": None, "focus": None}
+        return sec, {"experiment": experiment, "claim": "", "findings": None}
     for finding in FINDINGS:
         sec.sentences += finding(x)
     return sec, x.facts(experiment)

@@ -5,7 +5,8 @@ Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
 One section per experiment (per model in a model zoo), its sentences from
 ``reports.findings`` (one function per finding); an introduction (``intro``: device,
 versions, provenance, what the numbers are) and a bottom line (``bottom_line``: the
-experiments grouped by the claim their largest speedup allows, ``stats.claim``).
+strongest claim of every experiment, its significant slowdowns and its memory change,
+``analysis.claims``).
 
     python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
         --md summary.md --html summary.html
@@ -26,9 +27,9 @@ from .. import atomic, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..closing import BOTTOM_LINE
-from ..render.numbers import missing
+from ..render.numbers import missing, times
 from ..render.table import page
-from .findings import Section, experiment_section
+from .findings import Section, experiment_section, ratio_text
 
 
 @dataclass
@@ -129,7 +130,7 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
                "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
                "the log scale for ratios) where n >= 3, ranges where n = 2, none for single "
                f"runs. A gain is called only where its interval clears the threshold "
-               f"({stats.CLAIM_RULE}). Warm-up "
+               f"({stats.CLAIM_RULE}). {RANKING} Warm-up "
                "(autotuning, compilation) is reported on its own and is in no speedup.")
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
@@ -164,23 +165,69 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
                    bottom_line(facts), secs)
 
 
-def bottom_line(facts: list[dict]) -> list[str]:
-    judged = [f for f in facts if f["claim"]]
-    if not judged:
-        return ["No experiment has a reduced-precision result with an fp32 baseline at the "
-                "same setting, so there is no speedup to report."]
-    groups = {}
-    for f in judged:
-        groups.setdefault(f["claim"], []).append(f)
-    out = []
-    for c in stats.CLAIMS:
-        if c not in groups:
-            continue
-        items = "; ".join(f"{f['experiment']} ({f['focus']}, {f['speedup']})" for f in groups[c])
-        k = len(groups[c])
-        out.append(f"{stats.CLAIM_LEAD[c]} {k} of {len(judged)} "
-                   f"experiment{'s' if len(judged) > 1 else ''}: {items}.")
+BOTTOM_OPENING = ("Per experiment, the strongest claim its intervals support, every "
+                  "significant slowdown and the change in peak memory:")
+# how the bottom line ranks, said once in the intro
+RANKING = ("The bottom line ranks an experiment's claims by strength (pays off > faster > "
+           "equivalent > inconclusive), then by the interval's lower bound, so a supported small "
+           "gain beats a wide large one; an FP8 mode is judged against amp-bf16 at the same "
+           "setting first, against fp32 where no bf16 cell can be judged.")
+
+
+def _memory(x, j) -> str:
+    ratio = j.row.get("memory_ratio")
+    out = "" if missing(ratio) else f"; peak memory {times(ratio)} fp32's"
+    savers = x.reduced.dropna(subset=["memory_ratio"])
+    if len(savers):
+        best = savers.loc[savers["memory_ratio"].astype(float).idxmin()]
+        if missing(ratio) or float(best["memory_ratio"]) < float(ratio) - 0.05:
+            out += (f"; the largest memory saving is {x.config(best)}, "
+                    f"{times(best['memory_ratio'])} fp32's peak")
     return out
+
+
+def _no_judgement(name: str, x) -> str:
+    if x is None:
+        return f"{name}: no configuration finished."
+    if not len(x.reduced):
+        return f"{name}: only strict fp32 ran, so there is no reduced precision to judge."
+    gains = x.reduced.dropna(subset=["gain"])
+    if not len(gains):
+        return f"{name}: no fp32 run to judge {', '.join(dict.fromkeys(x.reduced['precision']))} " \
+               f"against."
+    g = gains.loc[gains["gain"].astype(float).idxmax()]
+    c = stats.claim(stats.from_row(g, "gain"))
+    return (f"{name}: no fp32 cell shares a setting with its reduced-precision cells; against "
+            f"the plain fp32 baseline ({g['plain_experiment']}, batch size "
+            f"{int(g['plain_batch_size'])}, eager), {x.config(g)} reaches "
+            f"{ratio_text(g, 'gain')} the throughput ({stats.CLAIM_SHORT[c]}; precision is not "
+            f"all that changed).")
+
+
+def experiment_line(f: dict) -> str:
+    """One experiment's bottom line (see ``BOTTOM_OPENING``)."""
+    x, name = f["findings"], f["experiment"]
+    j = None if x is None else x.strongest
+    if j is None:
+        return _no_judgement(name, x)
+    out = (f"{name}: {stats.CLAIM_SHORT[j.claim]}: {x.config(j.row)}, "
+           f"{ratio_text(j.row, j.stem)} {j.baseline}'s throughput at the same setting")
+    if j.baseline != V.BASELINE and not missing(j.row.get("speedup")):
+        out += f" ({ratio_text(j.row)} fp32's)"
+    elif j.baseline == V.BASELINE and not missing(j.row.get("bf16_speedup")):
+        # an FP8 cell whose bf16 comparison has too few repeats to judge: said, not hidden
+        out += (f" (against {V.FP8_BASELINE}: {ratio_text(j.row, 'bf16_speedup')}, "
+                f"{stats.CLAIM_SHORT[stats.UNJUDGED]})")
+    out += _memory(x, j) + "."
+    slow = [s for s in x.slowdowns if s is not j]
+    if slow:
+        out += " Significantly slower: " + "; ".join(
+            f"{x.config(s.row)}, {ratio_text(s.row, s.stem)} {s.baseline}'s" for s in slow) + "."
+    return out
+
+
+def bottom_line(facts: list[dict]) -> list[str]:
+    return [BOTTOM_OPENING, *(experiment_line(f) for f in facts)]
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
