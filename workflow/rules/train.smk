@@ -24,7 +24,7 @@ rule train:
         gpu=1,
     shell:
         # one torch.compile cache per result set: its jobs compile the same graphs
-        "PYTHONPATH={params.src:q} python -m {params.launcher} --spec {params.spec:q} "
+        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
         "--compile-cache resources/compile-cache/{wildcards.run:q} --out {output:q} > {log:q} 2>&1"
 
 
