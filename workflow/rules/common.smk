@@ -129,7 +129,10 @@ def all_targets():
     figures = [*rules.figures.output.png, *rules.figures.output.other]
     tables = [*rules.table.output]
     return [
-        *study_files(rules.train.output[0], RUN),
+        # the records: this study's initial ones (looks add the rest through repeats_targets);
+        # of another device's set, those it has
+        *(study_files(rules.train.output[0], RUN) if FOREIGN_SET
+          else for_each_job(rules.train.output[0], RUN)),
         *expand(rules.aggregate.output, run=RUN),
         *expand(rules.set_tables.output, run=RUN),
         *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
