@@ -107,13 +107,8 @@ def sync(device):
         torch.cuda.synchronize(device)
 
 
-def plain_job(device_name: str, precision: str, min_s: float) -> dict:
-    """The plain loop in this (fresh) process: warm-up, then at least ``min_s`` seconds."""
-    device = device_of(device_name)
-    where = placement.place("pinned")
-    net, opt, loss_fn, batches, mode = recipe(device, precision)
-    dtype = mode.autocast_dtype
-
+def plain_step(net, opt, loss_fn, dtype, device):
+    """The plain loop's step, as the recipe writes it: the A/B's baseline and the ablation's core."""
     def step(x, y):
         if dtype is None:
             loss = loss_fn(net(x), y)
@@ -123,6 +118,18 @@ def plain_job(device_name: str, precision: str, min_s: float) -> dict:
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        return loss
+    return step
+
+
+def plain_job(device_name: str, precision: str, min_s: float) -> dict:
+    """The plain loop in this (fresh) process: warm-up, then at least ``min_s`` seconds."""
+    device = device_of(device_name)
+    where = placement.place("pinned")
+    net, opt, loss_fn, batches, mode = recipe(device, precision)
+    dtype = mode.autocast_dtype
+
+    step = plain_step(net, opt, loss_fn, dtype, device)
 
     for x, y in batches[:WARMUP]:
         step(x, y)
@@ -216,16 +223,7 @@ def variants(device, precision: str) -> dict:
     for e in events:
         e.record()
 
-    def core(x, y):
-        if dtype is None:
-            loss = loss_fn(net(x), y)
-        else:
-            with torch.autocast(device.type, dtype=dtype):
-                loss = loss_fn(net(x), y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return loss
+    core = plain_step(net, opt, loss_fn, dtype, device)
 
     def with_(extra):
         def loop():
