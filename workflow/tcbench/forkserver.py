@@ -119,9 +119,12 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
     forked = time.monotonic()
     os.setpgid(0, 0)
     _pdeathsig()
-    for sig in C.FORWARDED[1:]:
+    # The server forked with these signals blocked (a signal forwarded at once must not reach
+    # the server's Python handlers in the child): at their defaults and unblocked, one already
+    # pending ends the child as it would end a fresh process that had not started yet.
+    for sig in C.FORWARDED:
         signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, C.FORWARDED)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -139,6 +142,8 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
     ready = info.pop("_ready")
     process.ORIGIN = info | {"server_age_s": round(forked - ready, 3)}
     try:
+        # Ctrl-C as Python has it from here on: KeyboardInterrupt, so the job's cleanup runs
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         code = run.main(req["argv"])
     except SystemExit as exc:  # argparse: a bad command line
         code = exc.code if isinstance(exc.code, int) else (print(exc.code, file=sys.stderr) or 1)
@@ -208,10 +213,12 @@ class Server:
             return
         sys.stdout.flush()
         sys.stderr.flush()
+        signal.pthread_sigmask(signal.SIG_BLOCK, C.FORWARDED)
         pid = os.fork()
         if pid == 0:
             self.close_all(conn)
             become_job(req, fds, dict(self.info))  # never returns
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, C.FORWARDED)
         for fd in fds:
             os.close(fd)
         pidfd = os.pidfd_open(pid)
