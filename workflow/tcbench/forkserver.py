@@ -61,6 +61,17 @@ def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def thread_names() -> list[str]:
+    """The running threads' names (/proc comm), to say which library started one."""
+    names = []
+    for task in Path("/proc/self/task").iterdir():
+        try:
+            names.append((task / "comm").read_text().strip())
+        except OSError:
+            continue
+    return sorted(names)
+
+
 def fork_hazards() -> list[str]:
     """What this process holds that a forked child must not inherit."""
     import torch
@@ -76,7 +87,7 @@ def fork_hazards() -> list[str]:
             os._exit(0)
         os.waitpid(trial, 0)
     if threads() != 1:
-        problems.append(f"{threads()} threads are running")
+        problems.append(f"{threads()} threads are running ({', '.join(thread_names())})")
     if driver_initialised():
         problems.append("the CUDA driver was initialised (cuInit)")
     if torch.cuda.is_initialized():
