@@ -53,7 +53,6 @@ from . import stats
 from .vocabulary import ConfigError
 
 TIGHT, NOISY, NOT_OK, WIDE = "tight", "noisy", "not-ok", "wide"
-INITIAL = "initial"
 METRIC = "throughput_samples_per_s"
 MIN_N = stats.MIN_CI_N  # the reports' interval needs three runs
 SUMMARY_COLUMNS = ["experiment", "cell", "status", "n_initial", "n", "halfwidth", "target",
@@ -126,10 +125,7 @@ def _pct(x: float | None) -> str:
 
 def halfwidth(values) -> float | None:
     """The relative half-width of the reports' interval of the mean (None without one)."""
-    e = stats.estimate(values)
-    if e.method != stats.CI or not e.value:
-        return None
-    return (e.high - e.low) / 2 / abs(e.value)
+    return stats.relative_halfwidth(stats.estimate(values))
 
 
 def stein_n(values, target: float) -> int:

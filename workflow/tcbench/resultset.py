@@ -69,6 +69,7 @@ def _row(r: dict) -> dict:
     row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                              "batch_size", "repeat", "status", "status_reason")}
     row["seed"] = r.get("seed", p.get("seed"))
+    row["repeat_reason"] = r.get("repeat_reason", V.REPEAT_INITIAL)
     row |= {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
             **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
                ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},

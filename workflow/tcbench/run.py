@@ -33,6 +33,7 @@ from .process import exit_now  # noqa: F401 - the job's end, for python -m and t
 from .harness import Phases, compile_cache_info, process_age_s, use_compile_cache  # noqa: F401
 from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
                    pick_device)
+from . import vocabulary as V
 
 
 # ------------------------------------------------------------------------------------ the job
@@ -58,7 +59,7 @@ class Job:
             "schema_version": 1,
             **{k: spec[k] for k in ("run", "experiment", "cell", "workload", "precision",
                                     "batch_size", "repeat")},
-            "seed": self.params["seed"], "repeat_reason": spec.get("repeat_reason", "initial"),
+            "seed": self.params["seed"], "repeat_reason": spec.get("repeat_reason", V.REPEAT_INITIAL),
             "params": self.params,
             "config_hash": environment.config_hash({k: v for k, v in spec.items()
                                                     if k != "run"}),

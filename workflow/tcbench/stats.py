@@ -201,6 +201,19 @@ def from_row(row: Mapping, stem: str) -> Estimate:
                     n, kind)
 
 
+def relative_halfwidth(e: Estimate) -> float | None:
+    """Half the width of a 95% confidence interval over its value (None without one: a range
+    or a single run has no half-width)."""
+    if e.method != CI or not e.value:
+        return None
+    return (e.high - e.low) / 2 / abs(e.value)
+
+
+# A cell's throughput is *precise* when its 95% interval's half-width is at most this share of
+# its mean; the verdict names every ok cell that is not, with why (tcbench.analysis.noisy).
+PRECISE_HALFWIDTH = 0.03
+
+
 # ------------------------------------------------------------------------------------ claims
 GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
 MARGIN = EQUIVALENCE_MARGIN

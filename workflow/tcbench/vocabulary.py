@@ -85,6 +85,10 @@ STATUSES: tuple[str, ...] = ("ok", "diverged", "oom", "unsupported", "error")
 OK, DIVERGED, OOM, UNSUPPORTED, ERROR = STATUSES
 STATUS_RANK: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
 
+# why a record exists: one of a cell's configured repeats, or one that adaptive repeats added
+# (tcbench.repeats writes "added at look N: ..." into the job spec)
+REPEAT_INITIAL = "initial"
+
 
 # --------------------------------------------------------------------------------------- axes
 LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")

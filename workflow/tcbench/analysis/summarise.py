@@ -23,7 +23,10 @@ def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
             "status_reason": "; ".join(sorted(set(g["status_reason"].dropna().astype(str))))
             or None,
             "seeds": " ".join(str(int(s)) for s in ok["seed"].dropna()) if "seed" in ok
-            else None}
+            else None,
+            # the repeats adaptive repeats added because the cell's interval was wide
+            "repeats_added": int((g["repeat_reason"].fillna(V.REPEAT_INITIAL)
+                                  != V.REPEAT_INITIAL).sum()) if "repeat_reason" in g else 0}
 
 
 def _pooled(ok: pd.DataFrame) -> dict:

@@ -1,0 +1,51 @@
+"""Which cells are too noisy to be precise, and why (issue 20: every cell's throughput interval
+within +-3%, or the verdict says why that cell cannot get there).
+
+A cell is precise when its throughput's 95% interval has a half-width of at most
+``stats.PRECISE_HALFWIDTH`` of its mean. Every ok cell that is not gets one reason, from its
+own numbers: too few repeats for an interval at all; wide although adaptive repeats added
+repeats for it (the spread between processes stays large: the host, not the count); or wide
+from its configured repeats alone (adaptive repeats did not run for it).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+
+
+def _reason(n: int, halfwidth: float | None, added: int, cv: float | None) -> str:
+    spread = f", CV {cv:.1%}" if cv is not None else ""
+    if halfwidth is None:
+        return f"{n} repeat{'s' if n != 1 else ''}: no 95% interval (it needs {stats.MIN_CI_N})"
+    if added:
+        return (f"±{halfwidth:.1%} after {n} repeats, {added} of them added because it was "
+                f"wide: the runs differ from process to process{spread}")
+    return f"±{halfwidth:.1%} from its {n} configured repeats{spread}; none were added"
+
+
+def noisy_cells(summary: pd.DataFrame, limit: float = stats.PRECISE_HALFWIDTH) -> pd.DataFrame:
+    """The summary's ok cells whose throughput is not precise to ``limit``, with columns
+    ``halfwidth`` (None without an interval), ``n``, ``repeats_added`` and ``reason``."""
+    rows = []
+    for idx, row in summary.iterrows():
+        if row.get("status") != V.OK:
+            continue
+        e = stats.from_row(row, V.HEADLINE)
+        if e.value is None:
+            continue
+        h = stats.relative_halfwidth(e)
+        if h is not None and h <= limit:
+            continue
+        added = int(stats.finite(row.get("repeats_added")) or 0)
+        rows.append({"index": idx, "halfwidth": h, "n": e.n, "repeats_added": added,
+                     "reason": _reason(e.n, h, added,
+                                       stats.finite(row.get(f"{V.HEADLINE}_cv")))})
+    cols = ["halfwidth", "n", "repeats_added", "reason"]
+    base = summary.drop(columns=[c for c in cols if c in summary])
+    if not rows:
+        return base.iloc[0:0].assign(**{c: [] for c in cols})
+    found = pd.DataFrame(rows).set_index("index")
+    return base.loc[found.index].join(found[cols])
