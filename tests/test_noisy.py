@@ -31,10 +31,9 @@ def test_wide_cells_are_named_with_why_and_tight_ones_are_not():
     found = noisy_cells(s)
     by = dict(zip(found["precision"], found["reason"]))
     assert set(by) == {"tf32", "amp-bf16", "amp-fp16"}
-    assert by["tf32"].startswith("±") and "3 configured repeats" in by["tf32"] \
-        and "none were added" in by["tf32"]
-    assert "after 5 repeats, 2 of them added" in by["amp-bf16"]
-    assert by["amp-fp16"] == "2 repeats: no 95% interval (it needs 3)"
+    assert by["tf32"].startswith("±") and "(n = 3, none added, CV" in by["tf32"]
+    assert "(n = 5, 2 added because it was wide" in by["amp-bf16"]
+    assert by["amp-fp16"] == "n = 2: no 95% interval (it needs 3)"
     h = found.set_index("precision").loc["tf32", "halfwidth"]
     e = stats.estimate([1000, 1200, 800])
     assert abs(h - (e.high - e.low) / 2 / e.value) < 1e-12 and h > stats.PRECISE_HALFWIDTH
@@ -55,3 +54,16 @@ def test_old_records_without_a_repeat_reason_count_as_initial():
     rows[1]["repeat_reason"] = rows[2]["repeat_reason"] = V.REPEAT_INITIAL
     rows[3]["repeat_reason"] = "added at look 1: half-width 30% > target 2% after 3 repeats"
     assert summary_of(rows)["repeats_added"].tolist() == [1]
+
+
+def test_the_verdict_names_the_noisy_cells_and_counts_the_precise_ones():
+    from test_verdict import build
+
+    v = build([*repeats("e", "fp32", [1000, 1001, 999]), *repeats("e", "tf32", [1000, 1200, 800])])
+    sec = next(s for s in v.sections if s.title == "How precise the numbers are")
+    assert sec.sentences[0].startswith("1 of the 2 finished configurations have their "
+                                       "throughput within ±3% (95% CI)")
+    assert sec.sentences[1].startswith("e: tf32 at batch size 512, ±") and "n = 3" in sec.sentences[1]
+    tight = build([*repeats("e", "fp32", [1000, 1001, 999])])
+    assert [s.sentences for s in tight.sections if s.title == "How precise the numbers are"] == \
+        [["Every one of the 1 finished configurations has its throughput within ±3% (95% CI)."]]

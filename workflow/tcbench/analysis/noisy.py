@@ -19,11 +19,11 @@ from .. import vocabulary as V
 def _reason(n: int, halfwidth: float | None, added: int, cv: float | None) -> str:
     spread = f", CV {cv:.1%}" if cv is not None else ""
     if halfwidth is None:
-        return f"{n} repeat{'s' if n != 1 else ''}: no 95% interval (it needs {stats.MIN_CI_N})"
+        return f"n = {n}: no 95% interval (it needs {stats.MIN_CI_N})"
     if added:
-        return (f"±{halfwidth:.1%} after {n} repeats, {added} of them added because it was "
-                f"wide: the runs differ from process to process{spread}")
-    return f"±{halfwidth:.1%} from its {n} configured repeats{spread}; none were added"
+        return (f"±{halfwidth:.1%} (n = {n}, {added} added because it was wide{spread}: the "
+                "runs differ from process to process)")
+    return f"±{halfwidth:.1%} (n = {n}, none added{spread})"
 
 
 def noisy_cells(summary: pd.DataFrame, limit: float = stats.PRECISE_HALFWIDTH) -> pd.DataFrame:

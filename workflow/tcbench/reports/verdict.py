@@ -29,6 +29,7 @@ from .. import vocabulary as V
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, times
 from ..render.table import page
+from . import noisy
 from .findings import Section, experiment_section, ratio_text
 
 
@@ -161,6 +162,8 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
     secs, facts = sections(df)
+    precision = noisy.section(summary)
+    secs += [precision] if precision is not None else []
     return Verdict(f"Verdict: {run} on {device}", intro(df, metrics, run, device),
                    bottom_line(facts), secs)
 
