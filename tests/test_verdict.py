@@ -101,7 +101,8 @@ def test_tensor_cores_apart_from_what_limits_the_step(verdict):
     text = section(verdict, "fast")
     # 85% of 90%: most of the matrix work, not all of it, ran on Tensor Cores
     assert "in amp-fp16 at batch size 512, 94% of the matrix kernel time ran on Tensor Cores, " \
-           "the rest on the ordinary units (85% of GPU kernel time" in text
+           "the rest in other matrix kernels (on the ordinary units, or whose names do not show " \
+           "Tensor Core use; 85% of GPU kernel time" in text
     assert "the matrix work ran on Tensor Cores" not in text
     assert "**What limits amp-fp16 at batch size 512:** Tensor Core kernels: they took 85% of " \
            "kernel time, and the GPU was busy 95% of the timed steps' wall time." in text

@@ -12,6 +12,9 @@ from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..render.numbers import missing, percent
 
+# matrix kernels the classifier does not place on Tensor Cores: SIMT ones, and ones whose
+# (mangled or truncated) names do not show the unit
+OTHER_MATRIX = "on the ordinary units, or whose names do not show Tensor Core use"
 SPLIT_NOTE = ("split over the kernels the record lists, its longest ({} of kernel time), so "
               "each share is a lower bound")
 
@@ -50,7 +53,7 @@ def on_tensor_cores(row, what: str) -> str:
         return f"**Tensor Cores:** in {what}, the matrix work ran on Tensor Cores ({_shares(row)})."
     if frac is not None and frac >= 0.5:
         return (f"**Tensor Cores:** in {what}, {percent(frac)} of the matrix kernel time ran on "
-                f"Tensor Cores, the rest on the ordinary units ({_shares(row)}).")
+                f"Tensor Cores, the rest in other matrix kernels ({OTHER_MATRIX}; {_shares(row)}).")
     return f"**Tensor Cores:** in {what}, most matrix work did not run on Tensor Cores " \
            f"({_shares(row)})."
 
@@ -72,16 +75,16 @@ def limit(row, kind) -> str:
                 f"launches and synchronisation set the pace",
         "tensor": f"Tensor Core kernels: they took {tc} of kernel time, and the GPU was busy "
                   f"{busy}",
-        "simt": f"matrix arithmetic on the ordinary fp32 units: {simt} of kernel time in matrix "
-                f"kernels off the Tensor Cores, the GPU busy {busy}",
+        "simt": f"matrix arithmetic off the Tensor Cores: {simt} of kernel time in other matrix "
+                f"kernels ({OTHER_MATRIX}), the GPU busy {busy}",
         "non_matrix": f"non-matrix kernels: the GPU was busy {busy}, and {non} of its kernel "
                       f"time went to kernels that do no matrix work (elementwise, "
                       f"normalisation, pooling, optimiser, casts{_top(row)}); whether they are "
                       f"bound by memory bandwidth is not measured",
         "mixed": f"no one kind of kernel: the GPU was busy {busy}; of its kernel time {tc} "
-                 f"went to Tensor Core kernels" + (f", {simt} to matrix kernels on the "
-                                                   f"ordinary units and {non} to non-matrix "
-                                                   f"kernels" if simt != "–" else ""),
+                 f"went to Tensor Core kernels" + (f", {simt} to other matrix kernels and "
+                                                   f"{non} to non-matrix kernels"
+                                                   if simt != "–" else ""),
         None: "not measurable without a kernel profile"}[kind]
 
 
@@ -103,7 +106,7 @@ def fp8_split(row, what: str) -> str | None:
     if partial and outside >= 0.005:
         s += f"; a further {percent(outside)} ran in Tensor Core kernels not listed"
     if mm - tc >= 0.005:
-        s += f"; {percent(mm - tc)} in matrix kernels off the Tensor Cores"
+        s += f"; {percent(mm - tc)} in other matrix kernels"
     rest = max(1 - mm - (scaling or 0.0), 0.0)
     s += f"; the other kernels {'at most ' if partial else ''}{percent(rest)}"
     if partial:
