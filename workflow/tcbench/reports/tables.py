@@ -165,8 +165,9 @@ def evidence_table(e: Experiment) -> Table:
                  diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
         rows.append([_no_value(r, c) if i > 1 else c for i, c in enumerate(cells)])
     notes = [f"Result set {e.run}, means over the finished repeats; shares are of GPU kernel "
-             f"time (Tensor Core, matmul) or of wall time (GPU busy, data wait), from one "
-             f"profiled repeat per cell (torch.profiler, after the timed steps). MFU is achieved "
+             f"time (Tensor Core, matmul) or of wall time (GPU busy: the profile's kernel time "
+             f"per step over the timed steps' median step; data wait), from one profiled repeat "
+             f"per cell (torch.profiler, after the timed steps). MFU is achieved "
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
              f"NVML's counter over the steady steps.",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
