@@ -416,3 +416,19 @@ def test_the_bottleneck_uses_the_busy_share_of_the_timed_steps():
            "kernel time, and the GPU was busy 90% of the timed steps' wall time (30% under " \
            "the profiler, which slows the host)." in text, text
     assert "the host:" not in text
+
+
+def test_an_old_fp8_record_splits_its_listed_kernels_and_says_so():
+    # the record lists its longest kernels (80% of kernel time): every Tensor Core kernel is
+    # among them (FP8 GEMMs 50% = the Tensor Core share), scaling kernels may hide in the rest
+    rows = [*repeats("old8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
+            *with_(repeats("old8", "fp8-tensorwise", [1300, 1310, 1290], tc=0.5, mm=0.5,
+                           busy=0.95),
+                   fp8_gemm_share=0.5, other_tensor_core_share=0.0, fp8_scaling_share=0.2,
+                   kernel_classes_from="top kernels", kernel_classes_coverage=0.8)]
+    text = section(build(rows), "old8")
+    assert "FP8 GEMMs took 50% of GPU kernel time, Tensor Core GEMMs in other types (bf16, " \
+           "fp16, tf32) 0% and the scaling around the FP8 GEMMs (amax, scale and cast kernels) " \
+           "at least 20%; the other kernels at most 30% (the record lists only its longest " \
+           "kernels (80% of kernel time), so the scaling kernels among the rest are not " \
+           "counted)." in text, text

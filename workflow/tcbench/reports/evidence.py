@@ -15,8 +15,8 @@ from ..render.numbers import missing, percent
 # matrix kernels the classifier does not place on Tensor Cores: SIMT ones, and ones whose
 # (mangled or truncated) names do not show the unit
 OTHER_MATRIX = "on the ordinary units, or whose names do not show Tensor Core use"
-SPLIT_NOTE = ("split over the kernels the record lists, its longest ({} of kernel time), so "
-              "each share is a lower bound")
+SPLIT_NOTE = ("the record lists only its longest kernels ({} of kernel time), so the scaling "
+              "kernels among the rest are not counted")
 
 
 def _f(row, col) -> float | None:
@@ -90,20 +90,22 @@ def limit(row, kind) -> str:
 
 def fp8_split(row, what: str) -> str | None:
     """Where an FP8 configuration's kernel time went: FP8 GEMMs, Tensor Core GEMMs in other
-    types, the FP8 scaling (amax, scale, cast) and the rest."""
+    types, the FP8 scaling (amax, scale, cast) and the rest. From an older record's listed
+    kernels the two Tensor Core shares are exact where the listed Tensor Core kernels hold all
+    of its Tensor Core time; the scaling share is a lower bound, the rest an upper one."""
     fp8, other = _f(row, "fp8_gemm_share"), _f(row, "other_tensor_core_share")
     scaling = _f(row, "fp8_scaling_share")
     if str(row["precision"]) not in claims.FP8 or fp8 is None:
         return None
     tc, mm = _f(row, "tensor_core_share") or 0.0, _f(row, "matmul_share") or 0.0
     partial = str(row.get("kernel_classes_from")) == "top kernels"
-    least = "at least " if partial else ""
-    s = (f"**FP8 kernel time:** in {what}, FP8 GEMMs took {least}{percent(fp8)} of GPU kernel "
-         f"time, Tensor Core GEMMs in other types (bf16, fp16, tf32) {least}{percent(other)} "
-         f"and the scaling around the FP8 GEMMs (amax, scale and cast kernels) "
-         f"{least}{percent(scaling)}")
-    outside = tc - fp8 - (other or 0.0)
-    if partial and outside >= 0.005:
+    outside = tc - fp8 - (other or 0.0) if partial else 0.0
+    least, least_tc = ("at least " if partial else ""), ("at least " if outside >= 0.005 else "")
+    s = (f"**FP8 kernel time:** in {what}, FP8 GEMMs took {least_tc}{percent(fp8)} of GPU "
+         f"kernel time, Tensor Core GEMMs in other types (bf16, fp16, tf32) "
+         f"{least_tc}{percent(other)} and the scaling around the FP8 GEMMs (amax, scale and "
+         f"cast kernels) {least}{percent(scaling)}")
+    if outside >= 0.005:
         s += f"; a further {percent(outside)} ran in Tensor Core kernels not listed"
     if mm - tc >= 0.005:
         s += f"; {percent(mm - tc)} in other matrix kernels"
