@@ -32,6 +32,7 @@ from tcbench.render import numbers as N  # noqa: E402
 from tcbench.render.settings import setting_text, shown_axes  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
 from tcbench.reports import tables as T  # noqa: E402
+from tcbench.reports.verdict import conditions  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
@@ -68,11 +69,12 @@ class Blocks:
         text = (f"Measured on {', '.join(days)} on {first['device_name']} (PyTorch "
                 f"{first['torch_version']}, built with CUDA {cuda}, cuDNN "
                 f"{first.get('cudnn_version')}, driver {first['driver_version']}): "
-                f"{len(m)} training jobs, each a fresh process, from commit"
+                f"{len(m)} training jobs, each its own process, from commit"
                 f"{'s' if len(commits) > 1 else ''} {', '.join(c[:10] for c in commits)}")
         text += (", every record from a clean tree." if dirty == 0 else
                  f"; {dirty} records from a tree with uncommitted changes.")
-        return text + "\n"
+        said = conditions(m)  # where the set mixes GPUs, hosts, placements, process starts
+        return text + (f" {said}" if said else "") + "\n"
 
     def bottom_line(self) -> str:
         for line in (self.dir / V.VERDICT_FILES["md"]).read_text().splitlines():

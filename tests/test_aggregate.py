@@ -152,3 +152,16 @@ def test_every_metric_of_the_vocabulary_is_a_column_and_is_pooled(records_dir):
         assert m.column in out["metrics"], m.column
         assert {m.column, f"{m.column}_low", f"{m.column}_high", f"{m.column}_n"} <= set(
             out["summary"].columns), m.column
+
+
+def test_placement_and_process_start_become_columns(template):
+    r = copy.deepcopy(template)
+    r["placement"] = {"cpu_placement": "pinned", "cpu_set": [0, 1, 2, 3, 8], "host": "n1",
+                      "gpu_uuid": "GPU-a", "neighbours": [{"gpu_uuid": "GPU-b", "pid": 7}]}
+    r["harness"] = {"process_start_to_main_s": 0.01, "phases_s": {},
+                    "process": {"start": "forked"}}
+    assert RS.conditions(r) == {"cpu_placement": "pinned", "cpu_set": "0-3,8", "neighbours": 1,
+                                "process_start": "forked"}
+    old = {k: v for k, v in template.items() if k not in ("placement", "harness")}
+    assert RS.conditions(old) == {"cpu_placement": None, "cpu_set": None, "neighbours": None,
+                                  "process_start": None}

@@ -79,8 +79,7 @@ def test_experiment_tables_on_a_gpu_set(gpu_tables):
     assert any("95% confidence interval" in n for n in speed.notes)
     assert "limited by" in evidence.columns
     limits = {r["precision"]: r["limited by"] for r in rows_of(evidence) if r["setting"] == "bs 64"}
-    assert limits == {"fp32": "memory-bound", "tf32": "memory-bound", "amp-fp16": "memory-bound",
-                      "amp-bf16": "memory-bound"}
+    assert limits == {p: "non-matrix kernels" for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")}
     md = TB.to_markdown(speed)
     assert len(re.findall(r"^\|", md, re.M)) == 2 + len(speed.rows)
 
@@ -132,11 +131,13 @@ def test_accuracy_difference_is_paired_by_seed(gpu_tables):
 def test_best_table_names_baseline_and_gain(gpu_tables):
     *_, out = gpu_tables
     b = rows_of(T.best_table(pd.read_csv(out / "best.csv")))
-    resnet = next(r for r in b if r["workload"] == "resnet50")
+    resnet = next(r for r in b if r["experiment"] == "resnet50_fast")
     assert resnet["fastest configuration"] == "amp-bf16, bs 256, channels_last, compile default"
     assert resnet["plain fp32 baseline"] == "resnet50, bs 64"
+    assert resnet["changed besides precision"] == \
+        "bs 64 → 256, contiguous → channels_last, compile off → compile default"
     assert resnet["memory × baseline"] == "–"          # other batch size: not compared
-    assert {r["workload"] for r in b} >= {"torchvision (resnet18)", "torchvision (vit_b_16)"}
+    assert {r["experiment"] for r in b} >= {"zoo: resnet18", "zoo: vit_b_16"}
 
 
 def test_cli_writes_what_it_is_given_and_the_combined_set(gpu_tables, tmp_path):

@@ -177,3 +177,85 @@ def test_busy_share_of_synthetic_loops_on_a_gpu(host_sleep_s):
         assert got < 0.5
     else:
         assert got > 0.8
+
+
+# ---------------------------------------------- where an FP8 cell's kernel time goes, by kind
+@pytest.mark.parametrize("name,kind", [
+    # the H200's FP8 GEMMs (results/nvidia-h200/records/fp8_mlp) and cuBLAS/CUTLASS ones
+    ("nvjet_sm90_qqtst_128x128_128x6_2x1_v_bz_coopA_algo2_TNT", "fp8_gemm"),
+    ("nvjet_sm90_qrtst_128x160_128x5_2x1_v_bz_coopA_algo2_TNT", "fp8_gemm"),
+    ("sm90_xmma_gemm_e4m3f32_e4m3f32_f32_tn_n_tilesize128x128x128_warpgroupsize1x1x1",
+     "fp8_gemm"),
+    ("cutlass3x_sm90_tensorop_s64x128x32gemm_e4m3_e4m3_f32_bf16_bf16_128x128x128_2x1x1_0_tnn_"
+     "align16_warpspecialized_cooperative_epi_tma", "fp8_gemm"),
+    # bf16 GEMMs beside them (the layers FP8 leaves alone)
+    ("nvjet_sm90_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN", "other_tensor_core"),
+    # the scaling around them: Inductor's fused amax / scale / saturated cast, eager casts
+    ("triton_red_fused__scaled_mm__to_copy_abs_add_amax_clamp_clone_exp2_floor_log2_mul_"
+     "reciprocal_relu_t_threshold_backward_9", "fp8_scaling"),
+    ("triton_poi_fused__scaled_mm__to_copy_clamp_clone_mul_reciprocal_t_4", "fp8_scaling"),
+    ("triton_red_fused__to_copy_abs_add_max_relu_threshold_backward_6", "fp8_scaling"),
+    ("triton_poi_fused__to_copy_clamp_mul_1", "fp8_scaling"),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::float8_copy_kernel_cuda("
+     "at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(int, ...)",
+     "fp8_scaling"),
+    # neither: a split-K epilogue, a plain bf16 cast, the optimiser, a strict fp32 GEMM
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float, __nv_fp8_e4m3, float, "
+     "__nv_bfloat16>", "other"),
+    ("triton_poi_fused__to_copy_0", "other"),
+    ("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>", "other"),
+    ("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4"
+     "_alignc4_execute_kernel__5x_cublas", "simt_matmul"),
+])
+def test_kernel_kinds_from_names(name, kind):
+    from tcbench.tensorcores import kernel_class
+    assert kernel_class(name) == kind
+
+
+def test_summary_splits_kernel_time_for_fp8():
+    s = summarise_kernels({"nvjet_sm90_qqtst_128x128_x_TNT": (5.0, 3),
+                           "nvjet_sm90_tst_192x192_x_TNN": (1.0, 1),
+                           "triton_red_fused_abs_amax_clamp_reciprocal_0": (2.0, 4),
+                           "void at::native::vectorized_elementwise_kernel<mse>": (2.0, 2)})
+    assert s["tensor_core_share"] == pytest.approx(0.6)
+    assert (s["fp8_gemm_share"], s["other_tensor_core_share"], s["fp8_scaling_share"]) == \
+        pytest.approx((0.5, 0.1, 0.2))
+    assert s["kernel_classes_from"] == "all kernels" and s["kernel_classes_coverage"] == 1.0
+    assert s["top_kernels"][0]["class"] == "fp8_gemm"
+
+
+def test_an_old_record_is_split_from_its_top_kernels_as_a_lower_bound():
+    from tcbench.tensorcores import kernel_split, top_non_matrix_kernel
+    old = {"profiled": True, "kernel_time_s": 10.0, "tensor_core_time_s": 6.0,
+           "top_kernels": [{"name": "nvjet_sm90_qqtst_x_TNT", "time_s": 5.0},
+                           {"name": "triton_red_fused_abs_amax_0", "time_s": 2.0},
+                           {"name": "elementwise_kernel", "time_s": 1.0}]}
+    split = kernel_split(old)
+    assert split["kernel_classes_from"] == "top kernels"
+    assert split["kernel_classes_coverage"] == pytest.approx(0.8)
+    assert (split["fp8_gemm_share"], split["other_tensor_core_share"],
+            split["fp8_scaling_share"]) == pytest.approx((0.5, 0.0, 0.2))
+    assert kernel_split({"profiled": False}) == {}
+    assert top_non_matrix_kernel(old) == "triton_red_fused_abs_amax_0"
+
+
+def test_the_busy_share_of_the_timed_steps_also_for_old_records():
+    """A record with the timed-steps figure keeps it; an older one, whose gpu_busy_share is the
+    profiled steps' figure, gets the timed one from its own profile and timed median step."""
+    from tcbench.tensorcores import busy_of_timed_steps
+    new = {"profiled": True, "gpu_busy_share": 0.84, "gpu_busy_share_source": "timed steps",
+           "gpu_busy_share_under_profiler": 0.32, "profiled_step_time_s": 2.5e-3}
+    assert busy_of_timed_steps(new, 1e-3) == {"gpu_busy_share": 0.84,
+                                              "gpu_busy_share_source": "timed steps",
+                                              "gpu_busy_share_under_profiler": 0.32}
+    # amp_recipe tf32 as committed: 0.818 ms of kernels per step, 0.976 ms timed, 32% profiled
+    old = {"profiled": True, "kernel_time_s": 5 * 0.818e-3, "profile_steps": 5,
+           "gpu_busy_share": 0.32}
+    got = busy_of_timed_steps(old, 0.976e-3)
+    assert got["gpu_busy_share"] == pytest.approx(0.818 / 0.976)
+    assert got["gpu_busy_share_source"] == "timed steps (derived)"
+    assert got["gpu_busy_share_under_profiler"] == 0.32
+    assert busy_of_timed_steps(old, None) == {"gpu_busy_share": 0.32,
+                                              "gpu_busy_share_source": "profiled steps",
+                                              "gpu_busy_share_under_profiler": 0.32}
+    assert busy_of_timed_steps({"profiled": False}, 1e-3)["gpu_busy_share"] is None

@@ -100,20 +100,30 @@ def test_fastest_with_interval_and_claim(verdict):
 
 def test_tensor_cores_apart_from_what_limits_the_step(verdict):
     text = section(verdict, "fast")
-    assert "the matrix work ran on Tensor Cores (85% of GPU kernel time" in text
-    assert "**What limits amp-fp16 at batch size 512:** Tensor Core arithmetic" in text
+    # 85% of 90%: most of the matrix work, not all of it, ran on Tensor Cores
+    assert "in amp-fp16 at batch size 512, 94% of the matrix kernel time ran on Tensor Cores, " \
+           "the rest in other matrix kernels (on the ordinary units, or whose names do not show " \
+           "Tensor Core use; 85% of GPU kernel time" in text
+    assert "the matrix work ran on Tensor Cores" not in text
+    assert "**What limits amp-fp16 at batch size 512:** Tensor Core kernels: they took 85% of " \
+           "kernel time, and the GPU was busy 95% of the timed steps' wall time." in text
     text = section(verdict, "input")
     assert "the input pipeline: the GPU waited for the next batch 78% of each step" in text
     assert "it is equivalent within ±3%" in text
     text = section(verdict, "host")
-    assert "the host: the GPU had a kernel running only 30% of the wall time" in text
+    assert "the host: the GPU had a kernel running only 30% of the timed steps' wall time" \
+        in text
     assert "it is faster, but by less than the 1.10×" in text
 
 
 def test_too_few_repeats_are_not_judged(verdict):
     text = section(verdict, "membound")
     assert "(range, n = 2)" in text and "cannot be judged" in text
-    assert "memory-bound kernels" in text
+    # 75% of kernel time outside matrix kernels: said as that, bandwidth not being measured
+    assert "non-matrix kernels: the GPU was busy 90% of the timed steps' wall time, and 75% of " \
+           "its kernel time went to kernels that do no matrix work" in text
+    assert "whether they are bound by memory bandwidth is not measured" in text
+    assert "memory-bound" not in text
 
 
 def test_oom_unsupported_and_no_baseline(verdict):
@@ -150,13 +160,22 @@ def test_rules_of_thumb():
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.49,
                          "tensor_core_share": 0.9}) == "host"
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.3, "matmul_share": 0.35}) == "memory"
+                         "tensor_core_share": 0.3, "matmul_share": 0.35}) == "non_matrix"
+    # a near tie (51% Tensor Core, 49% the rest) is called for neither side
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                         "tensor_core_share": 0.51, "matmul_share": 0.51}) == "mixed"
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                         "tensor_core_share": 0.4, "matmul_share": 0.55}) == "mixed"
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
                          "tensor_core_share": 0.0, "matmul_share": 0.8}) == "simt"
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
                          "tensor_core_share": 0.9}) == "tensor"
     assert D.bottleneck({"input_bound": False}) is None              # no profile (CPU)
-    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.2, "matmul_share": 0.25}) is True
+    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.24, "matmul_share": 0.25}) is True
+    # four fifths of the matrix time is not "the matrix work ran on Tensor Cores"
+    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.2, "matmul_share": 0.25}) is False
+    assert D.tensor_core_fraction({"tensor_core_share": 0.2, "matmul_share": 0.25}) == \
+        pytest.approx(0.8)
     assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.0, "matmul_share": 0.8}) is False
 
 
@@ -284,3 +303,134 @@ def test_accuracy_parity_the_seeds_cannot_resolve(scenarios):
     assert "amp-bf16 +0.17 [" in text and "(inconclusive: the interval is wider than the " \
         "±1.0-point margin, so 3 seeds on this test set cannot resolve it)" in text, text
     assert "equivalent within ±1.0 points" not in text
+
+
+# ----------------------------------------------- evidence, fairness and conditions, by scenario
+def with_(rows, **cols):
+    for r in rows:
+        r |= cols
+    return rows
+
+
+def test_a_mixed_hardware_set_says_so():
+    rows = [*with_(repeats("x", "fp32", [100, 101, 99]), gpu_uuid="GPU-a", hostname="node1",
+                   cpu_count=32, cpu_placement="pinned", neighbours=0,
+                   process_start="fresh_interpreter"),
+            *with_(repeats("x", "amp-bf16", [150, 151, 149]), gpu_uuid="GPU-a",
+                   hostname="node1", cpu_count=32, cpu_placement="pinned", neighbours=1,
+                   process_start="forked")]
+    rows[-1] |= {"gpu_uuid": "GPU-b", "hostname": "node2", "cpu_count": 16,
+                 "cpu_placement": "os"}
+    rows[0]["process_start"] = "forked"
+    intro = " ".join(build(rows).intro)
+    assert "Conditions: the records ran on 2 GPUs (told apart by UUID: 5 and 1 records; the " \
+           "repeats of 1 cell ran on more than one) and 2 host types (by name and CPU count: " \
+           "node1 with 32 CPUs, 5 records; node2 with 16 CPUs, 1 record); CPU placement " \
+           "pinned (5), left to the OS (1); 3 of 6 jobs started while other tcbench jobs held " \
+           "GPUs of the same host; process starts forked from a preloaded interpreter (4), " \
+           "fresh interpreters (2)." in intro, intro
+
+
+def test_a_uniform_set_discloses_nothing_and_an_old_one_what_it_lacks():
+    rows = [*repeats("x", "fp32", [100, 101, 99]), *repeats("x", "amp-bf16", [150, 151, 149])]
+    with_(rows, gpu_uuid="GPU-a", hostname="node1", cpu_count=32, cpu_placement="pinned",
+          neighbours=0, process_start="fresh_interpreter")
+    assert "Conditions" not in " ".join(build(rows).intro)
+    with_(rows, cpu_placement=None, neighbours=None, process_start=None)
+    assert "Conditions: for all 6 records CPU placement and the jobs beside it and how its " \
+           "process started were not recorded (they predate those fields)." in \
+        " ".join(build(rows).intro)
+
+
+def test_a_fastest_study_with_a_changed_batch_says_what_changed():
+    rows = [*repeats("fastest", "fp32", [1000, 1010, 990]),
+            *with_(repeats("fastest", "amp-bf16", [3000, 3010, 2990], bs=4096),
+                   memory_format="channels_last")]
+    v = build(rows)
+    assert "against the plain fp32 baseline (fastest, batch size 512, eager) it reaches " \
+           "3.00× [2.93, 3.07] (95% CI) the throughput, with bs 512 → 4096, contiguous → " \
+           "channels_last changed besides precision, so the ratio is not precision's alone." \
+           in section(v, "fastest")
+    assert said_of(v, "fastest").endswith(
+        "(pays off; besides precision it changed bs 512 → 4096, contiguous → channels_last).")
+
+
+def best_rows(rows):
+    from tcbench.analysis.best import best
+    from tcbench.reports import tables as T
+    m = RS.order(pd.DataFrame(rows))
+    s = summarise(m)
+    t = T.best_table(best(s, speedup(m, s)))
+    return {r[0]: dict(zip(t.columns, r)) for r in t.rows}
+
+
+def test_best_compares_like_with_like():
+    rows = [
+        # the fastest changed batch and layout: the overall ratio says so, with its claim
+        *repeats("fastest", "fp32", [1000, 1010, 990]),
+        *with_(repeats("fastest", "amp-bf16", [3000, 3010, 2990], bs=4096),
+               memory_format="channels_last"),
+        # another experiment of the same workload whose plain fp32 is faster: not the baseline
+        *repeats("other", "fp32", [2000, 2010, 1990]),
+        *repeats("other", "tf32", [1900, 2300, 2200]),
+        # a model that ran in fp32 only, in channels_last: neither "no fp32 run" nor a gain
+        *with_(repeats("only", "fp32", [500, 505]), memory_format="channels_last",
+               workload="timm", model="nfnet_l0"),
+    ]
+    b = best_rows(rows)
+    fastest = b["fastest"]
+    assert fastest["plain fp32 baseline"] == "fastest, bs 512"
+    assert fastest["changed besides precision"] == "bs 512 → 4096, contiguous → channels_last"
+    assert fastest["× at the same setting"] == "– (no fp32 cell at this setting)"
+    assert fastest["× plain fp32"] == "3.00× [2.93, 3.07], pays off"
+    other = b["other"]   # a fastest that cannot be told from fp32 is said to be so
+    assert other["× at the same setting"].endswith(" fp32") and other["claim"] == "inconclusive"
+    assert other["changed besides precision"] == "nothing"
+    only = b["only: nfnet_l0"]
+    assert only["× at the same setting"] == "– (only fp32 ran)"
+    assert only["× plain fp32"] == "– (no plain fp32 cell)"
+
+
+def test_an_fp8_cell_splits_its_kernel_time_three_ways():
+    rows = [*repeats("fp8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
+            *with_(repeats("fp8", "fp8-rowwise", [1300, 1310, 1290], tc=0.52, mm=0.52,
+                           busy=0.95),
+                   fp8_gemm_share=0.47, other_tensor_core_share=0.05, fp8_scaling_share=0.2,
+                   kernel_classes_from="all kernels", kernel_classes_coverage=1.0)]
+    text = section(build(rows), "fp8")
+    assert "**FP8 kernel time:** in fp8-rowwise at batch size 512, FP8 GEMMs took 47% of GPU " \
+           "kernel time, Tensor Core GEMMs in other types (bf16, fp16, tf32) 5% and the " \
+           "scaling around the FP8 GEMMs (amax, scale and cast kernels) 20%; the other " \
+           "kernels 28%." in text, text
+    # 52% Tensor Core against 48% the rest: no kind carries the step
+    assert "**What limits fp8-rowwise at batch size 512:** no one kind of kernel" in text
+    assert "the best case" not in text
+
+
+def test_the_bottleneck_uses_the_busy_share_of_the_timed_steps():
+    # under the profiler the GPU looked 30% busy (host-bound); in the timed steps it was 90%
+    rows = [*with_(repeats("hostish", "fp32", [1000, 1002, 998], tc=0.0, mm=0.8, busy=0.9),
+                   gpu_busy_share_under_profiler=0.4, gpu_busy_share_source="timed steps"),
+            *with_(repeats("hostish", "tf32", [1500, 1502, 1498], tc=0.7, mm=0.7, busy=0.9),
+                   gpu_busy_share_under_profiler=0.3, gpu_busy_share_source="timed steps")]
+    text = section(build(rows), "hostish")
+    assert "**What limits tf32 at batch size 512:** Tensor Core kernels: they took 70% of " \
+           "kernel time, and the GPU was busy 90% of the timed steps' wall time (30% under " \
+           "the profiler, which slows the host)." in text, text
+    assert "the host:" not in text
+
+
+def test_an_old_fp8_record_splits_its_listed_kernels_and_says_so():
+    # the record lists its longest kernels (80% of kernel time): every Tensor Core kernel is
+    # among them (FP8 GEMMs 50% = the Tensor Core share), scaling kernels may hide in the rest
+    rows = [*repeats("old8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
+            *with_(repeats("old8", "fp8-tensorwise", [1300, 1310, 1290], tc=0.5, mm=0.5,
+                           busy=0.95),
+                   fp8_gemm_share=0.5, other_tensor_core_share=0.0, fp8_scaling_share=0.2,
+                   kernel_classes_from="top kernels", kernel_classes_coverage=0.8)]
+    text = section(build(rows), "old8")
+    assert "FP8 GEMMs took 50% of GPU kernel time, Tensor Core GEMMs in other types (bf16, " \
+           "fp16, tf32) 0% and the scaling around the FP8 GEMMs (amax, scale and cast kernels) " \
+           "at least 20%; the other kernels at most 30% (the record lists only its longest " \
+           "kernels (80% of kernel time), so the scaling kernels among the rest are not " \
+           "counted)." in text, text

@@ -11,7 +11,7 @@ workflow's rule does)
 * ``metrics.csv``: one row per record (one training process);
 * ``summary.csv``: one row per cell, its finished repeats pooled (``analysis.summarise``);
 * ``speedup.csv``: each cell against fp32 at the same setting (``analysis.speedup``);
-* ``best.csv``: per workload and model, the fastest configuration (``analysis.best``);
+* ``best.csv``: per experiment and model, the fastest configuration (``analysis.best``);
 * ``overhead.csv`` (with ``--benchmarks``): each job's wall time against the time it measured
   (``analysis.overhead``).
 """

@@ -35,7 +35,10 @@ RECORD_ENVIRONMENT = ["device_name", "gpu_uuid", "gpu_index", "compute_capabilit
                       "driver_version", "cuda_runtime_version", "torch_cuda_version",
                       "cudnn_version", "torch_version", "hostname", "timestamp_utc",
                       "git_commit", "git_dirty", "execution", "host_containerised",
-                      "container_image", "allow_dirty"]
+                      "container_image", "allow_dirty", "cpu_model", "cpu_count"]
+# the profile's kernel time split by kind (tensorcores.kernel_split), as metrics.csv columns
+KERNEL_SPLIT = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share",
+                "kernel_classes_from", "kernel_classes_coverage")
 HARNESS_COLUMNS = ("harness_process_start_s", *(f"harness_{k}_s" for k in V.HARNESS_PHASES))
 
 
@@ -77,9 +80,11 @@ def _row(r: dict) -> dict:
     row |= {k: m.get(k) for k in RECORD_METRICS}
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
-            "gpu_busy_share": tc.get("gpu_busy_share"),
+            **tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s")),
             "matmul_share": tc.get("matmul_share"),
+            **{k: tensorcores.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
             "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
+            "top_non_matrix_kernel": tensorcores.top_non_matrix_kernel(tc),
             "evidence_repeat": tc.get("evidence_repeat",
                                       r["repeat"] if tc.get("profiled") else None)}
     row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),
@@ -89,8 +94,31 @@ def _row(r: dict) -> dict:
     h = r.get("harness") or {}
     row["harness_process_start_s"] = h.get("process_start_to_main_s")
     row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in V.HARNESS_PHASES}
+    row |= conditions(r)
     row["record"] = r.get("_path")
     return row
+
+
+def _cpus(cpus) -> str | None:
+    """A CPU set as text in ranges ("0-15,32"), None where the record does not say."""
+    if not cpus:
+        return None
+    cpus, runs = sorted(cpus), []
+    for c in cpus:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+
+
+def conditions(r: dict) -> dict:
+    """Where and beside what a job ran (placement, process start): the columns the verdict's
+    disclosure reads; None where the record predates the field."""
+    pl, process = r.get("placement") or {}, (r.get("harness") or {}).get("process") or {}
+    return {"cpu_placement": pl.get("cpu_placement"), "cpu_set": _cpus(pl.get("cpu_set")),
+            "neighbours": len(pl["neighbours"]) if "neighbours" in pl else None,
+            "process_start": process.get("start")}
 
 
 def tidy(records: list[dict]) -> pd.DataFrame:

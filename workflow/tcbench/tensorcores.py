@@ -79,6 +79,77 @@ _MATMUL = re.compile(r"gemm|conv(?!ert)|wgrad|dgrad|fprop|winograd|fft2d|nvjet|x
 _NOT_MATMUL = re.compile(r"reduc|helper|workspace|nchwtonhwc|nhwctonchw|padding|transpose", re.I)
 
 
+# What a kernel's time is spent on, for the split of kernel time that an FP8 cell needs: its FP8
+# GEMMs, the Tensor Core GEMMs in other types (bf16/fp16/tf32: the layers FP8 leaves alone), the
+# scaling around the FP8 GEMMs (amax, scale, saturated cast), matrix work off the Tensor Cores,
+# and the rest. The scaling kernels are known by their names only: a float8 operand type in an
+# eager kernel's template, Inductor's fused names that carry the ops fused into them (``amax``,
+# ``abs`` ... ``max``, the ``_scaled_mm`` the fusion feeds, a cast fused with a clamp). An eager
+# amax that is a plain max reduction cannot be told from any other and stays in ``other``.
+KERNEL_CLASSES = ("fp8_gemm", "other_tensor_core", "fp8_scaling", "simt_matmul", "other")
+_FP8_RULES = {"nvjet-fp8", "fp8-gemm"}
+_FP8_MMA = re.compile(r"qgmma", re.I)
+_SPLIT_K = re.compile(r"splitk", re.I)
+_FP8_SCALING = re.compile(r"amax|_scaled_mm|e4m3|e5m2|float8|fp8|(^|_)abs_\w*max|"
+                          r"_to_copy_\w*clamp", re.I)
+
+
+def kernel_class(name: str) -> str:
+    """One of ``KERNEL_CLASSES`` for one GPU kernel name."""
+    is_tc, rule = classify(name)
+    if is_tc:
+        return "fp8_gemm" if rule in _FP8_RULES or _FP8_MMA.search(name) \
+            else "other_tensor_core"
+    if is_matmul(name):
+        return "simt_matmul"
+    # a split-K reduction is the GEMM's own epilogue, float8 in its template or not
+    if rule != "not-a-kernel" and _FP8_SCALING.search(name) and not _SPLIT_K.search(name):
+        return "fp8_scaling"
+    return "other"
+
+
+# the classes whose time and share a kernel profile states (KERNEL_CLASSES less the two that
+# tensor_core_share and matmul_share already give with the rest)
+SPLIT = ("fp8_gemm", "other_tensor_core", "fp8_scaling")
+
+
+def _split(times: dict[str, float], total: float, source: str, covered: float) -> dict:
+    out = {"kernel_classes_from": source,
+           "kernel_classes_coverage": covered / total if total else None}
+    for c in SPLIT:
+        out[f"{c}_time_s"] = times.get(c, 0.0)
+        out[f"{c}_share"] = times.get(c, 0.0) / total if total else None
+    return out
+
+
+def kernel_split(evidence: dict) -> dict:
+    """The profile's kernel time split by ``SPLIT`` class: as recorded, or, for records made
+    before the split was recorded, from their top kernels (then a lower bound of each share:
+    ``kernel_classes_from`` says "top kernels" and ``kernel_classes_coverage`` how much of the
+    kernel time they hold). Annotation ranges must already be out (``without_annotations``)."""
+    if not evidence.get("profiled"):
+        return {}
+    if evidence.get("kernel_classes_from"):
+        return {k: evidence.get(k) for k in ("kernel_classes_from", "kernel_classes_coverage",
+                                             *(f"{c}_{u}" for c in SPLIT
+                                               for u in ("time_s", "share")))}
+    top = evidence.get("top_kernels") or []
+    times: dict[str, float] = defaultdict(float)
+    for k in top:
+        times[kernel_class(k["name"])] += k["time_s"]
+    return _split(times, evidence.get("kernel_time_s") or 0.0, "top kernels",
+                  sum(k["time_s"] for k in top))
+
+
+def top_non_matrix_kernel(evidence: dict) -> str | None:
+    """The longest listed kernel that does no matrix work (what a step bound elsewhere than
+    its GEMMs spends most on), annotation ranges aside."""
+    for k in evidence.get("top_kernels") or []:
+        if not is_annotation(k["name"]) and kernel_class(k["name"]) in ("fp8_scaling", "other"):
+            return k["name"]
+    return None
+
+
 # Ranges the profiler also reports on the GPU's timeline (user annotations: torch.optim's
 # "Optimizer.step#SGD.step", "ProfilerStep#3"): each spans kernels counted on their own, so
 # counting it as a kernel counts their time twice.
@@ -125,12 +196,15 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
     total = sum(t for t, _ in kernels.values())
     tc = mm = 0.0
     rows = []
+    classes: dict[str, float] = defaultdict(float)
     for name, (t, calls) in kernels.items():
         is_tc, rule = classify(name)
+        kind = kernel_class(name)
         tc += t if is_tc else 0.0
         mm += t if is_tc or is_matmul(name) else 0.0
+        classes[kind] += t
         rows.append({"name": name[:200], "time_s": t, "calls": calls, "tensor_core": is_tc,
-                     "rule": rule, "share": t / total if total else None})
+                     "rule": rule, "class": kind, "share": t / total if total else None})
     rows.sort(key=lambda r: r["time_s"], reverse=True)
     return {
         "kernel_time_s": total,
@@ -138,6 +212,7 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
         "tensor_core_share": tc / total if total else None,
         "matmul_time_s": mm,
         "matmul_share": mm / total if total else None,
+        **_split(classes, total, "all kernels", total),
         "kernels_distinct": len(rows),
         "top_kernels": rows[:top],
     }
@@ -185,6 +260,31 @@ def profile_kernels(step, steps: int, device) -> dict:
                     min(summary["kernel_time_s"] / wall, 1.0) if wall else None,
                 "profile_note": None}
     return summary
+
+
+def busy_of_timed_steps(evidence: dict, step_time_median_s: float | None) -> dict:
+    """The busy share the verdict names the bottleneck from, and where it comes from
+    (``gpu_busy_share_source``): the record's timed-steps figure; for a record made before that
+    was recorded, the same figure derived from the record's own profile and timed median step
+    (kernel time per profiled step over the median step, as ``timed_busy_share``); the profiled
+    figure only where neither exists. Annotation ranges must already be out."""
+    under = evidence.get("gpu_busy_share_under_profiler")
+    if evidence.get("gpu_busy_share_source") == "timed steps":
+        return {"gpu_busy_share": evidence.get("gpu_busy_share"),
+                "gpu_busy_share_source": "timed steps", "gpu_busy_share_under_profiler": under}
+    if not evidence.get("profiled"):
+        return {"gpu_busy_share": None, "gpu_busy_share_source": None,
+                "gpu_busy_share_under_profiler": None}
+    if "profiled_step_time_s" not in evidence:  # older: its gpu_busy_share is the profiled one
+        under = evidence.get("gpu_busy_share")
+    steps, kernel = evidence.get("profile_steps"), evidence.get("kernel_time_s")
+    if steps and kernel is not None and step_time_median_s:
+        return {"gpu_busy_share": min(kernel / steps / step_time_median_s, 1.0),
+                "gpu_busy_share_source": "timed steps (derived)",
+                "gpu_busy_share_under_profiler": under}
+    return {"gpu_busy_share": under,
+            "gpu_busy_share_source": None if under is None else "profiled steps",
+            "gpu_busy_share_under_profiler": under}
 
 
 def timed_busy_share(evidence: dict, step_time_median_s: float | None) -> dict:

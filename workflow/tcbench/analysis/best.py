@@ -1,18 +1,32 @@
-"""Per workload and model, the fastest configuration against the fastest plain fp32 one
-(best.csv)."""
+"""Per experiment and model, the fastest configuration, judged fairly (best.csv).
+
+Two figures per row, never one in place of the other:
+
+* the **fair** one: the fastest cell against its one baseline at the same setting
+  (``claims.judgement``: fp32, or amp-bf16 first for an FP8 mode), with the claim its
+  interval allows; it isolates what precision did;
+* the **overall** gain over the plain fp32 baseline (``speedup.plain_for``: its own
+  experiment's plain fp32 cell where it has one), with every axis that changed besides
+  precision (``changed_axes``: batch size, compile, memory format, ...), since that ratio
+  credits them all.
+"""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from .. import stats
 from .. import vocabulary as V
 from ..resultset import cell_key, order
-from .speedup import PLAIN_KEYS, plain_baselines
+from . import claims
+from .speedup import plain_baselines, plain_for
 
 TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", "time_to_steady_s",
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
                "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound")
-GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval")
+GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval",
+                "speedup", "speedup_low", "speedup_high", "speedup_n")
+CHANGES = ("batch_size", *V.AXIS_NAMES)
 
 
 def _shown(g: pd.DataFrame, top) -> list:
@@ -24,35 +38,57 @@ def _shown(g: pd.DataFrame, top) -> list:
 def _baseline(b, top) -> dict:
     # peak memory grows with the batch: compared only at the same batch size
     same_batch = b is not None and b["batch_size"] == top["batch_size"]
-    return {
+    out = {
         "baseline_experiment": None if b is None else b["experiment"],
-        "baseline_batch_size": None if b is None else b["batch_size"],
         "baseline_repeats_ok": None if b is None else b["repeats_ok"],
         f"baseline_{V.HEADLINE}": None if b is None else b[V.HEADLINE],
         "memory_ratio": None if not same_batch or not b.get("max_memory_allocated_bytes")
         else top.get("max_memory_allocated_bytes") / b["max_memory_allocated_bytes"],
         "baseline_final_loss": None if b is None else b.get("final_loss"),
         "baseline_test_accuracy": None if b is None else b.get("test_accuracy")}
+    out |= {f"baseline_{k}": None if b is None else b[k] for k in CHANGES}
+    out["changed_axes"] = None if b is None else ",".join(
+        k for k in CHANGES if str(b[k]) != str(top[k]))
+    return out
+
+
+def _fair(gain_row) -> dict:
+    """The fastest cell against its one baseline at the same setting, and the claim."""
+    j = claims.judgement(gain_row) if gain_row is not None else None
+    if j is None:
+        return {"fair_baseline": None, "fair_claim": None}
+    e = j.estimate
+    return {"fair_baseline": j.baseline, "fair_ratio": e.value, "fair_low": e.low,
+            "fair_high": e.high, "fair_n": e.n, "fair_interval": e.method,
+            "fair_claim": j.claim}
+
+
+def _gain_claim(gain_row) -> str | None:
+    if gain_row is None or pd.isna(gain_row.get("gain")):
+        return None
+    return stats.claim(stats.from_row(gain_row, "gain"))
 
 
 def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
-    """Per workload and model, the fastest finished configuration (highest mean steady-state
-    throughput) with its gain over the plain fp32 baseline (``plain_baselines``, as in
-    ``speedup.csv``)."""
+    """Per experiment and model, the fastest finished configuration (highest mean
+    steady-state throughput), its fair comparison and its overall gain (module doc)."""
     gains = {cell_key(r): r for _, r in order(speedup_table).iterrows()}
     plain = plain_baselines(summary)
     ok = summary[(summary["repeats_ok"] > 0)].dropna(subset=[V.HEADLINE])
     rows = []
-    for (run, workload, model), g in ok.groupby(["run", "workload", "model"], sort=False,
-                                                observed=True):
+    for (run, experiment, model), g in ok.groupby(["run", "experiment", "model"], sort=False,
+                                                  observed=True):
         top = g.loc[g[V.HEADLINE].astype(float).idxmax()]
-        gain = gains[cell_key(top)]
+        gain = gains.get(cell_key(top))
         rows.append({
-            "run": run, "workload": workload, "model": model, "experiment": top["experiment"],
+            "run": run, "experiment": experiment, "workload": top["workload"], "model": model,
             "setting_axes": ",".join(a.name for a in _shown(g, top)),
             **{k: top[k] for k in ("precision", *V.SETTING_KEYS, "data")},
             "repeats_ok": top["repeats_ok"],
+            "reduced_ran": bool((g["precision"].astype(str) != V.BASELINE).any()),
             **{c: top.get(c) for c in TOP_COLUMNS},
-            **{c: gain.get(c) for c in GAIN_COLUMNS},
-            **_baseline(plain.get(tuple(top[k] for k in PLAIN_KEYS)), top)})
+            **_fair(gain),
+            **{c: None if gain is None else gain.get(c) for c in GAIN_COLUMNS},
+            "gain_claim": _gain_claim(gain),
+            **_baseline(plain_for(plain, top), top)})
     return pd.DataFrame(rows)

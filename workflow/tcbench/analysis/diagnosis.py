@@ -3,66 +3,103 @@ verdict, the tables and the figures share.
 
 In this order (the first that applies):
 
-``input``      the run is input-bound: the GPU waited for the next batch at least the run's
-               ``input_bound_share`` of each step (data-wait share, CUDA events);
-``host``       the GPU had a kernel running less than ``BUSY_LOW`` of the profiled wall time:
-               Python, kernel launches and synchronisation set the pace, not the arithmetic;
-``tensor``     at least ``CARRIED`` of GPU kernel time ran in Tensor Core kernels: the step is
-               bound by Tensor Core arithmetic (the best case);
-``simt``       at least ``CARRIED`` of kernel time ran in matrix kernels on the ordinary fp32
-               units (strict fp32 GEMMs and convolutions, Tensor Cores off);
-``memory``     otherwise: most kernel time is elementwise, normalisation, pooling, layout and
-               optimiser kernels, which are bound by memory bandwidth;
-None           not measurable (no kernel profile: a CPU, or profiling failed).
+``input``       the run is input-bound: the GPU waited for the next batch at least the run's
+                ``input_bound_share`` of each step (data-wait share, CUDA events);
+``host``        the GPU had a kernel running less than ``BUSY_LOW`` of the timed steps' wall
+                time (``gpu_busy_share``: kernel time per step from the profile over the timed
+                median step; the profiled steps' own figure only where a record has nothing
+                else, ``gpu_busy_share_source``): Python, kernel launches and synchronisation
+                set the pace, not the GPU;
+otherwise the kernel time is split three ways: Tensor Core kernels (``tensor_core_share``),
+matrix kernels on the ordinary units (``matmul_share`` less that) and everything else
+(``1 - matmul_share``: elementwise, normalisation, pooling, optimiser, layout, casts). The
+largest names the step when it holds at least ``CARRIED`` of kernel time and leads the next by
+``MARGIN`` (so 51% against 49% is not called for either side):
+``tensor``      Tensor Core kernels (GEMMs and convolutions on Tensor Cores);
+``simt``        matrix kernels on the ordinary fp32 units (strict fp32, Tensor Cores off);
+``non_matrix``  kernels that do no matrix work. Whether they are bound by memory bandwidth is
+                not measured (no per-kernel bandwidth), so that is never said;
+``mixed``       no kind of kernel carries the step;
+None            not measurable (no kernel profile: a CPU, or profiling failed).
 
-"The matrix work ran on Tensor Cores" is a separate fact (``matmuls_on_tensor_cores``): a cell
-can run every GEMM and convolution on Tensor Cores and still be limited by memory-bound work
-around them, which is what happens once those get fast.
+Whether "the matrix work ran on Tensor Cores" is a separate fact (``tensor_core_fraction``): a
+cell can run its GEMMs on Tensor Cores and still spend most of its kernel time around them.
 """
 
 from __future__ import annotations
 
 from ..stats import finite as _num
 
-BUSY_LOW = 0.5       # GPU-busy share below which the host sets the pace
+BUSY_LOW = 0.5       # GPU-busy share of the timed steps below which the host sets the pace
 CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
+MARGIN = 0.1         # and its lead over the next kind, so that a near tie is called mixed
+ALL_ON_TC = 0.95     # share of matrix kernel time on Tensor Cores that is "the matrix work"
 
 NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
-         "tensor": "Tensor Core arithmetic", "simt": "fp32 arithmetic on the ordinary units",
-         "memory": "memory-bound kernels", None: "not measurable without a kernel profile"}
+         "tensor": "Tensor Core kernels carry most of the kernel time",
+         "simt": "fp32 matrix arithmetic on the ordinary units",
+         "non_matrix": "non-matrix kernels carry most of the kernel time (memory-boundness "
+                       "not measured)",
+         "mixed": "no kind of kernel carries most of the kernel time",
+         None: "not measurable without a kernel profile"}
 SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
-         "simt": "fp32 units", "memory": "memory-bound", None: "n/a"}
+         "simt": "fp32 units", "non_matrix": "non-matrix kernels", "mixed": "mixed",
+         None: "n/a"}
 
 
 def _true(v) -> bool:
     return v is True or str(v) == "True"
 
 
-def bottleneck(row) -> str | None:
-    if _true(row.get("input_bound")):
-        return "input"
-    busy, tc = _num(row.get("gpu_busy_share")), _num(row.get("tensor_core_share"))
-    if busy is None or tc is None:
-        return None
-    if busy < BUSY_LOW:
-        return "host"
-    if tc >= CARRIED:
-        return "tensor"
-    mm = _num(row.get("matmul_share"))
-    if mm is not None and mm - tc >= CARRIED:
-        return "simt"
-    return "memory"
-
-
-def matmuls_on_tensor_cores(row) -> bool | None:
-    """Whether the cell's matrix kernels (GEMMs, convolutions) ran on Tensor Cores: most of
-    the matrix kernel time is Tensor Core time. None without a profile."""
+def kernel_kinds(row) -> dict[str, float] | None:
+    """The kernel time split three ways (``tensor``, ``simt``, ``non_matrix``); None without
+    a profile. Without a matrix share, the Tensor Core share and the rest."""
     tc, mm = _num(row.get("tensor_core_share")), _num(row.get("matmul_share"))
     if tc is None:
         return None
-    if mm is None or mm == 0:
-        return tc > 0
-    return tc >= 0.5 * mm
+    if mm is None:
+        return {"tensor": tc, "rest": 1 - tc}
+    return {"tensor": tc, "simt": max(mm - tc, 0.0), "non_matrix": max(1 - mm, 0.0)}
+
+
+def bottleneck(row) -> str | None:
+    if _true(row.get("input_bound")):
+        return "input"
+    busy, kinds = _num(row.get("gpu_busy_share")), kernel_kinds(row)
+    if busy is None or kinds is None:
+        return None
+    if busy < BUSY_LOW:
+        return "host"
+    ranked = sorted(kinds.items(), key=lambda kv: kv[1], reverse=True)
+    (top, share), runner_up = ranked[0], ranked[1][1] if len(ranked) > 1 else 0.0
+    if top == "rest" or share < CARRIED or share - runner_up < MARGIN:
+        return "mixed"
+    return top
+
+
+def non_matrix_share(row) -> float | None:
+    """The share of kernel time in kernels that do no matrix work."""
+    mm = _num(row.get("matmul_share"))
+    return None if mm is None else max(1 - mm, 0.0)
+
+
+def tensor_core_fraction(row) -> float | None:
+    """The share of the matrix kernel time that ran on Tensor Cores. None without a profile
+    or without matrix work."""
+    tc, mm = _num(row.get("tensor_core_share")), _num(row.get("matmul_share"))
+    if tc is None or not mm:
+        return None
+    return min(tc / mm, 1.0)
+
+
+def matmuls_on_tensor_cores(row) -> bool | None:
+    """Whether the cell's matrix work (GEMMs, convolutions) ran on Tensor Cores: all but a
+    sliver (``ALL_ON_TC``) of its matrix kernel time. None without a profile."""
+    frac = tensor_core_fraction(row)
+    if frac is None:
+        tc = _num(row.get("tensor_core_share"))
+        return None if tc is None else tc > 0
+    return frac >= ALL_ON_TC
 
 
 def why_unprofiled(on_cuda: bool) -> str:

@@ -15,7 +15,8 @@ RATIOS = (("memory_ratio", "max_memory_allocated_bytes"),
           ("energy_ratio", "steady_energy_per_sample_j"),
           ("time_to_steady_ratio", "time_to_steady_s"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
-           "data_wait_share", "test_accuracy", "time_to_steady_s", "steady_energy_per_sample_j")
+           "data_wait_share", "test_accuracy", "time_to_steady_s", "steady_energy_per_sample_j",
+           "gpu_busy_share_source", "gpu_busy_share_under_profiler")
 
 
 def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
@@ -25,17 +26,26 @@ def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
 
 def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
     """Per workload, model, data and input pipeline: the fastest *plain* fp32 cell (strict
-    fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at any batch size. The one
+    fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at any batch size; and per
+    experiment its own such cell (keyed by the experiment, then ``PLAIN_KEYS``). The one
     baseline of every "gain": how far precision and execution knobs together take a workload
-    beyond what plain PyTorch in fp32 does."""
+    beyond what plain PyTorch in fp32 does (``plain_for`` picks it)."""
     plain = (summary["precision"].astype(str) == V.BASELINE) & (summary["repeats_ok"] > 0)
     for k, v in V.EAGER.items():
         plain &= summary[k].astype(str) == v
     out = {}
-    for key, g in summary[plain].dropna(subset=[V.HEADLINE]).groupby(list(PLAIN_KEYS),
-                                                                     sort=False, observed=True):
-        out[key] = g.loc[g[V.HEADLINE].astype(float).idxmax()]
+    cells = summary[plain].dropna(subset=[V.HEADLINE])
+    for keys in (list(PLAIN_KEYS), ["experiment", *PLAIN_KEYS]):
+        for key, g in cells.groupby(keys, sort=False, observed=True):
+            out[key] = g.loc[g[V.HEADLINE].astype(float).idxmax()]
     return out
+
+
+def plain_for(plain: dict, row) -> pd.Series | None:
+    """A cell's plain fp32 baseline: its own experiment's where it has one (the study that
+    ran it also ran its baseline, under the same conditions), else the workload's fastest."""
+    own = plain.get((row["experiment"], *(row[k] for k in PLAIN_KEYS)))
+    return own if own is not None else plain.get(tuple(row[k] for k in PLAIN_KEYS))
 
 
 def _col(g, c):
@@ -74,7 +84,8 @@ def _gain(x, p, runs) -> dict:
     return {"gain": gain.value, "gain_low": gain.low, "gain_high": gain.high,
             "gain_n": gain.n, "gain_interval": gain.method,
             "plain_experiment": None if p is None else p["experiment"],
-            "plain_batch_size": None if p is None else p["batch_size"]}
+            "plain_batch_size": None if p is None else p["batch_size"],
+            **{f"plain_{a}": None if p is None else p[a] for a in V.AXIS_NAMES if a != "model"}}
 
 
 def _ratios(x, b) -> dict:
@@ -113,7 +124,7 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             "baseline_repeats_ok": 0 if b is None else len(b),
             V.HEADLINE: r.get(V.HEADLINE), "max_memory_allocated_bytes":
                 r.get("max_memory_allocated_bytes")}
-        row |= _speed(x, b) | _gain(x, plain.get(tuple(r[k] for k in PLAIN_KEYS)), runs)
+        row |= _speed(x, b) | _gain(x, plain_for(plain, r), runs)
         row |= _against_bf16(r, runs, key) | _ratios(x, b) | _accuracy(x, b)
         rows.append(row | {c: r.get(c) for c in CARRIED})
     return pd.DataFrame(rows)

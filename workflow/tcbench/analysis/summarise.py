@@ -10,10 +10,17 @@ from ..resultset import numeric, order
 
 # pooled per cell with an interval (tcbench.stats.estimate)
 ESTIMATED = [m.column for m in V.METRICS]
+# the kernel time split of an FP8 cell (tensorcores.kernel_split), from its evidence repeat
+SPLIT_SHARES = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share",
+                "kernel_classes_coverage")
 # pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
 DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
-             "power_mean_w", "steady_time_s", "flops_per_sample"]
+             "power_mean_w", "steady_time_s", "flops_per_sample",
+             "gpu_busy_share_under_profiler", *SPLIT_SHARES]
+# said of the evidence repeat, as text
+EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
+                 "kernel_classes_from")
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
@@ -45,7 +52,8 @@ def _pooled(ok: pd.DataFrame) -> dict:
 def _evidence(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
     row = {"input_bound": bool(ok["input_bound"].astype(bool).all()) if len(ok) else None}
     evidence = ok.dropna(subset=["top_kernel"]) if "top_kernel" in ok else ok.iloc[:0]
-    row["top_kernel"] = evidence["top_kernel"].iloc[0] if len(evidence) else None
+    for col in EVIDENCE_TEXT:
+        row[col] = evidence[col].iloc[0] if len(evidence) and col in evidence else None
     row["evidence_repeat"] = (int(evidence["repeat"].iloc[0]) if len(evidence) else None)
     for col in ("device_name", "compute_capability"):  # a CUDA device has a capability
         row[col] = g[col].dropna().iloc[0] if col in g and g[col].notna().any() else None

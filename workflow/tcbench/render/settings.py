@@ -6,6 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import vocabulary as V
+from .numbers import missing
 
 def varying_axes(df: pd.DataFrame) -> list[str]:
     """The axes that take more than one value inside ``df``."""
@@ -33,3 +34,18 @@ def axis_value(axis: str, value) -> str:
 
 def setting_text(row, axes: list[str], sep: str = ", ") -> str:
     return sep.join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])
+
+
+def changes(row, prefix: str) -> list[str]:
+    """What differs between a cell and its baseline besides precision, from the baseline's
+    value to the cell's ("bs 512 → 8192", "contiguous → channels_last"): the baseline's
+    setting is in the row's ``{prefix}batch_size`` and ``{prefix}<axis>`` columns."""
+    out = []
+    b = row.get(f"{prefix}batch_size")
+    if not missing(b) and int(b) != int(row["batch_size"]):
+        out.append(f"bs {int(b)} → {int(row['batch_size'])}")
+    for a in V.AXIS_NAMES:
+        v = row.get(f"{prefix}{a}")
+        if a != "model" and not missing(v) and str(v) != str(row[a]):
+            out.append(f"{axis_value(a, v)} → {axis_value(a, row[a])}")
+    return out

@@ -15,10 +15,11 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
-from ..analysis import claims, diagnosis
+from ..analysis import claims
 from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, times,
                               with_interval)
-from ..render.settings import setting_text, shown_axes
+from ..render.settings import changes, setting_text, shown_axes
+from .evidence import evidence
 
 
 @dataclass
@@ -47,6 +48,12 @@ def ratio_text(row, stem: str = "speedup") -> str:
     kind = row.get(f"{stem}_interval")
     label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(kind)
     return text + (f" ({label})" if label and "(" not in text else "")
+
+
+def besides_precision(row) -> str:
+    """What changed from the plain fp32 baseline besides precision ("bs 512 → 8192, ...")."""
+    said = changes(row, "plain_")
+    return ", ".join(said) if said else "nothing else"
 
 
 def speed_claim(row) -> str:
@@ -102,7 +109,8 @@ def fastest(x: Findings) -> list[str]:
         s += (f" This experiment has no fp32 cell at that setting; against the plain fp32 "
               f"baseline ({f['plain_experiment']}, batch size "
               f"{int(f['plain_batch_size'])}, eager) it reaches "
-              f"{ratio_text(f, 'gain')} the throughput.")
+              f"{ratio_text(f, 'gain')} the throughput, with {besides_precision(f)} changed "
+              f"besides precision, so the ratio is not precision's alone.")
     else:
         s += " No fp32 run exists to compare it with."
     return [s]
@@ -214,60 +222,10 @@ def energy(x: Findings) -> list[str]:
 def tensor_cores(x: Findings) -> list[str]:
     """Did the matrix work run on Tensor Cores, and what limits the step now: for the fastest
     configuration, and for the strongest claim where that is another one."""
-    out = [evidence(x.fastest, x.axes)]
+    out = [evidence(x.fastest, x.config(x.fastest))]
     if x.focus is not None and x.config(x.focus) != x.config(x.fastest):
-        out.append(evidence(x.focus, x.axes))
+        out.append(evidence(x.focus, x.config(x.focus)))
     return out
-
-
-def _unmeasured(row, what: str) -> str:
-    why = diagnosis.why_unprofiled(not missing(row.get("compute_capability")))
-    wait = row.get("data_wait_share")
-    return (f"**Tensor Cores and bottleneck:** not measurable for {what} ({why})."
-            + (f" It waited for data {percent(wait)} of each step." if not missing(wait)
-               else ""))
-
-
-def _on_tensor_cores(row, what: str, on_tc: bool) -> str:
-    tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
-    share = f"{percent(tc)} of GPU kernel time ran in Tensor Core kernels" + (
-        f", of {percent(mm)} in matrix kernels (GEMMs, convolutions) on any unit"
-        if not missing(mm) else "")
-    if row["precision"] == V.BASELINE:
-        return f"**Tensor Cores:** strict fp32 keeps them off in {what}: {share}."
-    if on_tc:
-        return f"**Tensor Cores:** in {what} the matrix work ran on Tensor Cores ({share})."
-    return f"**Tensor Cores:** in {what} most matrix work did not run on Tensor Cores ({share})."
-
-
-def _limit(row, kind) -> str:
-    busy, wait = row.get("gpu_busy_share"), row.get("data_wait_share")
-    tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
-    return {"input": f"the input pipeline: the GPU waited for the next batch {percent(wait)} "
-                     f"of each step",
-            "host": f"the host: the GPU had a kernel running only {percent(busy)} of the wall "
-                    f"time, so Python, kernel launches and synchronisation set the pace",
-            "tensor": f"Tensor Core arithmetic ({percent(tc)} of kernel time), the best case",
-            "simt": f"matrix arithmetic on the ordinary fp32 units ({percent(mm)} of kernel "
-                    f"time in matrix kernels, none on Tensor Cores)",
-            "memory": f"memory-bound kernels: the GPU was busy {percent(busy)} of the time but "
-                      f"{percent(1 - float(tc)) if not missing(tc) else 'most'} of kernel time "
-                      f"went to elementwise, normalisation, pooling and optimiser kernels"
-                      + (f" (top kernel `{str(row['top_kernel'])[:60]}`)"
-                         if not missing(row.get("top_kernel")) else ""),
-            None: "not measurable without a kernel profile"}[kind]
-
-
-def evidence(row, axes) -> str:
-    """Tensor Cores and what limits one configuration's step (``analysis.diagnosis``)."""
-    what = config(row, axes)
-    on_tc = diagnosis.matmuls_on_tensor_cores(row)
-    kind = diagnosis.bottleneck(row)
-    if on_tc is None and kind is None:
-        return _unmeasured(row, what)
-    parts = [] if on_tc is None else [_on_tensor_cores(row, what, on_tc)]
-    parts.append(f"**What limits {what}:** {_limit(row, kind)}.")
-    return " ".join(parts)
 
 
 def accuracy(x: Findings) -> list[str]:

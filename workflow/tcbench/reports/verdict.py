@@ -26,11 +26,12 @@ import pandas as pd
 from .. import atomic, stats
 from .. import resultset as RS
 from .. import vocabulary as V
+from ..analysis import conditions as C
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, times
 from ..render.table import page
 from . import noisy
-from .findings import Section, experiment_section, ratio_text
+from .findings import Section, besides_precision, experiment_section, ratio_text
 
 
 @dataclass
@@ -106,6 +107,65 @@ def provenance(metrics: pd.DataFrame | None) -> list[str]:
     return out
 
 
+def _tally(counts: dict) -> str:
+    n = [str(v) for v in counts.values()]
+    return (", ".join(n[:-1]) + " and " + n[-1] if len(n) > 1 else n[0]) + " records"
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _of(n: int, total: int) -> str:
+    return f"all {total}" if n == total else f"{n} of {total}"
+
+
+def _spread(c: C.Conditions) -> list[str]:
+    out = []
+    if len(c.gpus) > 1:
+        out.append(f"{len(c.gpus)} GPUs (told apart by UUID: {_tally(c.gpus)}"
+                   + (f"; the repeats of {_n(c.cells_across_gpus, 'cell')} ran on more than one"
+                      if c.cells_across_gpus else "") + ")")
+    if len(c.hosts) > 1:
+        out.append(f"{len(c.hosts)} host types (by name and CPU count: " + "; ".join(
+            f"{h}, {_n(n, 'record')}" for h, n in c.hosts.items()) + ")")
+    return out
+
+
+def conditions(metrics: pd.DataFrame | None) -> str | None:
+    """One sentence saying where a set mixes GPUs, hosts, CPU placements, concurrent jobs or
+    process starts (``analysis.conditions``); None where its records agree on all."""
+    if metrics is None or not len(metrics):
+        return None
+    c = C.conditions(metrics)
+    if c.uniform or not c.records:
+        return None
+    spread = _spread(c)
+    out = ["the records ran on " + " and ".join(spread)] if spread else []
+    known = {k: v for k, v in c.placements.items() if k is not None}
+    if len(known) > 1 or (known and set(known) != {"pinned"}):
+        out.append("CPU placement " + ", ".join(
+            f"{k} ({n})" if k != "os" else f"left to the OS ({n})" for k, n in known.items()))
+    if c.beside_others:
+        out.append(f"{_of(c.beside_others, c.records)} jobs started while other tcbench jobs "
+                   f"held GPUs of the same host")
+    starts = {k: v for k, v in c.starts.items() if k is not None}
+    if len(starts) > 1:
+        out.append("process starts " + ", ".join(
+            f"{START_WORDS.get(k, k)} ({n})" for k, n in starts.items()))
+    unknown = [w for w, d in (("CPU placement and the jobs beside it", c.placements),
+                              ("how its process started", c.starts)) if None in d]
+    if unknown:
+        n = max(d.get(None, 0) for d in (c.placements, c.starts))
+        out.append(f"for {_of(n, c.records)} records {' and '.join(unknown)} were not "
+                   f"recorded (they predate those fields)")
+    return "Conditions: " + "; ".join(out) + "." if out else None
+
+
+START_WORDS = {"fresh_interpreter": "fresh interpreters",
+               "forked": "forked from a preloaded interpreter"}
+
+
 def _versions(metrics, cuda: bool) -> str:
     env = metrics.iloc[0].to_dict() if metrics is not None and len(metrics) else {}
     cuda_col = "torch_cuda_version" if not missing(env.get("torch_cuda_version")) \
@@ -124,6 +184,8 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
     out = [f"Result set `{run}`: {len(df)} configurations of "
            f"{df['experiment'].nunique()} experiments on {device}" + _versions(metrics, cuda)]
     out += provenance(metrics)
+    said = conditions(metrics)
+    out += [said] if said else []
     head = V.metric(V.HEADLINE)
     out.append(f"Speed is the {head.label} ({head.definition}); a speedup is its ratio to "
                "strict fp32 (TF32 off) at the same setting. Values "
@@ -203,8 +265,8 @@ def _no_judgement(name: str, x) -> str:
     return (f"{name}: no fp32 cell shares a setting with its reduced-precision cells; against "
             f"the plain fp32 baseline ({g['plain_experiment']}, batch size "
             f"{int(g['plain_batch_size'])}, eager), {x.config(g)} reaches "
-            f"{ratio_text(g, 'gain')} the throughput ({stats.CLAIM_SHORT[c]}; precision is not "
-            f"all that changed).")
+            f"{ratio_text(g, 'gain')} the throughput ({stats.CLAIM_SHORT[c]}; besides precision "
+            f"it changed {besides_precision(g)}).")
 
 
 def experiment_line(f: dict) -> str:
