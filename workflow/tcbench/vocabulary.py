@@ -189,6 +189,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("throughput_samples_per_s", "steady-state throughput", "throughput", "samples/s",
            True, "the samples of the training steps after warm-up over their duration, timed "
            "with CUDA events on the GPU's own timeline"),
+    # one sample of a token workload (transformers) is one sequence: the same speed counted in
+    # tokens, the unit language-model training is compared in (tcbench.analysis.throughput)
+    Metric("throughput_tokens_per_s", "steady-state throughput in tokens", "throughput",
+           "tokens/s", True, "the steady-state throughput times the tokens of one sample (the "
+           "record's data.tokens_per_sample, a sequence's length); only for workloads that "
+           "train on tokens"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
            "context, lazy module loading, cuDNN autotuning and compilation"),

@@ -13,7 +13,8 @@ ESTIMATED = [m.column for m in V.METRICS]
 # pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
 DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
-             "power_mean_w", "steady_time_s", "flops_per_sample"]
+             "power_mean_w", "steady_time_s", "flops_per_sample",
+             "tokens_per_sample", "ceiling_tflops"]
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:

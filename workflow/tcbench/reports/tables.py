@@ -25,6 +25,7 @@ from .. import atomic, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
+from ..analysis import throughput as TP
 from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, memory_unit, missing, num,
                               pct, percent, points, times, with_interval)
 from ..render.settings import setting_text, shown_axes
@@ -92,12 +93,15 @@ def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
             else "1×" if not missing(mem) else MISSING]
 
 
-def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
+def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str]:
     notes = [f"Result set {e.run}. Throughput is the steady-state training throughput (the "
              f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
              f"same setting; first fast step is the time to the end of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
              INTERVAL_NOTE]
+    if TP.TOKENS in speeds:
+        notes.append(f"A sample is one sequence: tokens/s is samples/s times its "
+                     f"{_tokens_text(e.rows)} tokens ({V.metric(TP.TOKENS).definition}).")
     if has_mem:
         notes.append("Peak memory is torch.cuda.max_memory_allocated.")
     s = e.rows
@@ -108,23 +112,30 @@ def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
     return notes
 
 
+def _tokens_text(rows) -> str:
+    per = sorted({int(v) for v in pd.to_numeric(rows[TP.PER_SAMPLE], errors="coerce").dropna()})
+    return " or ".join(f"{v:,}" for v in per)
+
+
 def speed_table(e: Experiment) -> Table:
     """Speed and memory of every cell of one experiment."""
     s = e.rows
     unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     has_mem = s["max_memory_allocated_bytes"].notna().any()
-    cols = ["setting", "precision", "n", "samples/s", "× fp32", "first fast step (s)"]
+    speeds = TP.columns(s)  # samples/s, and tokens/s for a token workload
+    cols = ["setting", "precision", "n", *map(TP.unit, speeds), "× fp32",
+            "first fast step (s)"]
     cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
-                               r.get(f"{V.HEADLINE}_high"), r.get(f"{V.HEADLINE}_n")),
+                 *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                                 r.get(f"{V.HEADLINE}_n")) for c in speeds),
                  speedup_text(e.ratio(r), r), num(r.get("time_to_steady_s"))]
         cells += _memory_cells(e, r, unit) if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
     return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
-                 notes=_speed_notes(e, has_mem), label=f"tab:{e.run}:{e.name}")
+                 notes=_speed_notes(e, has_mem, speeds), label=f"tab:{e.run}:{e.name}")
 
 
 def accuracy_table(e: Experiment) -> Table:
@@ -201,6 +212,7 @@ def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: 
 def speedup_table(sp: pd.DataFrame) -> Table:
     """Every cell against fp32 at the same setting, with the claim its interval allows."""
     sp = RS.order(sp)
+    speeds = TP.columns(sp)  # a tokens/s column where the set has a token workload
     rows = []
     for exp, g in sp.groupby("experiment", sort=False):
         axes = shown_axes(g)
@@ -208,22 +220,24 @@ def speedup_table(sp: pd.DataFrame) -> Table:
             rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
                          f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
-                         num(r.get(V.HEADLINE)) if r.get("repeats_ok") else MISSING,
+                         *(num(r.get(c)) if r.get("repeats_ok") else MISSING
+                           for c in speeds),
                          speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
-    cols = ["experiment", "setting", "precision", "n (cell/fp32)", "samples/s", "× fp32",
-            "claim", "memory × fp32"]
+    cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(TP.unit, speeds),
+            "× fp32", "claim", "memory × fp32"]
     return Table("Speedup over strict fp32 at the same setting", cols, rows,
-                 align="lllrrrlr", notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
+                 align="lllr" + "r" * len(speeds) + "rlr",
+                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
 
 
-def _best_row(r) -> list[str]:
+def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     axes = [] if missing(r.get("setting_axes")) else \
         [a for a in str(r["setting_axes"]).split(",") if a]
     model = "" if str(r["model"]) == str(r["workload"]) else f" ({r['model']})"
     return [f"{r['workload']}{model}", f"{r['precision']}, {setting_text(r, axes)}",
-            with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
-                          r.get(f"{V.HEADLINE}_high"), r.get("repeats_ok")),
+            *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                            r.get("repeats_ok")) for c in speeds),
             with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
                           r.get("gain_n"), fmt=times) if not missing(r.get("gain"))
             else "no fp32 run",
@@ -234,12 +248,14 @@ def _best_row(r) -> list[str]:
 
 def best_table(b: pd.DataFrame) -> Table:
     """Per workload and model: the fastest configuration against the fastest plain fp32 one."""
-    cols = ["workload", "fastest configuration", "samples/s", "× plain fp32",
+    speeds = TP.columns(b)
+    cols = ["workload", "fastest configuration", *map(TP.unit, speeds), "× plain fp32",
             "plain fp32 baseline", "memory × baseline", "first fast step (s)"]
     return Table("Fastest configuration per workload, against the fastest plain fp32 one "
                  "(strict fp32, eager, contiguous, no CUDA graphs; same workload, data and "
-                 "input pipeline, any batch size)", cols, [_best_row(r) for _, r in b.iterrows()],
-                 align="llrrlrr", notes=[INTERVAL_NOTE])
+                 "input pipeline, any batch size)", cols,
+                 [_best_row(r, speeds) for _, r in b.iterrows()],
+                 align="ll" + "r" * len(speeds) + "rlrr", notes=[INTERVAL_NOTE])
 
 
 # ----------------------------------------------------------------------------------- driver
