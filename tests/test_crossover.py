@@ -14,6 +14,7 @@ from conftest import REPO
 from tcbench import calibrate, matrix
 from tcbench.analysis import crossover as X
 from tcbench.reports import crossover as M
+from tcbench.reports import fp8_findings as F
 
 H200 = X.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
 
@@ -75,19 +76,21 @@ def fixture_records():
 
 
 def test_the_map_its_sentence_and_its_figure(tmp_path):
-    table = M.ratios(M.cells(fixture_records()), H200)
+    table = X.ratios(X.cells(fixture_records()), H200)
     tw = table[table["mode"] == "fp8-tensorwise"].set_index(["width", "tokens"])
     assert tw.loc[(4096, 4096), "ratio"] == pytest.approx(1.3, rel=0.01)
     assert tw.loc[(4096, 4096), "pays"] is True and tw.loc[(1024, 4096), "pays"] is False
     assert tw.loc[(4096, 4096), "memory_ratio"] == pytest.approx(1.05)
     assert tw["predicted"].notna().all()
-    sentence = M.starts_to_pay(table, "fp8-tensorwise")
-    assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4096 "
-                               "tokens a step: 1.30x") and "95% CI, n = 3" in sentence
+    sentence = F.starts_to_pay(table, "fp8-tensorwise")
+    assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4,096 "
+                               "tokens a step: 1.30× [") and "so it pays off" in sentence
+    assert "the smallest (fewest FLOPs a step) of 2 of 4 shapes" in sentence
     row = table[(table["mode"] == "fp8-rowwise") & (table["width"] == 2048)]
     assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
-    none = M.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
-    assert "at none of the 2 shapes measured" in none and "1.05x" in none
+    assert "no fp8-rowwise run finished (unsupported" in row["unmeasured"].iloc[0]
+    none = F.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
+    assert "at none of the 2 shapes measured" in none and "1.05×" in none
     from tcbench.render import plot as FIG
     paths = FIG.save(M.figure(table), tmp_path, "fp8_crossover", formats=("png",))
     assert paths[0].stat().st_size > 10_000
@@ -122,3 +125,75 @@ def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatc
     assert table["ratio_n"].max() == 3 and table["predicted"].notna().all()
     text = (tmp_path / "out" / "fp8_crossover.md").read_text()
     assert "fp8-tensorwise starts to pay at Linear width 4096" in text
+
+
+def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
+    """On a full 2 x 2 map: a dashed contour at 1.0 in the measured and predicted panels, and
+    one box per shape whose interval clears 1.10 (two here, in each recipe's measured panel)."""
+    from matplotlib.contour import ContourSet
+    from matplotlib.patches import Rectangle
+
+    table = X.ratios(X.cells([r for r in fixture_records() if r["params"]["in_size"] != 2048]),
+                     H200)
+    fig = M.figure(table)
+    measured, predicted = fig.axes[0], fig.axes[1]
+    assert any(isinstance(c, ContourSet) for c in measured.collections)
+    assert any(isinstance(c, ContourSet) for c in predicted.collections)
+    boxes = [p for p in measured.patches if isinstance(p, Rectangle) and not p.get_fill()]
+    paying = table[(table["mode"] == "fp8-tensorwise") & (table["pays"] == True)]  # noqa: E712
+    assert len(boxes) == len(paying) == 2
+    assert {(b.get_x(), b.get_y()) for b in boxes} == {(0, 0), (1, 0)}  # width 4096: the top row
+
+
+def test_a_cpu_set_says_there_is_no_fp8_measurement_not_a_ratio(tmp_path):
+    """FP8 unsupported at every shape (a CPU), and a calibration without FP8 roofs: no ratio,
+    no claim, no prediction; the sentences and the figure say why."""
+    records = []
+    for w, t in ((64, 32), (64, 128), (128, 32), (128, 128)):
+        records.append(record(w, t, "amp-bf16", 1, 1e4, None))
+        for mode in X.FP8_MODES:
+            records.append(record(w, t, mode, 1, None, None, status="unsupported") | {
+                "status_reason": f"{mode} needs a CUDA GPU of compute capability >= 8.9; "
+                                 f"this is a CPU"})
+    records = [r | {"experiment": "fp8_crossover_tiny"} for r in records]
+    cpu = {"modes": {"amp-bf16": {"status": "ok", "tflops": 0.5},
+                     **{m: {"status": "unsupported", "tflops": None} for m in X.FP8_MODES}},
+           "memory": {"copy_bandwidth_bytes_per_s": 1e10}}
+    table = M.table_of(records, cpu)
+    assert table["ratio"].isna().all() and table["predicted"].isna().all()
+    assert not table["pays"].astype(str).eq("True").any()
+    text = M.sentences(table)
+    assert "fp8-rowwise: no FP8 measurement at any of the 4 shapes" in text
+    assert "this is a CPU" in text and "cannot be judged" in text and "×" not in text
+    assert "No prediction from the calibration" in text and "no matmul roof" in text
+    from tcbench.render import plot as FIG
+    assert FIG.save_as(M.figure(table), [tmp_path / "fp8_crossover.png"])[0].stat().st_size
+
+
+def test_too_few_repeats_cannot_be_judged():
+    two = [r for r in fixture_records() if r["repeat"] <= 2 and r["params"]["in_size"] != 2048]
+    table = X.ratios(X.cells(two), H200)
+    assert table["pays"].isna().all() and set(table["claim"]) == {"n < 3"}
+    text = F.starts_to_pay(table, "fp8-tensorwise")
+    assert text.startswith("fp8-tensorwise: where it starts to pay cannot be judged") and \
+        "fewer than three repeats on a side" in text
+
+
+def test_the_command_writes_the_paths_it_is_given(tmp_path, monkeypatch):
+    """The workflow's rule names every file (record files in, each output by path); without a
+    calibration the sentences say there is no prediction."""
+    files = []
+    for i, r in enumerate(fixture_records()):
+        files.append(tmp_path / "r" / f"{i}.json")
+        files[-1].parent.mkdir(exist_ok=True)
+        files[-1].write_text(json.dumps(r | {"experiment": "fp8_crossover_w"}))
+    # the fixture's records are partial: read as they are, not against the record schema
+    monkeypatch.setattr(M.resultset, "load", lambda paths: [json.loads(p.read_text())
+                                                            for p in paths])
+    assert M.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
+                   "--md", str(tmp_path / "a.md"), "--figures",
+                   str(tmp_path / "fp8_crossover.png")]) == 0
+    assert "No prediction from the calibration: no calibration.json" in \
+        (tmp_path / "a.md").read_text()
+    assert (tmp_path / "fp8_crossover.png").stat().st_size and \
+        len(__import__("pandas").read_csv(tmp_path / "a.csv")) == 4 * 2 + 1

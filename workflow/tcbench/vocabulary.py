@@ -254,6 +254,14 @@ COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
                                  "tex": "comparison.tex", "seed": "seed.md"}
 
 
+# the FP8 crossover map (tcbench.reports.crossover) of a result set whose experiments named
+# CROSSOVER_PREFIX* (config/fp8_crossover.yaml's, one per Linear width) ran: its table, its
+# sentences, and its figure (figures/<stem>.<format>)
+CROSSOVER_PREFIX = "fp8_crossover"
+CROSSOVER_FILES: dict[str, str] = {"csv": "tables/fp8_crossover.csv", "md": "fp8_crossover.md"}
+CROSSOVER_FIGURE = "fp8_crossover"
+
+
 def figure_name(experiment: str, kind: str, ext: str) -> str:
     """The file name of one figure of one experiment (``figures/`` of a result set)."""
     return f"{experiment}_{kind}.{ext}"

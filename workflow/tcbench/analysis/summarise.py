@@ -7,14 +7,16 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..resultset import numeric, order
+from . import throughput as TP
 
 # pooled per cell with an interval (tcbench.stats.estimate)
 ESTIMATED = [m.column for m in V.METRICS]
 # pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
 DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
-             "power_mean_w", "steady_time_s", "flops_per_sample",
-             "tokens_per_sample", "ceiling_tflops"]
+             "power_mean_w", "steady_time_s", "flops_per_sample"]
+# what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
+DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
