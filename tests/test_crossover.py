@@ -88,7 +88,7 @@ def test_the_map_its_sentence_and_its_figure(tmp_path):
     assert "the smallest (fewest FLOPs a step) of 2 of 4 shapes" in sentence
     row = table[(table["mode"] == "fp8-rowwise") & (table["width"] == 2048)]
     assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
-    assert "no fp8-rowwise run finished (unsupported" in row["unmeasured"].iloc[0]
+    assert "no fp8-rowwise run finished, unsupported" in row["unmeasured"].iloc[0]
     none = F.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
     assert "at none of the 2 shapes measured" in none and "1.05×" in none
     from tcbench.render import plot as FIG
@@ -197,3 +197,52 @@ def test_the_command_writes_the_paths_it_is_given(tmp_path, monkeypatch):
         (tmp_path / "a.md").read_text()
     assert (tmp_path / "fp8_crossover.png").stat().st_size and \
         len(__import__("pandas").read_csv(tmp_path / "a.csv")) == 4 * 2 + 1
+
+
+TINY_STUDY = {
+    "run": "tiny-fp8", "require_gpu": False, "repeats": 1,
+    "adaptive_repeats": {"enabled": False},
+    "calibrate": {"enabled": True, "size": 256, "iterations": 3},
+    "experiments": [
+        {"name": "tiny_lm", "workload": "transformers",
+         "precisions": ["fp32", "amp-bf16", "fp8-rowwise"], "batch_sizes": [2],
+         "params": {"model": "llama", "seq_len": 32, "steps": 2, "warmup_steps": 1,
+                    "profile_steps": 1,
+                    "config": {"hidden_size": 64, "intermediate_size": 128,
+                               "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "num_key_value_heads": 2, "vocab_size": 256}}},
+        *({"name": f"fp8_crossover_w{w}", "workload": "amp_recipe",
+           "precisions": ["amp-bf16", "fp8-tensorwise", "fp8-rowwise"], "batch_sizes": [32],
+           "params": {"in_size": w, "out_size": w, "num_layers": 3, "num_batches": 2,
+                      "epochs": 2, "warmup_steps": 1}} for w in (64, 128)),
+    ]}
+
+
+@pytest.mark.slow
+def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workflow_copy):
+    """A tiny study with a transformer and the crossover's experiments, on the CPU: rule all
+    makes the map (FP8 unsupported: no ratio, no prediction, and why), the verdict's FP8
+    section, tokens/s in the transformer's table, and the report holds the map."""
+    pytest.importorskip("transformers")
+    from conftest import snakemake
+
+    (workflow_copy / "tiny.yaml").write_text(yaml.safe_dump(TINY_STUDY))
+    snakemake(workflow_copy, "--cores", "2", "--configfile", "tiny.yaml")
+    out = workflow_copy / "results" / "tiny-fp8"
+    lm = {p.stem.split("_")[0]: json.loads(p.read_text())
+          for p in (out / "records" / "tiny_lm").glob("*.json")}
+    assert lm["fp32"]["status"] == lm["amp-bf16"]["status"] == "ok"
+    assert lm["fp8-rowwise"]["status"] == "unsupported" and "CPU" in \
+        lm["fp8-rowwise"]["status_reason"]
+    text = (out / "fp8_crossover.md").read_text()
+    assert "fp8-tensorwise: no FP8 measurement at any of the 2 shapes" in text
+    assert "No prediction from the calibration" in text and "×" not in text
+    assert {p.name for p in (out / "figures").glob("fp8_crossover.*")} == \
+        {"fp8_crossover.png", "fp8_crossover.pdf", "fp8_crossover.svg"}
+    verdict = (out / "summary.md").read_text()
+    assert "## FP8 on this GPU" in verdict and "**MFU:** not stated" in verdict
+    assert "FP8 crossover, fp8-rowwise against amp-bf16: cannot be judged (no FP8 " \
+        "measurement)." in verdict
+    assert "| samples/s | tokens/s |" in (out / "tables" / "tiny_lm.md").read_text()
+    snakemake(workflow_copy, "--report", "report.html", "--configfile", "tiny.yaml")
+    assert "Where FP8 starts to pay on this GPU" in (workflow_copy / "report.html").read_text()

@@ -164,8 +164,8 @@ def _why_unmeasured(fp8: pd.DataFrame, base: pd.DataFrame, mode: str) -> str | N
         return None
     side, runs = (mode, fp8) if not fp8["throughput"].notna().any() else (BASELINE, base)
     reasons = sorted(set(runs["status_reason"].dropna().astype(str)))
-    return (f"no {side} run finished ({', '.join(sorted(set(runs['status'])))}"
-            + (f": {reasons[0][:160]}" if reasons else "") + ")")
+    return (f"no {side} run finished, {'/'.join(sorted(set(runs['status'])))}"
+            + (f": {reasons[0][:160]}" if reasons else ""))
 
 
 def _shape_row(width, tokens, shape, mode, roofs) -> dict | None:

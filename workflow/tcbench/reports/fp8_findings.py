@@ -7,6 +7,8 @@ of the mode that did the work (``mfu_sentences``). One function per finding, lik
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from .. import stats
@@ -40,11 +42,39 @@ def _predicted(r) -> str:
         f"; the roofs predict {num(r['predicted'])}×"
 
 
-def _no_measurement(t: pd.DataFrame, mode: str) -> str:
-    why = t["unmeasured"].dropna().astype(str) if "unmeasured" in t else pd.Series([], dtype=str)
-    return (f"{mode}: no FP8 measurement at any of the {len(t)} shapes of the crossover study"
-            + (f" ({why.iloc[0]})" if len(why) else "") + f", so where {mode} starts to pay "
-            f"on this device cannot be judged; no ratio is reported.")
+@dataclass(frozen=True)
+class Crossover:
+    """What the map says of one FP8 mode: ``kind`` is "pays" (``row``: the smallest shape whose
+    interval clears 1.10), "none" (``row``: the strongest claim, none pays), "unjudged" (``row``:
+    the largest ratio; too few repeats everywhere), "unmeasured" (no FP8 run finished) or
+    "absent" (no shape has both modes)."""
+
+    mode: str
+    kind: str
+    row: pd.Series | None = None
+    shapes: int = 0
+    measured: int = 0
+    paying: int = 0
+    why: str = ""
+
+
+def assess(table: pd.DataFrame, mode: str) -> Crossover:
+    t = table[table["mode"] == mode] if len(table) else table
+    if t.empty:
+        return Crossover(mode, "absent")
+    measured = t[t["ratio"].notna()]
+    if measured.empty:
+        why = t["unmeasured"].dropna().astype(str) if "unmeasured" in t else []
+        return Crossover(mode, "unmeasured", shapes=len(t), why=why.iloc[0] if len(why) else "")
+    n = {"shapes": len(t), "measured": len(measured)}
+    paying = measured[measured["pays"].astype(str) == "True"]
+    if len(paying):
+        r = paying.assign(work=paying["tokens"] * paying["width"] ** 2).sort_values(
+            ["work", "tokens"]).iloc[0]
+        return Crossover(mode, "pays", r, paying=len(paying), **n)
+    best = max((r for _, r in measured.iterrows()), key=lambda r: stats.strength(
+        r["claim"], stats.from_row(r, "ratio")))
+    return Crossover(mode, "unjudged" if best["claim"] == stats.UNJUDGED else "none", best, **n)
 
 
 def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
@@ -52,33 +82,43 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
     width^2) whose 95% interval of the throughput ratio over amp-bf16 lies wholly above 1.10;
     else that none does, with the strongest claim the shapes support; else that it cannot be
     judged (too few repeats, or no FP8 measurement at all)."""
-    t = table[table["mode"] == mode] if len(table) else table
-    if t.empty:
+    c = assess(table, mode)
+    if c.kind == "absent":
         return f"{mode}: no shape of the crossover study has both {mode} and {X.BASELINE} records."
-    measured = t[t["ratio"].notna()]
-    if measured.empty:
-        return _no_measurement(t, mode)
-    gaps = len(t) - len(measured)
-    gap = f" ({gaps} of {len(t)} shapes without a measurement)" if gaps else ""
-    paying = measured[measured["pays"].astype(str) == "True"]
-    if len(paying):
-        r = paying.assign(work=paying["tokens"] * paying["width"] ** 2).sort_values(
-            ["work", "tokens"]).iloc[0]
+    if c.kind == "unmeasured":
+        return (f"{mode}: no FP8 measurement at any of the {c.shapes} shapes of the crossover "
+                f"study, so where {mode} starts to pay on this device cannot be judged and no "
+                f"ratio is reported" + (f": {c.why}." if c.why else "."))
+    r, gaps = c.row, c.shapes - c.measured
+    gap = f" ({gaps} of {c.shapes} shapes without a measurement)" if gaps else ""
+    if c.kind == "pays":
         return (f"{mode} starts to pay at {_shape(r)}: {ratio_text(r, 'ratio')} the throughput "
                 f"of {X.BASELINE}, so it {stats.CLAIM_WORDS[stats.PAYS_OFF]}{_predicted(r)}; "
-                f"the smallest (fewest FLOPs a step) of {len(paying)} of {len(measured)} shapes "
+                f"the smallest (fewest FLOPs a step) of {c.paying} of {c.measured} shapes "
                 f"whose interval clears {X.PAYS:.2f}×{gap}.")
-    best = max((r for _, r in measured.iterrows()), key=lambda r: stats.strength(
-        r["claim"], stats.from_row(r, "ratio")))
-    if best["claim"] == stats.UNJUDGED:
+    if c.kind == "unjudged":
         return (f"{mode}: where it starts to pay cannot be judged: at every one of the "
-                f"{len(measured)} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
-                f"largest ratio over {X.BASELINE} is {ratio_text(best, 'ratio')} at "
-                f"{_shape(best)}{gap}.")
+                f"{c.measured} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
+                f"largest ratio over {X.BASELINE} is {ratio_text(r, 'ratio')} at "
+                f"{_shape(r)}{gap}.")
     return (f"{mode} pays off (95% CI of the throughput ratio over {X.BASELINE} wholly above "
-            f"{X.PAYS:.2f}×) at none of the {len(measured)} shapes measured{gap}; its strongest "
-            f"claim is at {_shape(best)}, where it {stats.CLAIM_WORDS[best['claim']]}: "
-            f"{ratio_text(best, 'ratio')}{_predicted(best)}.")
+            f"{X.PAYS:.2f}×) at none of the {c.measured} shapes measured{gap}; its strongest "
+            f"claim is at {_shape(r)}, where it {stats.CLAIM_WORDS[r['claim']]}: "
+            f"{ratio_text(r, 'ratio')}{_predicted(r)}.")
+
+
+def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
+    """The bottom line's clause of ``starts_to_pay``."""
+    c = assess(table, mode)
+    head = f"FP8 crossover, {mode} against {X.BASELINE}"
+    if c.kind in ("absent", "unmeasured"):
+        return f"{head}: cannot be judged (no FP8 measurement)."
+    r = c.row
+    if c.kind == "pays":
+        return (f"{head}: pays off from {_shape(r)}, {ratio_text(r, 'ratio')} (the smallest of "
+                f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×).")
+    return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
+            f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}.")
 
 
 def prediction(table: pd.DataFrame) -> str:
@@ -119,7 +159,7 @@ def _transformer_cell(r, axes) -> str:
     if str(r["status"]) != V.OK:
         reason = "" if missing(r.get("status_reason")) else \
             f": {str(r['status_reason']).split(';')[0][:160]}"
-        return f"**{r['model']}, FP8 against bf16:** {what} is {r['status']}{reason}."
+        return f"**{r['model']}, FP8 against bf16:** {what}: {r['status']}{reason}."
     return (f"**{r['model']}, FP8 against bf16:** no {V.FP8_BASELINE} run of {what}'s setting "
             f"finished, so it is not judged against bf16.")
 
@@ -142,6 +182,9 @@ def mfu_sentences(df: pd.DataFrame) -> list[str]:
     lm = lm[lm["precision"].astype(str).isin([V.FP8_BASELINE, *claims.FP8])]
     if lm.empty:
         return []
+    if not lm["compute_capability"].notna().any():
+        return ["**MFU:** not stated: this device is not a CUDA GPU, so its calibration's "
+                "roofs are no Tensor Core ceiling to measure utilisation against."]
     parts = []
     for model, g in lm.groupby("model", sort=False):
         cells = [f"{r['precision']} {percent(r.get('mfu'), 1)} of the {r['precision']} roof "
@@ -165,4 +208,4 @@ def bottom_line(crossover: pd.DataFrame | None) -> list[str]:
     """The crossover's one sentence per recipe in the bottom line."""
     if crossover is None:
         return []
-    return [f"FP8 crossover: {starts_to_pay(crossover, m)}" for m in X.FP8_MODES]
+    return [starts_to_pay_short(crossover, m) for m in X.FP8_MODES]
