@@ -1,18 +1,8 @@
 # The FP8 crossover map (config/fp8_crossover.yaml): where FP8 starts to pay on this GPU, per
 # Linear width x tokens a step, beside the prediction from the set's calibration. Made for a
 # result set that holds experiments named V.CROSSOVER_PREFIX* (this study's or another's in the
-# same set), from their records; the module writes exactly the paths it is given.
-CROSSOVER_EXPERIMENTS = [e for e in SET_EXPERIMENTS if e.startswith(V.CROSSOVER_PREFIX)]
-
-
-def crossover_records(wildcards):
-    """The crossover experiments' records: this study's (train makes them) and those that
-    other studies left in the set."""
-    pattern = rules.train.output[0]
-    return [p for p in [*study_files(pattern, wildcards.run),
-                        *others_in_set(pattern, wildcards.run)]
-            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
-
+# same set), from their records (common.smk: CROSSOVER_EXPERIMENTS, crossover_records); the
+# module writes exactly the paths it is given.
 
 rule crossover:
     message:
