@@ -96,8 +96,9 @@ def test_the_map_its_sentence_and_its_figure(tmp_path):
     assert paths[0].stat().st_size > 10_000
 
 
-def test_the_study_config_is_small_and_square():
-    text = (REPO / "config" / "fp8_crossover.yaml").read_text()
+@pytest.mark.parametrize("name", ["fp8_crossover.yaml", "fp8_crossover_quick.yaml"])
+def test_the_study_config_is_small_and_square(name):
+    text = (REPO / "config" / name).read_text()
     jobs = matrix.expand(yaml.safe_load(text))
     assert f"= {len(jobs)} jobs" in text
     shapes = {(dict(j.params)["in_size"], j.batch_size) for j in jobs.values()}
@@ -105,6 +106,20 @@ def test_the_study_config_is_small_and_square():
     assert len(shapes) <= 12 and {j.precision for j in jobs.values()} == \
         {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
     assert {dict(j.params)["compile"] for j in jobs.values()} == {"default"}
+
+
+def test_the_first_pass_is_a_part_of_the_whole_map():
+    """The quick study's cells of width 4096 are the whole study's own (same experiment, same
+    parameters, same cells), so the whole study run later into the same set reuses them."""
+    def cells(name):
+        cfg = yaml.safe_load((REPO / "config" / name).read_text())
+        return {j.id: j.params for j in matrix.expand(cfg).values()}
+    quick, whole = cells("fp8_crossover_quick.yaml"), cells("fp8_crossover.yaml")
+    shared = {k for k in quick if k.startswith("fp8_crossover_w4096/")}
+    assert len(shared) == 2 * 3 * 3 and shared <= set(whole)
+    assert all(quick[k] == whole[k] for k in shared)
+    widths = {dict(p)["in_size"] for p in quick.values()}
+    assert widths == {2048, 4096}
 
 
 def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatch):
