@@ -10,6 +10,7 @@ import pytest
 import torch
 import yaml
 
+import figure_text
 from conftest import REPO
 from tcbench import calibrate, matrix
 from tcbench.analysis import crossover as X
@@ -151,6 +152,7 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     table = X.ratios(X.cells([r for r in fixture_records() if r["params"]["in_size"] != 2048]),
                      H200)
     fig = M.figure(table)
+    assert figure_text.problems(fig) == []       # no text overlaps or leaves the canvas
     measured, predicted = fig.axes[0], fig.axes[1]
     assert any(isinstance(c, ContourSet) for c in measured.collections)
     assert any(isinstance(c, ContourSet) for c in predicted.collections)
@@ -182,7 +184,11 @@ def test_a_cpu_set_says_there_is_no_fp8_measurement_not_a_ratio(tmp_path):
     assert "this is a CPU" in text and "cannot be judged" in text and "×" not in text
     assert "No prediction from the calibration" in text and "no matmul roof" in text
     from tcbench.render import plot as FIG
-    assert FIG.save_as(M.figure(table), [tmp_path / "fp8_crossover.png"])[0].stat().st_size
+    fig = M.figure(table)
+    assert figure_text.problems(fig) == []
+    assert {t.get_text() for ax in fig.axes for t in ax.texts} == {"unsupported",
+                                                                  "no prediction"}
+    assert FIG.save_as(fig, [tmp_path / "fp8_crossover.png"])[0].stat().st_size
 
 
 def test_too_few_repeats_cannot_be_judged():

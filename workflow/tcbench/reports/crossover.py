@@ -102,12 +102,12 @@ def figure(table: pd.DataFrame):
         for ax in row[1:]:
             ax.set_ylabel("")
         _mark_paying(row[0], t, measured)
-    fig.text(0.01, -0.02, f"Dashed: break-even (1.0×). Boxed: 95% CI of the measured ratio "
+    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×). Boxed: 95% CI of the measured ratio "
              f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
              f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
              f"crossover). An empty cell names the FP8 runs' status: no ratio without them.",
-             fontsize=6, wrap=True)
-    fig.tight_layout()
+             fontsize=6, wrap=True, va="bottom")
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # the note's two lines below
     return fig
 
 

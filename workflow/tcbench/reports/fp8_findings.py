@@ -111,7 +111,9 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
     """The bottom line's clause of ``starts_to_pay``."""
     c = assess(table, mode)
     head = f"FP8 crossover, {mode} against {X.BASELINE}"
-    if c.kind in ("absent", "unmeasured"):
+    if c.kind == "absent":
+        return f"{head}: not in the crossover study."
+    if c.kind == "unmeasured":
         return f"{head}: cannot be judged (no FP8 measurement)."
     r = c.row
     if c.kind == "pays":
