@@ -216,6 +216,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("step_time_median_s", "median step time", "step time", "s", False,
            "median of the steady steps' durations (CUDA events)"),
 )
+# how an FP8 cell's MFU counts (said by every table and verdict sentence that states one)
+FP8_MFU_COUNTING = ("an FP8 cell's FLOPs are those of the same training step before the "
+                    "conversion (torch.utils.flop_counter; the arithmetic is the same), every one "
+                    "of them, the Linear layers kept in bf16 included, over the calibration's FP8 "
+                    "matmul roof of its recipe (torch._scaled_mm on float8 e4m3 operands); a bf16 "
+                    "cell's over the bf16 roof. Where layers stay in bf16, an FP8 cell's MFU is "
+                    "lower than that of its FP8 GEMMs alone")
 HEADLINE = "throughput_samples_per_s"     # the speed question's one metric
 SEED_METRIC = "total_time_s"              # kept for the seed-reproduction table only
 

@@ -25,12 +25,7 @@ TITLE = "FP8 on this GPU"
 SPLIT = (("fp8_gemm_share", "FP8 GEMMs"),
          ("other_tensor_core_share", "other Tensor Core kernels (the GEMMs kept in bf16)"),
          ("fp8_scaling_share", "cast and scale kernels"))
-COUNTING = ("How FP8 cells are counted: an FP8 cell's FLOPs are those of the same training step "
-            "before the conversion (torch.utils.flop_counter; the arithmetic is the same), every "
-            "one of them, the Linear layers kept in bf16 included, over the calibration's FP8 "
-            "matmul roof of its recipe (torch._scaled_mm on float8 e4m3 operands); a bf16 cell's "
-            "over the bf16 roof. Where layers stay in bf16, an FP8 cell's MFU is lower than "
-            "that of its FP8 GEMMs alone.")
+COUNTING = f"How FP8 cells are counted: {V.FP8_MFU_COUNTING}."
 
 
 def _shape(r) -> str:

@@ -182,6 +182,8 @@ def evidence_table(e: Experiment) -> Table:
              f"NVML's counter over the steady steps.",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
                                         diagnosis.NAMES.items() if k) + " (tcbench.analysis.diagnosis)."]
+    if e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any():
+        notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
     return Table(e.title("where the time goes"), cols, rows,
                  align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
                  label=f"tab:{e.run}:{e.name}:evidence")
