@@ -336,6 +336,12 @@ def test_the_fp8_split_is_read_from_the_tables_where_they_have_it():
     fp8 = " ".join(next(s for s in v.sections if s.title == "FP8 on this GPU").sentences)
     assert ("Its GPU kernel time: 41% FP8 GEMMs, 22% other Tensor Core kernels (the GEMMs kept "
             "in bf16), 17% cast and scale kernels.") in fp8
+    older = lm_verdict(split={"fp8_gemm_share": 0.41, "other_tensor_core_share": 0.22,
+                              "fp8_scaling_share": 0.17, "kernel_classes_from": "top kernels",
+                              "kernel_classes_coverage": 0.9})
+    assert "17% cast and scale kernels (at least: split from the top kernels its record lists, " \
+        "90% of its kernel time)." in " ".join(next(
+            s for s in older.sections if s.title == "FP8 on this GPU").sentences)
 
 
 def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():

@@ -144,8 +144,13 @@ def _split(r) -> str:
     if any(missing(v) for v, _ in shares):
         return (" The split of its step into FP8 GEMMs, bf16 GEMMs and cast/scale kernels is "
                 "missing from these tables.")
+    # a record made before the split was recorded is split from the top kernels it lists
+    # (tcbench.tensorcores.kernel_split): lower bounds, said as such
+    older = str(r.get("kernel_classes_from")) == "top kernels"
+    cover = r.get("kernel_classes_coverage")
     return " Its GPU kernel time: " + ", ".join(f"{percent(v)} {what}" for v, what in shares) \
-        + "."
+        + (f" (at least: split from the top kernels its record lists, "
+           f"{percent(cover)} of its kernel time)" if older and not missing(cover) else "") + "."
 
 
 def _transformer_cell(r, axes) -> str:
