@@ -36,6 +36,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/repeats.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/crossover.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/capacity.smk"
@@ -59,6 +60,7 @@ localrules:
     table,
     tables_combined,
     verdict,
+    crossover,
     compare,
 
 
@@ -67,6 +69,7 @@ rule all:
         "every result of the study is made"
     input:
         all_targets(),
+        CROSSOVER_TARGETS,
         CAPACITY_TARGETS,
     default_target: True
 

@@ -165,3 +165,31 @@ def test_placement_and_process_start_become_columns(template):
     old = {k: v for k, v in template.items() if k not in ("placement", "harness")}
     assert RS.conditions(old) == {"cpu_placement": None, "cpu_set": None, "neighbours": None,
                                   "process_start": None}
+
+
+def test_tokens_per_second_is_derived_once_from_the_records_tokens_per_sample(tmp_path,
+                                                                               template):
+    """A token workload's records say how many tokens a sample is (data.tokens_per_sample):
+    tokens/s is samples/s times that, per record and pooled per cell with the same interval,
+    shown beside samples/s in its tables with the unit; a workload without tokens has none."""
+    for p, rep, thr in (("fp32", 1, 10.0), ("fp32", 2, 12.0), ("fp32", 3, 11.0),
+                        ("amp-bf16", 1, 20.0), ("amp-bf16", 2, 22.0), ("amp-bf16", 3, 21.0)):
+        r = make(template, p, rep, 1.0, thr, 100) | {"experiment": "lm"}
+        r["data"] |= {"tokens_per_sample": 512}
+        R.write(r, tmp_path / "rec" / "lm" / f"{p}_{rep}.json")
+        R.write(make(template, p, rep, 1.0, thr, 100), tmp_path / "rec" / "e" / f"{p}_{rep}.json")
+    out = A.aggregate(tmp_path / "rec", tmp_path / "out")
+    m = out["metrics"].set_index(["experiment", "precision", "repeat"])
+    assert m.loc[("lm", "fp32", 2), "throughput_tokens_per_s"] == pytest.approx(12.0 * 512)
+    assert np.isnan(m.loc[("e", "fp32", 2), "throughput_tokens_per_s"])
+    s = out["summary"].set_index(["experiment", "precision"])
+    lm = s.loc[("lm", "amp-bf16")]
+    for end in ("", "_low", "_high"):
+        assert lm[f"throughput_tokens_per_s{end}"] == pytest.approx(
+            512 * lm[f"throughput_samples_per_s{end}"])
+    lm_table = T.speed_table(T.Experiment(out["summary"], out["speedup"], "lm"))
+    assert lm_table.columns[3:5] == ["samples/s", "tokens/s"]
+    assert any("tokens/s is samples/s times its 512 tokens" in n for n in lm_table.notes)
+    assert "tokens/s" not in T.speed_table(T.Experiment(out["summary"], out["speedup"],
+                                                        "e")).columns
+    assert "tokens/s" in T.speedup_table(out["speedup"]).columns

@@ -10,10 +10,12 @@ import pytest
 import torch
 import yaml
 
+import figure_text
 from conftest import REPO
 from tcbench import calibrate, matrix
 from tcbench.analysis import crossover as X
 from tcbench.reports import crossover as M
+from tcbench.reports import fp8_findings as F
 
 H200 = X.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
 
@@ -75,26 +77,29 @@ def fixture_records():
 
 
 def test_the_map_its_sentence_and_its_figure(tmp_path):
-    table = M.ratios(M.cells(fixture_records()), H200)
+    table = X.ratios(X.cells(fixture_records()), H200)
     tw = table[table["mode"] == "fp8-tensorwise"].set_index(["width", "tokens"])
     assert tw.loc[(4096, 4096), "ratio"] == pytest.approx(1.3, rel=0.01)
     assert tw.loc[(4096, 4096), "pays"] is True and tw.loc[(1024, 4096), "pays"] is False
     assert tw.loc[(4096, 4096), "memory_ratio"] == pytest.approx(1.05)
     assert tw["predicted"].notna().all()
-    sentence = M.starts_to_pay(table, "fp8-tensorwise")
-    assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4096 "
-                               "tokens a step: 1.30x") and "95% CI, n = 3" in sentence
+    sentence = F.starts_to_pay(table, "fp8-tensorwise")
+    assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4,096 "
+                               "tokens a step: 1.30× [") and "so it pays off" in sentence
+    assert "the smallest (fewest FLOPs a step) of 2 of 4 shapes" in sentence
     row = table[(table["mode"] == "fp8-rowwise") & (table["width"] == 2048)]
     assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
-    none = M.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
-    assert "at none of the 2 shapes measured" in none and "1.05x" in none
+    assert "no fp8-rowwise run finished, unsupported" in row["unmeasured"].iloc[0]
+    none = F.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
+    assert "at none of the 2 shapes measured" in none and "1.05×" in none
     from tcbench.render import plot as FIG
     paths = FIG.save(M.figure(table), tmp_path, "fp8_crossover", formats=("png",))
     assert paths[0].stat().st_size > 10_000
 
 
-def test_the_study_config_is_small_and_square():
-    text = (REPO / "config" / "fp8_crossover.yaml").read_text()
+@pytest.mark.parametrize("name", ["fp8_crossover.yaml", "fp8_crossover_quick.yaml"])
+def test_the_study_config_is_small_and_square(name):
+    text = (REPO / "config" / name).read_text()
     jobs = matrix.expand(yaml.safe_load(text))
     assert f"= {len(jobs)} jobs" in text
     shapes = {(dict(j.params)["in_size"], j.batch_size) for j in jobs.values()}
@@ -102,6 +107,20 @@ def test_the_study_config_is_small_and_square():
     assert len(shapes) <= 12 and {j.precision for j in jobs.values()} == \
         {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
     assert {dict(j.params)["compile"] for j in jobs.values()} == {"default"}
+
+
+def test_the_first_pass_is_a_part_of_the_whole_map():
+    """The quick study's cells of width 4096 are the whole study's own (same experiment, same
+    parameters, same cells), so the whole study run later into the same set reuses them."""
+    def cells(name):
+        cfg = yaml.safe_load((REPO / "config" / name).read_text())
+        return {j.id: j.params for j in matrix.expand(cfg).values()}
+    quick, whole = cells("fp8_crossover_quick.yaml"), cells("fp8_crossover.yaml")
+    shared = {k for k in quick if k.startswith("fp8_crossover_w4096/")}
+    assert len(shared) == 2 * 3 * 3 and shared <= set(whole)
+    assert all(quick[k] == whole[k] for k in shared)
+    widths = {dict(p)["in_size"] for p in quick.values()}
+    assert widths == {2048, 4096}
 
 
 def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatch):
@@ -122,3 +141,129 @@ def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatc
     assert table["ratio_n"].max() == 3 and table["predicted"].notna().all()
     text = (tmp_path / "out" / "fp8_crossover.md").read_text()
     assert "fp8-tensorwise starts to pay at Linear width 4096" in text
+
+
+def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
+    """On a full 2 x 2 map: a dashed contour at 1.0 in the measured and predicted panels, and
+    one box per shape whose interval clears 1.10 (two here, in each recipe's measured panel)."""
+    from matplotlib.contour import ContourSet
+    from matplotlib.patches import Rectangle
+
+    table = X.ratios(X.cells([r for r in fixture_records() if r["params"]["in_size"] != 2048]),
+                     H200)
+    fig = M.figure(table)
+    assert figure_text.problems(fig) == []       # no text overlaps or leaves the canvas
+    measured, predicted = fig.axes[0], fig.axes[1]
+    assert any(isinstance(c, ContourSet) for c in measured.collections)
+    assert any(isinstance(c, ContourSet) for c in predicted.collections)
+    boxes = [p for p in measured.patches if isinstance(p, Rectangle) and not p.get_fill()]
+    paying = table[(table["mode"] == "fp8-tensorwise") & (table["pays"] == True)]  # noqa: E712
+    assert len(boxes) == len(paying) == 2
+    assert {(b.get_x(), b.get_y()) for b in boxes} == {(0, 0), (1, 0)}  # width 4096: the top row
+
+
+def test_a_cpu_set_says_there_is_no_fp8_measurement_not_a_ratio(tmp_path):
+    """FP8 unsupported at every shape (a CPU), and a calibration without FP8 roofs: no ratio,
+    no claim, no prediction; the sentences and the figure say why."""
+    records = []
+    for w, t in ((64, 32), (64, 128), (128, 32), (128, 128)):
+        records.append(record(w, t, "amp-bf16", 1, 1e4, None))
+        for mode in X.FP8_MODES:
+            records.append(record(w, t, mode, 1, None, None, status="unsupported") | {
+                "status_reason": f"{mode} needs a CUDA GPU of compute capability >= 8.9; "
+                                 f"this is a CPU"})
+    records = [r | {"experiment": "fp8_crossover_tiny"} for r in records]
+    cpu = {"modes": {"amp-bf16": {"status": "ok", "tflops": 0.5},
+                     **{m: {"status": "unsupported", "tflops": None} for m in X.FP8_MODES}},
+           "memory": {"copy_bandwidth_bytes_per_s": 1e10}}
+    table = M.table_of(records, cpu)
+    assert table["ratio"].isna().all() and table["predicted"].isna().all()
+    assert not table["pays"].astype(str).eq("True").any()
+    text = M.sentences(table)
+    assert "fp8-rowwise: no FP8 measurement at any of the 4 shapes" in text
+    assert "this is a CPU" in text and "cannot be judged" in text and "×" not in text
+    assert "No prediction from the calibration" in text and "no matmul roof" in text
+    from tcbench.render import plot as FIG
+    fig = M.figure(table)
+    assert figure_text.problems(fig) == []
+    assert {t.get_text() for ax in fig.axes for t in ax.texts} == {"unsupported",
+                                                                  "no prediction"}
+    assert FIG.save_as(fig, [tmp_path / "fp8_crossover.png"])[0].stat().st_size
+
+
+def test_too_few_repeats_cannot_be_judged():
+    two = [r for r in fixture_records() if r["repeat"] <= 2 and r["params"]["in_size"] != 2048]
+    table = X.ratios(X.cells(two), H200)
+    assert table["pays"].isna().all() and set(table["claim"]) == {"n < 3"}
+    text = F.starts_to_pay(table, "fp8-tensorwise")
+    assert text.startswith("fp8-tensorwise: where it starts to pay cannot be judged") and \
+        "fewer than three repeats on a side" in text
+
+
+def test_the_command_writes_the_paths_it_is_given(tmp_path, monkeypatch):
+    """The workflow's rule names every file (record files in, each output by path); without a
+    calibration the sentences say there is no prediction."""
+    files = []
+    for i, r in enumerate(fixture_records()):
+        files.append(tmp_path / "r" / f"{i}.json")
+        files[-1].parent.mkdir(exist_ok=True)
+        files[-1].write_text(json.dumps(r | {"experiment": "fp8_crossover_w"}))
+    # the fixture's records are partial: read as they are, not against the record schema
+    monkeypatch.setattr(M.resultset, "load", lambda paths: [json.loads(p.read_text())
+                                                            for p in paths])
+    assert M.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
+                   "--md", str(tmp_path / "a.md"), "--figures",
+                   str(tmp_path / "fp8_crossover.png")]) == 0
+    assert "No prediction from the calibration: no calibration.json" in \
+        (tmp_path / "a.md").read_text()
+    assert (tmp_path / "fp8_crossover.png").stat().st_size and \
+        len(__import__("pandas").read_csv(tmp_path / "a.csv")) == 4 * 2 + 1
+
+
+TINY_STUDY = {
+    "run": "tiny-fp8", "require_gpu": False, "repeats": 1,
+    "adaptive_repeats": {"enabled": False},
+    "calibrate": {"enabled": True, "size": 256, "iterations": 3},
+    "experiments": [
+        {"name": "tiny_lm", "workload": "transformers",
+         "precisions": ["fp32", "amp-bf16", "fp8-rowwise"], "batch_sizes": [2],
+         "params": {"model": "llama", "seq_len": 32, "steps": 2, "warmup_steps": 1,
+                    "profile_steps": 1,
+                    "config": {"hidden_size": 64, "intermediate_size": 128,
+                               "num_hidden_layers": 2, "num_attention_heads": 4,
+                               "num_key_value_heads": 2, "vocab_size": 256}}},
+        *({"name": f"fp8_crossover_w{w}", "workload": "amp_recipe",
+           "precisions": ["amp-bf16", "fp8-tensorwise", "fp8-rowwise"], "batch_sizes": [32],
+           "params": {"in_size": w, "out_size": w, "num_layers": 3, "num_batches": 2,
+                      "epochs": 2, "warmup_steps": 1}} for w in (64, 128)),
+    ]}
+
+
+@pytest.mark.slow
+def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workflow_copy):
+    """A tiny study with a transformer and the crossover's experiments, on the CPU: rule all
+    makes the map (FP8 unsupported: no ratio, no prediction, and why), the verdict's FP8
+    section, tokens/s in the transformer's table, and the report holds the map."""
+    pytest.importorskip("transformers")
+    from conftest import snakemake
+
+    (workflow_copy / "tiny.yaml").write_text(yaml.safe_dump(TINY_STUDY))
+    snakemake(workflow_copy, "--cores", "2", "--configfile", "tiny.yaml")
+    out = workflow_copy / "results" / "tiny-fp8"
+    lm = {p.stem.split("_")[0]: json.loads(p.read_text())
+          for p in (out / "records" / "tiny_lm").glob("*.json")}
+    assert lm["fp32"]["status"] == lm["amp-bf16"]["status"] == "ok"
+    assert lm["fp8-rowwise"]["status"] == "unsupported" and "CPU" in \
+        lm["fp8-rowwise"]["status_reason"]
+    text = (out / "fp8_crossover.md").read_text()
+    assert "fp8-tensorwise: no FP8 measurement at any of the 2 shapes" in text
+    assert "No prediction from the calibration" in text and "×" not in text
+    assert {p.name for p in (out / "figures").glob("fp8_crossover.*")} == \
+        {"fp8_crossover.png", "fp8_crossover.pdf", "fp8_crossover.svg"}
+    verdict = (out / "summary.md").read_text()
+    assert "## FP8 on this GPU" in verdict and "**MFU:** not stated" in verdict
+    assert "FP8 crossover, fp8-rowwise against amp-bf16: cannot be judged (no FP8 " \
+        "measurement)." in verdict
+    assert "| samples/s | tokens/s |" in (out / "tables" / "tiny_lm.md").read_text()
+    snakemake(workflow_copy, "--report", "report.html", "--configfile", "tiny.yaml")
+    assert "Where FP8 starts to pay on this GPU" in (workflow_copy / "report.html").read_text()

@@ -266,3 +266,20 @@ def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
     report = REPO / "workflow" / "report"
     assert all((report / f"figure_{k}.rst").exists() for k in V.FIGURES)
     assert all((report / f"compare_{k}.rst").exists() for k in V.COMPARE_FIGURES)
+
+
+def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
+    """The throughput figure says its unit: tokens/s where the rows count tokens (the bars'
+    heights are the tokens/s column), samples/s otherwise."""
+    P.style()
+    s = _cells(gpu_tables, "amp_recipe")
+    assert F.fig_throughput(s, "amp_recipe").axes[0].get_ylabel() == "samples/s (steady state)"
+    lm = s.copy()
+    for end in ("", "_low", "_high", "_n"):
+        lm[f"throughput_tokens_per_s{end}"] = lm[f"throughput_samples_per_s{end}"] * (
+            1024 if end != "_n" else 1)
+    ax = F.fig_throughput(lm, "lm").axes[0]
+    assert ax.get_ylabel() == "tokens/s (steady state)"
+    assert max(p.get_height() for p in ax.patches) == pytest.approx(
+        lm["throughput_tokens_per_s"].max())
+    P.plt.close("all")

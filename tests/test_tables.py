@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 import gpu_like
+from tcbench import resultset as RS
 from tcbench import stats
 from tcbench.render import numbers as N
 from tcbench.render import table as TB
@@ -161,3 +162,20 @@ def test_cli_writes_what_it_is_given_and_the_combined_set(gpu_tables, tmp_path):
     assert T.main([*csvs, "--experiment", "x", "--md", str(tmp_path / "x.md")]) == 2
     assert not (tmp_path / "x.md").exists()
     assert T.main([*csvs, "--md", str(tmp_path / "x.md")]) == 2      # which experiment?
+
+
+def test_an_fp8_experiments_evidence_table_says_how_its_mfu_counts():
+    from test_verdict import lm_rows
+    from tcbench.analysis.speedup import speedup
+    from tcbench.analysis.summarise import summarise
+
+    m = RS.order(pd.DataFrame([*lm_rows("amp-bf16", [18.0, 18.2, 17.8]),
+                               *lm_rows("fp8-tensorwise", [16.0, 16.1, 15.9])]))
+    s = summarise(m).assign(tensor_core_share=0.5)
+    notes = T.evidence_table(T.Experiment(s, speedup(m, s), "tf_gpt2")).notes
+    assert any(n.startswith("MFU of the FP8 cells: an FP8 cell's FLOPs are those of the same "
+                            "training step before the conversion") for n in notes)
+    fp32 = m.assign(precision="fp32", experiment="plain")
+    s = summarise(RS.order(fp32)).assign(tensor_core_share=0.5)
+    assert not any("FP8" in n for n in T.evidence_table(
+        T.Experiment(s, speedup(RS.order(fp32), s), "plain")).notes)

@@ -166,3 +166,15 @@ def test_the_study_config_expands_to_what_its_header_says():
     assert {p for _, p, _ in cells} == {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
     assert {c for _, _, c in cells} == {"default"}
     assert {j.repeat for j in jobs.values()} == {1, 2, 3} and len(jobs) == 2 * 3 * 3
+
+
+def test_the_first_pass_is_the_whole_studys_gpt2_cells():
+    """config/transformers_quick.yaml: the whole study's tf_gpt2 cells, the same parameters
+    (so the whole study run later reuses its records), three repeats, nothing else."""
+    def cells(name):
+        text = (REPO / "config" / name).read_text()
+        return text, {j.id: j.params for j in matrix.expand(yaml.safe_load(text)).values()}
+    text, quick = cells("transformers_quick.yaml")
+    _, whole = cells("transformers.yaml")
+    assert f"= {len(quick)} jobs" in text and len(quick) == 3 * 3
+    assert all(k.startswith("tf_gpt2/") and whole[k] == v for k, v in quick.items())

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import gpu_like
-from tcbench import closing, stats
+from tcbench import closing
 from tcbench import resultset as RS
 from tcbench.analysis import diagnosis as D
 from tcbench.analysis.speedup import speedup
@@ -434,3 +434,82 @@ def test_an_old_fp8_record_splits_its_listed_kernels_and_says_so():
            "at least 20%; the other kernels at most 30% (the record lists only its longest " \
            "kernels (80% of kernel time), so the scaling kernels among the rest are not " \
            "counted)." in text, text
+
+
+# ------------------------------------------------------------------- FP8 on this GPU
+ROOF = {"amp-bf16": 775.0, "fp8-tensorwise": 1364.0, "fp8-rowwise": 1430.0}
+
+
+def lm_rows(precision, thrs, status="ok", reason=None):
+    """A GPT-2-like transformer cell: 16 sequences of 1024 tokens, 14 TFLOP a step."""
+    out = []
+    for r in repeats("tf_gpt2", precision, thrs, bs=16, status=status, reason=reason):
+        ok = r["status"] == "ok"
+        tflops = 14.0 * r["throughput_samples_per_s"] / 16 if ok else None
+        out.append(r | {"workload": "transformers", "model": "gpt2-small", "compile": "default",
+                        "tokens_per_sample": 1024 if ok else None, "achieved_tflops": tflops,
+                        "ceiling_tflops": ROOF[precision],
+                        "mfu": tflops / ROOF[precision] if ok else None})
+    return out
+
+
+def lm_verdict(crossover=None, split=None):
+    from tcbench.analysis.throughput import add_tokens
+
+    rows = [*lm_rows("amp-bf16", [18.0, 18.2, 17.8]),
+            *lm_rows("fp8-tensorwise", [16.0, 16.1, 15.9]),
+            *lm_rows("fp8-rowwise", [1.0], status="error", reason="RuntimeError: boom")]
+    m = add_tokens(RS.order(pd.DataFrame(rows)))
+    s = summarise(m)
+    if split:
+        for col, v in split.items():
+            s[col] = [v if p == "fp8-tensorwise" else None for p in s["precision"].astype(str)]
+    return Vd.build(s, speedup(m, s), m, crossover)
+
+
+def test_each_transformer_fp8_against_bf16_and_mfu_against_its_modes_roof():
+    v = lm_verdict()
+    fp8 = " ".join(next(s for s in v.sections if s.title == "FP8 on this GPU").sentences)
+    assert "**gpt2-small, FP8 against bf16:** fp8-tensorwise at batch size 16, 0.889× [" in fp8
+    assert "the throughput of amp-bf16 at the same setting: it is slower" in fp8
+    assert "into FP8 GEMMs, bf16 GEMMs and cast/scale kernels is missing" in fp8
+    assert "fp8-rowwise at batch size 16: error: RuntimeError: boom" in fp8
+    # MFU: each mode against its own roof, and how FP8 cells are counted
+    assert "amp-bf16 2.0% of the amp-bf16 roof (775 TFLOP/s)" in fp8
+    assert "fp8-tensorwise 1.0% of the fp8-tensorwise roof (1,360 TFLOP/s)" in fp8
+    assert "How FP8 cells are counted" in fp8 and "Linear layers kept in bf16 included" in fp8
+    speed = section(v, "tf_gpt2")
+    assert "samples/s, 18,400 [" in speed and "tokens/s (95% CI, n = 3)" in speed
+
+
+def test_the_fp8_split_is_read_from_the_tables_where_they_have_it():
+    v = lm_verdict(split={"fp8_gemm_share": 0.41, "other_tensor_core_share": 0.22,
+                          "fp8_scaling_share": 0.17})
+    fp8 = " ".join(next(s for s in v.sections if s.title == "FP8 on this GPU").sentences)
+    assert ("Its GPU kernel time: 41% FP8 GEMMs, 22% other Tensor Core kernels (the GEMMs kept "
+            "in bf16), 17% cast and scale kernels.") in fp8
+    older = lm_verdict(split={"fp8_gemm_share": 0.41, "other_tensor_core_share": 0.22,
+                              "fp8_scaling_share": 0.17, "kernel_classes_from": "top kernels",
+                              "kernel_classes_coverage": 0.9})
+    assert "17% cast and scale kernels (at least: split from the top kernels its record lists, " \
+        "90% of its kernel time)." in " ".join(next(
+            s for s in older.sections if s.title == "FP8 on this GPU").sentences)
+
+
+def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
+    from test_crossover import H200, fixture_records
+    from tcbench.analysis import crossover as X
+
+    table = X.ratios(X.cells(fixture_records()), H200)
+    v = lm_verdict(crossover=table)
+    fp8 = next(s for s in v.sections if s.title == "FP8 on this GPU").sentences
+    assert fp8[0].startswith("**Where FP8 starts to pay:** fp8-tensorwise starts to pay at "
+                             "Linear width 4096 with 4,096 tokens a step: 1.30× [")
+    assert fp8[2].startswith("Beside each measured ratio")
+    bottom = " ".join(v.bottom_line)
+    assert ("FP8 crossover, fp8-tensorwise against amp-bf16: pays off from Linear width 4096 "
+            "with 4,096 tokens a step, 1.30× [") in bottom
+    assert "(the smallest of 2 of 4 shapes whose interval clears 1.10×)" in bottom
+    # a set without the crossover study or a transformer in FP8 has no such section
+    assert not any(s.title == "FP8 on this GPU" for s in build(
+        repeats("fast", "fp32", [1000, 1010, 990])).sections)

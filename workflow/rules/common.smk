@@ -109,6 +109,17 @@ def experiments_in_set(run):
 
 
 SET_EXPERIMENTS = experiments_in_set(RUN)
+# the FP8 crossover study's experiments in the set (crossover.smk makes their map)
+CROSSOVER_EXPERIMENTS = [e for e in SET_EXPERIMENTS if e.startswith(V.CROSSOVER_PREFIX)]
+
+
+def crossover_records(wildcards):
+    """The crossover experiments' records: this study's (train makes them) and those that
+    other studies left in the set."""
+    pattern = rules.train.output[0]
+    return [p for p in [*study_files(pattern, wildcards.run),
+                        *others_in_set(pattern, wildcards.run)]
+            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
 
 
 def study_benchmarks(run):

@@ -77,6 +77,8 @@ rule verdict:
         metrics=rules.aggregate.output.metrics,
         summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
+        # where FP8 starts to pay (crossover.smk), where the set has the crossover study
+        crossover=CROSSOVER_TABLE or [],
     output:
         md=f"{SET_DIR}/{V.VERDICT_FILES['md']}",
         html=report(
@@ -89,7 +91,8 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         src=TCBENCH_SRC,
+        crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--md {output.md:q} --html {output.html:q} > {log:q} 2>&1"
+        "{params.crossover:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

@@ -32,6 +32,7 @@ from .analysis.best import best
 from .analysis.overhead import overhead
 from .analysis.speedup import speedup
 from .analysis.summarise import summarise
+from .analysis.throughput import add_tokens
 
 
 def _paths(records) -> list[Path]:
@@ -58,7 +59,7 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
     df = RS.tidy(RS.load(paths))
     cal = json.loads(Path(calibration).read_text()) if calibration and Path(calibration).exists() \
         else None
-    df = RS.add_mfu(df, cal)
+    df = add_tokens(RS.add_mfu(df, cal))
     summary = summarise(df)
     table = speedup(df, summary)
     result = {"metrics": df, "summary": summary, "speedup": table, "best": best(summary, table)}

@@ -78,6 +78,9 @@ def _row(r: dict) -> dict:
                ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
             "data": data_kind(r)}
     row |= {k: m.get(k) for k in RECORD_METRICS}
+    # what one sample is in tokens (a token workload's sequence length), for tokens/s
+    # (tcbench.analysis.throughput)
+    row["tokens_per_sample"] = (r.get("data") or {}).get("tokens_per_sample")
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             **tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s")),

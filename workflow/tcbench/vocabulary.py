@@ -193,6 +193,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("throughput_samples_per_s", "steady-state throughput", "throughput", "samples/s",
            True, "the samples of the training steps after warm-up over their duration, timed "
            "with CUDA events on the GPU's own timeline"),
+    # one sample of a token workload (transformers) is one sequence: the same speed counted in
+    # tokens, the unit language-model training is compared in (tcbench.analysis.throughput)
+    Metric("throughput_tokens_per_s", "steady-state throughput in tokens", "throughput",
+           "tokens/s", True, "the steady-state throughput times the tokens of one sample (the "
+           "record's data.tokens_per_sample, a sequence's length); only for workloads that "
+           "train on tokens"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
            "context, lazy module loading, cuDNN autotuning and compilation"),
@@ -214,6 +220,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("step_time_median_s", "median step time", "step time", "s", False,
            "median of the steady steps' durations (CUDA events)"),
 )
+# how an FP8 cell's MFU counts (said by every table and verdict sentence that states one)
+FP8_MFU_COUNTING = ("an FP8 cell's FLOPs are those of the same training step before the "
+                    "conversion (torch.utils.flop_counter; the arithmetic is the same), every one "
+                    "of them, the Linear layers kept in bf16 included, over the calibration's FP8 "
+                    "matmul roof of its recipe (torch._scaled_mm on float8 e4m3 operands); a bf16 "
+                    "cell's over the bf16 roof. Where layers stay in bf16, an FP8 cell's MFU is "
+                    "lower than that of its FP8 GEMMs alone")
 HEADLINE = "throughput_samples_per_s"     # the speed question's one metric
 SEED_METRIC = "total_time_s"              # kept for the seed-reproduction table only
 
@@ -250,6 +263,14 @@ COMBINED_STEM = "tables"                  # every experiment's tables in tables.
 # the cross-GPU comparison's files, inside its folder
 COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
                                  "tex": "comparison.tex", "seed": "seed.md"}
+
+
+# the FP8 crossover map (tcbench.reports.crossover) of a result set whose experiments named
+# CROSSOVER_PREFIX* (config/fp8_crossover.yaml's, one per Linear width) ran: its table, its
+# sentences, and its figure (figures/<stem>.<format>)
+CROSSOVER_PREFIX = "fp8_crossover"
+CROSSOVER_FILES: dict[str, str] = {"csv": "tables/fp8_crossover.csv", "md": "fp8_crossover.md"}
+CROSSOVER_FIGURE = "fp8_crossover"
 
 
 def figure_name(experiment: str, kind: str, ext: str) -> str:

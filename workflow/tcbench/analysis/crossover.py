@@ -20,14 +20,27 @@ than any roofline says; where the measured map falls short of the prediction at 
 that is the gap), wave quantisation and the roofs' dependence on shape (the calibration's roofs
 are of one large square product). torch.compile fuses amax and cast where it can, so the byte
 counts are of the fused kernels torchao's float8 emits under compile, an estimate, named here.
+
+Beside the prediction, the measured map (``cells``, ``ratios``): per shape and FP8 mode the
+throughput ratio over amp-bf16 with its interval and claim (``tcbench.stats``), from the
+records of the crossover's experiments. A shape whose FP8 runs did not finish (``unsupported``
+on a CPU or before compute capability 8.9) has no ratio and says why: no measurement is
+invented for it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-FP8_MODES = {"fp8-tensorwise": "tensorwise", "fp8-rowwise": "rowwise"}
-BASELINE = "amp-bf16"
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+
+FP8_MODES = {m.name: m.fp8_recipe for m in V.MODES if m.fp8_recipe}
+BASELINE = V.FP8_BASELINE
+PAYS = stats.GAIN    # the study's "pays off" threshold, as everywhere in tcbench
+WORKLOAD = "amp_recipe"
 GEMMS_PER_LINEAR = 3               # forward, grad input, grad weight
 COMMON_ACTIVATION_BYTES = 3 * 2 * 2   # 3 GEMMs, each reads one T x w operand and writes one, bf16
 COMMON_WEIGHT_BYTES = 4 * 4        # fp32 weight read, gradient write + read, weight write (SGD)
@@ -111,3 +124,73 @@ def break_even_tokens(mode: str, width: int, roofs: Roofs, ratio: float = 1.0,
         else:
             low = mid + 1
     return low
+
+
+def roofs_or_reason(calibration: dict | None, where: str = "calibration.json"
+                    ) -> tuple[Roofs | None, str | None]:
+    """The roofs, or None and why there is no prediction (no calibration, or one without an
+    FP8 roof or the copy bandwidth)."""
+    if calibration is None:
+        return None, "no calibration.json in this result set (calibrate: {enabled: false})"
+    try:
+        return Roofs.from_calibration(calibration, where), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+# ------------------------------------------------------------------------ the measured map
+def cells(records: list[dict]) -> pd.DataFrame:
+    """One row per record of the square recipe MLP: width, tokens (= batch size: one row is one
+    token), layers, precision, status and its reason, throughput, peak memory (the last two
+    only for a finished run)."""
+    rows = []
+    for r in records:
+        p, m = r["params"], r.get("metrics") or {}
+        if r["workload"] != WORKLOAD or p.get("in_size") != p.get("out_size"):
+            continue
+        ok = r["status"] == V.OK
+        rows.append({"width": p["in_size"], "tokens": r["batch_size"],
+                     "layers": p.get("num_layers"), "precision": r["precision"],
+                     "repeat": r["repeat"], "status": r["status"],
+                     "status_reason": r.get("status_reason"),
+                     "throughput": m.get(V.HEADLINE) if ok else None,
+                     "memory": m.get("max_memory_allocated_bytes") if ok else None})
+    return pd.DataFrame(rows)
+
+
+def _why_unmeasured(fp8: pd.DataFrame, base: pd.DataFrame, mode: str) -> str | None:
+    """Why a shape has no measured ratio (None where it has one)."""
+    if fp8["throughput"].notna().any() and base["throughput"].notna().any():
+        return None
+    side, runs = (mode, fp8) if not fp8["throughput"].notna().any() else (BASELINE, base)
+    reasons = sorted(set(runs["status_reason"].dropna().astype(str)))
+    return (f"no {side} run finished, {'/'.join(sorted(set(runs['status'])))}"
+            + (f": {reasons[0][:160]}" if reasons else ""))
+
+
+def _shape_row(width, tokens, shape, mode, roofs) -> dict | None:
+    base = shape[shape["precision"] == BASELINE]
+    fp8 = shape[shape["precision"] == mode]
+    if fp8.empty or base.empty:
+        return None
+    e = stats.ratio(fp8["throughput"], base["throughput"])
+    layers = int(shape["layers"].dropna().iloc[0]) if shape["layers"].notna().any() else 1
+    return {"width": width, "tokens": tokens, "mode": mode,
+            **e.as_dict("ratio"), "ratio_interval": e.method, "ratio_method": e.label,
+            "claim": stats.claim(e), "pays": stats.clears(e, PAYS),
+            "memory_ratio": stats.ratio(fp8["memory"], base["memory"]).value,
+            "statuses": ",".join(sorted(set(fp8["status"]))),
+            "unmeasured": _why_unmeasured(fp8, base, mode),
+            "predicted": speedup(mode, tokens, width, layers, roofs) if roofs else None}
+
+
+def ratios(df: pd.DataFrame, roofs: Roofs | None = None) -> pd.DataFrame:
+    """Per shape and FP8 mode: the measured throughput ratio over amp-bf16 with its interval
+    (``stats.ratio``), its claim (``stats.claim``), whether that interval clears 1.10 (None:
+    fewer than three finished repeats a side), the peak-memory ratio (means), why there is no
+    ratio where there is none, and the predicted speedup where ``roofs`` are given."""
+    out = [] if df.empty else [
+        row for (width, tokens), shape in df.groupby(["width", "tokens"])
+        for mode in FP8_MODES
+        if (row := _shape_row(width, tokens, shape, mode, roofs)) is not None]
+    return pd.DataFrame(out)

@@ -8,6 +8,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..resultset import numeric, order
+from .throughput import TOKENS
 
 PLAIN_KEYS = ("run", "workload", "model", "data", "loader")
 # other ratios to fp32 at the same setting: column stem -> metric
@@ -122,8 +123,8 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
         row = {k: r[k] for k in V.CELL_KEYS} | {
             "status": r["status"], "repeats_ok": r["repeats_ok"],
             "baseline_repeats_ok": 0 if b is None else len(b),
-            V.HEADLINE: r.get(V.HEADLINE), "max_memory_allocated_bytes":
-                r.get("max_memory_allocated_bytes")}
+            V.HEADLINE: r.get(V.HEADLINE), TOKENS: r.get(TOKENS),
+            "max_memory_allocated_bytes": r.get("max_memory_allocated_bytes")}
         row |= _speed(x, b) | _gain(x, plain_for(plain, r), runs)
         row |= _against_bf16(r, runs, key) | _ratios(x, b) | _accuracy(x, b)
         rows.append(row | {c: r.get(c) for c in CARRIED})

@@ -7,6 +7,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..resultset import numeric, order
+from . import throughput as TP
 
 # pooled per cell with an interval (tcbench.stats.estimate)
 ESTIMATED = [m.column for m in V.METRICS]
@@ -18,6 +19,8 @@ DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share"
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
              "power_mean_w", "steady_time_s", "flops_per_sample",
              "gpu_busy_share_under_profiler", *SPLIT_SHARES]
+# what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
+DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
 EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
                  "kernel_classes_from")

@@ -1,10 +1,15 @@
 """The FP8 crossover map: measured FP8/bf16 throughput ratio per (width, tokens per step) of the
 crossover study (config/fp8_crossover.yaml), beside the prediction from the device's ceilings
-(tcbench.analysis.crossover) and the peak-memory ratio, and the sentence that says where FP8 starts to
-pay. Reads records (their parameters hold the width, which metrics.csv has no column for).
+and the peak-memory ratio (``analysis.crossover``), and the sentences that say where FP8 starts
+to pay (``reports.fp8_findings``). Reads records (their parameters hold the width, which
+metrics.csv has no column for). A shape without a finished FP8 run (``unsupported`` on a CPU)
+is drawn empty with its status and has no ratio; a calibration without an FP8 roof gives no
+prediction, and the files say why.
 
     python -m tcbench.reports.crossover results/nvidia-h200/records \\
         --calibration results/nvidia-h200/calibration.json --out results/nvidia-h200
+    python -m tcbench.reports.crossover --records R1.json R2.json ... --calibration C.json \\
+        --csv tables/fp8_crossover.csv --md fp8_crossover.md --figures figures/fp8_crossover.png
 """
 
 from __future__ import annotations
@@ -20,155 +25,155 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
-from .. import atomic, resultset, stats
+from .. import atomic, resultset
+from .. import vocabulary as V
 from ..analysis import crossover
 from ..render import plot as FIG
+from . import fp8_findings
 
-PAYS = stats.GAIN    # the study's "pays off" threshold, as everywhere in tcbench
-WORKLOAD = "amp_recipe"
-PREFIX = "fp8_crossover"  # config/fp8_crossover.yaml's experiments, one per width
-
-
-def cells(records: list[dict]) -> pd.DataFrame:
-    """One row per record of the square recipe MLP: width, tokens (= batch size), layers,
-    precision, status, throughput, peak memory."""
-    rows = []
-    for r in records:
-        p, m = r["params"], r.get("metrics") or {}
-        if r["workload"] != WORKLOAD or p.get("in_size") != p.get("out_size"):
-            continue
-        rows.append({"width": p["in_size"], "tokens": r["batch_size"],
-                     "layers": p.get("num_layers"), "precision": r["precision"],
-                     "repeat": r["repeat"], "status": r["status"],
-                     "throughput": m.get("throughput_samples_per_s") if r["status"] == "ok"
-                     else None,
-                     "memory": m.get("max_memory_allocated_bytes") if r["status"] == "ok"
-                     else None})
-    return pd.DataFrame(rows)
-
-
-def ratios(df: pd.DataFrame, roofs: crossover.Roofs | None = None) -> pd.DataFrame:
-    """Per shape and FP8 mode: the measured throughput ratio over amp-bf16 with its interval
-    (tcbench.stats.ratio), whether that interval clears 1.10, the peak-memory ratio (means),
-    and the predicted speedup where ``roofs`` are given."""
-    out = []
-    for (width, tokens), shape in df.groupby(["width", "tokens"]):
-        base = shape[shape["precision"] == crossover.BASELINE]
-        for mode in crossover.FP8_MODES:
-            fp8 = shape[shape["precision"] == mode]
-            if fp8.empty or base.empty:
-                continue
-            e = stats.ratio(fp8["throughput"], base["throughput"])
-            mem = stats.ratio(fp8["memory"], base["memory"])
-            layers = int(shape["layers"].dropna().iloc[0]) if shape["layers"].notna().any() \
-                else 1
-            out.append({"width": width, "tokens": tokens, "mode": mode,
-                        **e.as_dict("ratio"), "ratio_method": e.label,
-                        "pays": stats.clears(e, PAYS), "memory_ratio": mem.value,
-                        "statuses": ",".join(sorted(set(fp8["status"]))),
-                        "predicted": crossover.speedup(mode, tokens, width, layers, roofs)
-                        if roofs else None})
-    return pd.DataFrame(out)
-
-
-def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
-    """'FP8 (fp8-rowwise) starts to pay at ...': the smallest shape (fewest FLOPs a step,
-    tokens x width^2) whose 95% interval lies wholly above 1.10, or why no shape does."""
-    t = table[table["mode"] == mode]
-    if t.empty:
-        return f"{mode}: no shape of the crossover study has both {mode} and " \
-               f"{crossover.BASELINE} records."
-    paying = t[t["pays"] == True].assign(work=lambda d: d["tokens"] * d["width"] ** 2)  # noqa: E712
-    if paying.empty:
-        undecided = int(t["pays"].isna().sum())
-        return (f"{mode} pays off (95% CI of the throughput ratio over {crossover.BASELINE} "
-                f"wholly above {PAYS:.2f}x) at none of the {len(t)} shapes measured"
-                + (f" ({undecided} with fewer than three repeats a side, undecided)"
-                   if undecided else "") + f"; the largest ratio is {t['ratio'].max():.2f}x.")
-    r = paying.sort_values(["work", "tokens"]).iloc[0]
-    return (f"{mode} starts to pay at Linear width {int(r['width'])} with {int(r['tokens'])} "
-            f"tokens a step: {r['ratio']:.2f}x [{r['ratio_low']:.2f}, {r['ratio_high']:.2f}] "
-            f"(95% CI, n = {int(r['ratio_n'])}) the throughput of {crossover.BASELINE}, the "
-            f"smallest of {len(paying)} of {len(t)} shapes whose interval clears {PAYS:.2f}x.")
+PAYS = crossover.PAYS
+PREFIX = V.CROSSOVER_PREFIX
 
 
 def _grid(t: pd.DataFrame, column: str) -> pd.DataFrame:
     return t.pivot(index="width", columns="tokens", values=column).sort_index(ascending=False)
 
 
+def _scale(table: pd.DataFrame) -> dict:
+    """One colour scale for measured and predicted ratios, centred on 1 (log-symmetric)."""
+    values = table[["ratio", "predicted"]].to_numpy(dtype=float)
+    values = values[np.isfinite(values) & (values > 0)]
+    spread = max(np.abs(np.log2(values)).max() if values.size else 0.0, 0.1)
+    return {"cmap": "vlag_r", "vmin": 2 ** -spread, "vmax": 2 ** spread, "center": 1.0}
+
+
+def _empty_cells(ax, grid: pd.DataFrame, text: pd.DataFrame) -> None:
+    """A cell without a number says why (its FP8 status, or no prediction)."""
+    for i, width in enumerate(grid.index):
+        for j, tokens in enumerate(grid.columns):
+            if pd.isna(grid.loc[width, tokens]):
+                ax.text(j + 0.5, i + 0.5, str(text.loc[width, tokens]), ha="center",
+                        va="center", fontsize=5, color="0.35")
+
+
+def _panel(ax, t: pd.DataFrame, column: str, title: str, kw: dict) -> pd.DataFrame:
+    grid = _grid(t, column).astype(float)
+    sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cbar=False, linewidths=0.5,
+                annot_kws={"fontsize": 6}, mask=grid.isna(), **kw)
+    why = _grid(t.assign(why=np.where(column == "predicted", "no prediction",
+                                      t["statuses"].str.replace(",", "/"))), "why"
+                ).fillna("not run")   # a shape the study did not run in this mode
+    _empty_cells(ax, grid, why)
+    ax.set_title(title + (" (× bf16 throughput)" if column == "ratio" else " (× bf16)"),
+                 fontsize=7)
+    ax.grid(False)
+    ax.set_xlabel("tokens per step")
+    if column in ("ratio", "predicted") and grid.notna().all().all() and \
+            grid.shape[0] > 1 and grid.shape[1] > 1:
+        xs, ys = np.arange(grid.shape[1]) + 0.5, np.arange(grid.shape[0]) + 0.5
+        ax.contour(xs, ys, grid.to_numpy(), levels=[1.0], colors="k", linewidths=1.0,
+                   linestyles="--")
+    return grid
+
+
+def _mark_paying(ax, t: pd.DataFrame, measured: pd.DataFrame) -> None:
+    pays = _grid(t, "pays").reindex_like(measured)
+    for i, width in enumerate(measured.index):
+        for j, tokens in enumerate(measured.columns):
+            if str(pays.loc[width, tokens]) == "True":   # True, not None (undecided)
+                ax.add_patch(Rectangle((j, i), 1, 1, fill=False, lw=1.6, ec="k"))
+
+
 def figure(table: pd.DataFrame):
     """Per FP8 mode a row of three heatmaps over width x tokens: the measured ratio (its
     break-even contour at 1.0, cells whose interval clears 1.10 boxed), the predicted ratio on
-    the same colour scale, and the peak-memory ratio."""
+    the same colour scale, and the peak-memory ratio. Cells without a number say why."""
     FIG.style()
     modes = [m for m in crossover.FP8_MODES if (table["mode"] == m).any()]
     fig, axes = plt.subplots(len(modes), 3, figsize=(7.0, 2.4 * len(modes)), squeeze=False)
-    values = table[["ratio", "predicted"]].to_numpy(dtype=float)
-    spread = max(abs(np.log2(np.nanmax(values))), abs(np.log2(np.nanmin(values))), 0.1)
-    scale = {"cmap": "vlag_r", "vmin": 2 ** -spread, "vmax": 2 ** spread, "center": 1.0}
+    scale = _scale(table)
     for row, mode in zip(axes, modes):
         t = table[table["mode"] == mode]
-        measured = _grid(t, "ratio")
-        for ax, column, title in ((row[0], "ratio", f"{mode}: measured"),
-                                  (row[1], "predicted", "predicted from the roofs"),
-                                  (row[2], "memory_ratio", "peak memory")):
-            grid = _grid(t, column).astype(float)
-            kw = scale if column != "memory_ratio" else {"cmap": "Greys", "vmin": 0.5,
-                                                        "vmax": 1.5}
-            sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cbar=False, linewidths=0.5,
-                        annot_kws={"fontsize": 6}, **kw)
-            ax.set_title(title + (" (x bf16)" if column != "ratio" else " (x bf16 throughput)"),
-                         fontsize=7)
-            ax.grid(False)
-            ax.set_xlabel("tokens per step")
-            ax.set_ylabel("Linear width" if ax is row[0] else "")
-            if column in ("ratio", "predicted") and grid.notna().all().all() and \
-                    grid.shape[0] > 1 and grid.shape[1] > 1:
-                xs, ys = np.arange(grid.shape[1]) + 0.5, np.arange(grid.shape[0]) + 0.5
-                ax.contour(xs, ys, grid.to_numpy(), levels=[1.0], colors="k",
-                           linewidths=1.0, linestyles="--")
-        pays = _grid(t, "pays").reindex_like(measured)
-        for i, width in enumerate(measured.index):
-            for j, tokens in enumerate(measured.columns):
-                if pays.loc[width, tokens] == True:  # noqa: E712 - True, not None
-                    row[0].add_patch(Rectangle((j, i), 1, 1, fill=False, lw=1.6, ec="k"))
-    fig.text(0.01, -0.02, f"Dashed: break-even (1.0x). Boxed: 95% CI of the measured ratio "
-             f"wholly above {PAYS:.2f}x. Prediction: GEMMs at the calibration's roofs plus the "
-             f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis.crossover).",
-             fontsize=6, wrap=True)
-    fig.tight_layout()
+        measured = _panel(row[0], t, "ratio", f"{mode}: measured", scale)
+        _panel(row[1], t, "predicted", "predicted from the roofs", scale)
+        _panel(row[2], t, "memory_ratio", "peak memory", {"cmap": "Greys", "vmin": 0.5,
+                                                           "vmax": 1.5})
+        row[0].set_ylabel("Linear width")
+        for ax in row[1:]:
+            ax.set_ylabel("")
+        _mark_paying(row[0], t, measured)
+    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×). Boxed: 95% CI of the measured ratio "
+             f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
+             f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
+             f"crossover). An empty cell names the FP8 runs' status: no ratio without them.",
+             fontsize=6, wrap=True, va="bottom")
+    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # the note's two lines below
     return fig
 
 
-def write(records_dir: Path, calibration: Path | None, out: Path,
-          prefix: str = PREFIX) -> list[Path]:
-    """The map's table (tables/fp8_crossover.csv), sentences (fp8_crossover.md) and figure
-    (figures/fp8_crossover.*), from the records of the experiments named ``prefix*``."""
-    records = [r for r in resultset.load(resultset.find_records(records_dir))
-               if r["experiment"].startswith(prefix)]
-    roofs = crossover.Roofs.from_calibration(json.loads(Path(calibration).read_text()),
-                                             str(calibration)) if calibration else None
-    table = ratios(cells(records), roofs)
+def table_of(records: list[dict], calibration: dict | None, where: str = "calibration.json"
+             ) -> pd.DataFrame:
+    """The map's table from the crossover experiments' records (``PREFIX*``), with the
+    prediction where the calibration has the roofs and, where not, why (``no_prediction``)."""
+    records = [r for r in records if r["experiment"].startswith(PREFIX)]
+    roofs, why = crossover.roofs_or_reason(calibration, where)
+    table = crossover.ratios(crossover.cells(records), roofs)
     if table.empty:
-        raise ValueError(f"{records_dir}: no pair of amp-bf16 and FP8 records of the square "
-                         f"recipe MLP")
-    out.mkdir(parents=True, exist_ok=True)
-    paths = [atomic.write_text(out / "tables" / "fp8_crossover.csv", table.to_csv(index=False)),
-             atomic.write_text(out / "fp8_crossover.md", "\n\n".join(
-                 starts_to_pay(table, m) for m in crossover.FP8_MODES) + "\n")]
-    return paths + FIG.save(figure(table), out / "figures", "fp8_crossover")
+        raise ValueError(f"no pair of {crossover.BASELINE} and FP8 records of the square recipe "
+                         f"MLP among the {len(records)} records of experiments {PREFIX}*")
+    return table.assign(no_prediction=why)
+
+
+def sentences(table: pd.DataFrame) -> str:
+    return "\n\n".join([*(fp8_findings.starts_to_pay(table, m) for m in crossover.FP8_MODES),
+                        fp8_findings.prediction(table)]) + "\n"
+
+
+def write(records, calibration: Path | None, out: Path | None = None, *,
+          csv: Path | None = None, md: Path | None = None, figures=None) -> list[Path]:
+    """The map's table, sentences and figure. ``records``: a records folder or record files;
+    ``out``: a result set's folder (the vocabulary's names in it), or the paths one by one."""
+    paths = resultset.find_records(records) if isinstance(records, (str, Path)) \
+        else sorted(map(Path, records))
+    cal = json.loads(Path(calibration).read_text()) if calibration else None
+    table = table_of(resultset.load(paths), cal, str(calibration))
+    if out is not None:
+        csv = csv or Path(out) / V.CROSSOVER_FILES["csv"]
+        md = md or Path(out) / V.CROSSOVER_FILES["md"]
+        figures = figures or [Path(out) / "figures" / f"{V.CROSSOVER_FIGURE}.{ext}"
+                              for ext in V.FIGURE_FORMATS]
+    written = []
+    if csv is not None:
+        written.append(atomic.write_text(csv, table.to_csv(index=False)))
+    if md is not None:
+        written.append(atomic.write_text(md, sentences(table)))
+    if figures:
+        written += FIG.save_as(figure(table), list(map(Path, figures)))
+    return written
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tcbench.reports.crossover", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("records", type=Path)
+    ap.add_argument("records_dir", type=Path, nargs="?", help="a result set's records folder")
+    ap.add_argument("--records", type=Path, nargs="+", help="record files (instead of a folder)")
     ap.add_argument("--calibration", type=Path)
-    ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--prefix", default=PREFIX, help="the experiments' common name prefix")
+    ap.add_argument("--out", type=Path, help="the result set's folder: every file, by its name")
+    ap.add_argument("--csv", type=Path)
+    ap.add_argument("--md", type=Path)
+    ap.add_argument("--figures", type=Path, nargs="+", help="the figure's files, one per format")
     args = ap.parse_args(argv)
-    for p in write(args.records, args.calibration, args.out, args.prefix):
-        print(p)
+    if (args.records_dir is None) == (args.records is None):
+        ap.error("give the records folder or --records FILE..., one of the two")
+    if args.out is None and not (args.csv or args.md or args.figures):
+        ap.error("give --out DIR, or --csv/--md/--figures")
+    try:
+        for p in write(args.records_dir or args.records, args.calibration, args.out,
+                       csv=args.csv, md=args.md, figures=args.figures):
+            print(p)
+    except ValueError as exc:
+        print(f"tcbench.reports.crossover: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

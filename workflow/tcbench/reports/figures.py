@@ -22,6 +22,7 @@ import pandas as pd
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis as D
+from ..analysis import throughput as TP
 from ..render.numbers import memory_unit, num
 from ..render.plot import (HEIGHT_IN, WIDTHS, Line2D, Patch, Ticks, figure_width,
                            grouped_bars, legend, new_figure, note_figure, plt,
@@ -60,8 +61,11 @@ def _bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None
 
 
 def fig_throughput(s, exp, width="auto"):
-    fig, _ = _bar_figure(s, V.HEADLINE, "samples/s (steady state)",
-                         f"{exp}: training throughput", width, interval=V.HEADLINE)
+    """Steady-state throughput in the unit the workload counts (tokens/s for a token workload,
+    whose samples/s is in its tables)."""
+    col = TP.main_column(s)
+    fig, _ = _bar_figure(s, col, f"{TP.unit(col)} (steady state)",
+                         f"{exp}: training throughput", width, interval=col)
     return fig
 
 

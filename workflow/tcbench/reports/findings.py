@@ -16,6 +16,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
+from ..analysis import throughput as TP
 from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, times,
                               with_interval)
 from ..render.settings import changes, setting_text, shown_axes
@@ -38,8 +39,13 @@ def speed(row) -> str:
     label = {stats.CI: "95% CI", stats.RANGE: "range"}.get(e)
     text = with_interval(row.get(V.HEADLINE), row.get(f"{V.HEADLINE}_low"),
                          row.get(f"{V.HEADLINE}_high"), row.get(f"{V.HEADLINE}_n"))
-    return f"{text} samples/s" + (f" ({label}, {n_text(row[f'{V.HEADLINE}_n'])})" if label
-                                  else "")
+    text += " samples/s"
+    tokens = row.get(TP.TOKENS)
+    if not missing(tokens):  # a token workload: the same speed in tokens too
+        text += ", " + with_interval(tokens, row.get(f"{TP.TOKENS}_low"),
+                                     row.get(f"{TP.TOKENS}_high"),
+                                     row.get(f"{V.HEADLINE}_n")) + " tokens/s"
+    return text + (f" ({label}, {n_text(row[f'{V.HEADLINE}_n'])})" if label else "")
 
 
 def ratio_text(row, stem: str = "speedup") -> str:

@@ -25,6 +25,7 @@ from .. import atomic, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
+from ..analysis import throughput as TP
 from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, memory_unit, missing, num,
                               pct, percent, points, times, with_interval)
 from ..render.settings import changes, setting_text, shown_axes
@@ -92,12 +93,15 @@ def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
             else "1×" if not missing(mem) else MISSING]
 
 
-def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
+def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str]:
     notes = [f"Result set {e.run}. Throughput is the steady-state training throughput (the "
              f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
              f"same setting; first fast step is the time to the end of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
              INTERVAL_NOTE]
+    if TP.TOKENS in speeds:
+        notes.append(f"A sample is one sequence: tokens/s is samples/s times its "
+                     f"{_tokens_text(e.rows)} tokens ({V.metric(TP.TOKENS).definition}).")
     if has_mem:
         notes.append("Peak memory is torch.cuda.max_memory_allocated.")
     s = e.rows
@@ -108,23 +112,30 @@ def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
     return notes
 
 
+def _tokens_text(rows) -> str:
+    per = sorted({int(v) for v in pd.to_numeric(rows[TP.PER_SAMPLE], errors="coerce").dropna()})
+    return " or ".join(f"{v:,}" for v in per)
+
+
 def speed_table(e: Experiment) -> Table:
     """Speed and memory of every cell of one experiment."""
     s = e.rows
     unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     has_mem = s["max_memory_allocated_bytes"].notna().any()
-    cols = ["setting", "precision", "n", "samples/s", "× fp32", "first fast step (s)"]
+    speeds = TP.columns(s)  # samples/s, and tokens/s for a token workload
+    cols = ["setting", "precision", "n", *map(TP.unit, speeds), "× fp32",
+            "first fast step (s)"]
     cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
-                               r.get(f"{V.HEADLINE}_high"), r.get(f"{V.HEADLINE}_n")),
+                 *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                                 r.get(f"{V.HEADLINE}_n")) for c in speeds),
                  speedup_text(e.ratio(r), r), num(r.get("time_to_steady_s"))]
         cells += _memory_cells(e, r, unit) if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
     return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
-                 notes=_speed_notes(e, has_mem), label=f"tab:{e.run}:{e.name}")
+                 notes=_speed_notes(e, has_mem, speeds), label=f"tab:{e.run}:{e.name}")
 
 
 def accuracy_table(e: Experiment) -> Table:
@@ -172,6 +183,8 @@ def evidence_table(e: Experiment) -> Table:
              f"NVML's counter over the steady steps.",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
                                         diagnosis.NAMES.items() if k) + " (tcbench.analysis.diagnosis)."]
+    if e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any():
+        notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
     return Table(e.title("where the time goes"), cols, rows,
                  align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
                  label=f"tab:{e.run}:{e.name}:evidence")
@@ -202,6 +215,7 @@ def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: 
 def speedup_table(sp: pd.DataFrame) -> Table:
     """Every cell against fp32 at the same setting, with the claim its interval allows."""
     sp = RS.order(sp)
+    speeds = TP.columns(sp)  # a tokens/s column where the set has a token workload
     rows = []
     for exp, g in sp.groupby("experiment", sort=False):
         axes = shown_axes(g)
@@ -209,13 +223,15 @@ def speedup_table(sp: pd.DataFrame) -> Table:
             rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
                          f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
-                         num(r.get(V.HEADLINE)) if r.get("repeats_ok") else MISSING,
+                         *(num(r.get(c)) if r.get("repeats_ok") else MISSING
+                           for c in speeds),
                          speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
-    cols = ["experiment", "setting", "precision", "n (cell/fp32)", "samples/s", "× fp32",
-            "claim", "memory × fp32"]
+    cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(TP.unit, speeds),
+            "× fp32", "claim", "memory × fp32"]
     return Table("Speedup over strict fp32 at the same setting", cols, rows,
-                 align="lllrrrlr", notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
+                 align="lllr" + "r" * len(speeds) + "rlr",
+                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
 
 
 def _changed(r) -> str:
@@ -257,15 +273,15 @@ def _overall(r) -> str:
         f"{text}, {stats.CLAIM_SHORT[str(r['gain_claim'])]}"
 
 
-def _best_row(r) -> list[str]:
+def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     axes = [] if missing(r.get("setting_axes")) else \
         [a for a in str(r["setting_axes"]).split(",") if a]
     name = str(r.get("experiment", r["workload"]))
     name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
     fair, said = _fair(r)
     return [name, f"{r['precision']}, {setting_text(r, axes)}",
-            with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
-                          r.get(f"{V.HEADLINE}_high"), r.get("repeats_ok")),
+            *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                            r.get("repeats_ok")) for c in speeds),
             fair, said, _overall(r),
             MISSING if missing(r.get("baseline_batch_size")) else
             f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}", _changed(r),
@@ -276,14 +292,16 @@ def best_table(b: pd.DataFrame) -> Table:
     """Per experiment and model: the fastest configuration, against its baseline at the same
     setting (the fair figure, ``analysis.best``) and against the plain fp32 one, with what
     else changed on the way."""
-    cols = ["experiment", "fastest configuration", "samples/s", "× at the same setting",
+    speeds = TP.columns(b)
+    cols = ["experiment", "fastest configuration", *map(TP.unit, speeds), "× at the same setting",
             "claim", "× plain fp32", "plain fp32 baseline", "changed besides precision",
             "memory × baseline", "first fast step (s)"]
     return Table("Fastest configuration per experiment: against its baseline at the same "
                  "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "
                  "plain fp32 baseline (strict fp32, eager, contiguous, no CUDA graphs; its own "
                  "experiment's where it has one), which also credits every other change",
-                 cols, [_best_row(r) for _, r in b.iterrows()], align="llrrlrllrr",
+                 cols, [_best_row(r, speeds) for _, r in b.iterrows()],
+                 align="ll" + "r" * len(speeds) + "rlrllrr",
                  notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
 
 

@@ -30,7 +30,7 @@ from ..analysis import conditions as C
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, times
 from ..render.table import page
-from . import noisy
+from . import fp8_findings, noisy
 from .findings import Section, besides_precision, experiment_section, ratio_text
 
 
@@ -217,17 +217,19 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
     return out, facts
 
 
-def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None
-          ) -> Verdict:
+def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None,
+          crossover: pd.DataFrame | None = None) -> Verdict:
+    """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one."""
     df = joined(summary, speedup)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
     secs, facts = sections(df)
+    fp8 = fp8_findings.section(df, crossover)
     precision = noisy.section(summary)
-    secs += [precision] if precision is not None else []
     return Verdict(f"Verdict: {run} on {device}", intro(df, metrics, run, device),
-                   bottom_line(facts), secs)
+                   bottom_line(facts) + fp8_findings.bottom_line(crossover),
+                   secs + [s for s in (fp8, precision) if s])
 
 
 BOTTOM_OPENING = ("Per experiment, the strongest claim its intervals support, every "
@@ -296,9 +298,10 @@ def bottom_line(facts: list[dict]) -> list[str]:
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
-          html_path: Path | None = None) -> list[Path]:
+          html_path: Path | None = None, crossover: Path | None = None) -> list[Path]:
     m = RS.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
-    v = build(RS.read_raw(summary), RS.read_raw(speedup), m)
+    x = RS.read_raw(crossover) if crossover is not None else None
+    v = build(RS.read_raw(summary), RS.read_raw(speedup), m, x)
     written = []
     if md is not None:
         written.append(atomic.write_text(md, v.markdown()))
@@ -313,13 +316,15 @@ def main(argv=None) -> int:
     ap.add_argument("--metrics", type=Path, help="metrics.csv (provenance, versions)")
     ap.add_argument("--summary", type=Path, required=True)
     ap.add_argument("--speedup", type=Path, required=True)
+    ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, where the set "
+                    "has the FP8 crossover study")
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
     ap.add_argument("--html", type=Path, help="where it goes as HTML")
     args = ap.parse_args(argv)
     if args.md is None and args.html is None:
         ap.error("give --md, --html or both")
     try:
-        write(args.metrics, args.summary, args.speedup, args.md, args.html)
+        write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover)
     except (ValueError, KeyError, FileNotFoundError) as exc:
         print(f"tcbench.reports.verdict: error: {exc}", file=sys.stderr)
         return 2

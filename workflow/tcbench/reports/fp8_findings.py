@@ -1,0 +1,213 @@
+"""The verdict's answer to "when does FP8 pay on this GPU?": where the crossover map says FP8
+starts to pay (``crossover_sentences``, from tables/fp8_crossover.csv, ``analysis.crossover``),
+each transformer's FP8 cells against bf16 (``transformer_sentences``) and MFU against the roof
+of the mode that did the work (``mfu_sentences``). One function per finding, like
+``reports.findings``; every claim is ``stats.claim``'s word for an interval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+from ..analysis import claims
+from ..analysis import crossover as X
+from ..render.numbers import missing, num, percent
+from .findings import Section, config, judged, ratio_text
+
+TITLE = "FP8 on this GPU"
+# the FP8 cell's kernel time split, as the aggregate's columns name it (tensorcores' split of a
+# profile into FP8 GEMMs, the other Tensor Core work such as the GEMMs kept in bf16, and the
+# casts and scales around them); read where the tables have them, said missing where not
+SPLIT = (("fp8_gemm_share", "FP8 GEMMs"),
+         ("other_tensor_core_share", "other Tensor Core kernels (the GEMMs kept in bf16)"),
+         ("fp8_scaling_share", "cast and scale kernels"))
+COUNTING = f"How FP8 cells are counted: {V.FP8_MFU_COUNTING}."
+
+
+def _shape(r) -> str:
+    return f"Linear width {int(r['width'])} with {int(r['tokens']):,} tokens a step"
+
+
+def _predicted(r) -> str:
+    return "" if missing(r.get("predicted")) else \
+        f"; the roofs predict {num(r['predicted'])}×"
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """What the map says of one FP8 mode: ``kind`` is "pays" (``row``: the smallest shape whose
+    interval clears 1.10), "none" (``row``: the strongest claim, none pays), "unjudged" (``row``:
+    the largest ratio; too few repeats everywhere), "unmeasured" (no FP8 run finished) or
+    "absent" (no shape has both modes)."""
+
+    mode: str
+    kind: str
+    row: pd.Series | None = None
+    shapes: int = 0
+    measured: int = 0
+    paying: int = 0
+    why: str = ""
+
+
+def assess(table: pd.DataFrame, mode: str) -> Crossover:
+    t = table[table["mode"] == mode] if len(table) else table
+    if t.empty:
+        return Crossover(mode, "absent")
+    measured = t[t["ratio"].notna()]
+    if measured.empty:
+        why = t["unmeasured"].dropna().astype(str) if "unmeasured" in t else []
+        return Crossover(mode, "unmeasured", shapes=len(t), why=why.iloc[0] if len(why) else "")
+    n = {"shapes": len(t), "measured": len(measured)}
+    paying = measured[measured["pays"].astype(str) == "True"]
+    if len(paying):
+        r = paying.assign(work=paying["tokens"] * paying["width"] ** 2).sort_values(
+            ["work", "tokens"]).iloc[0]
+        return Crossover(mode, "pays", r, paying=len(paying), **n)
+    best = max((r for _, r in measured.iterrows()), key=lambda r: stats.strength(
+        r["claim"], stats.from_row(r, "ratio")))
+    return Crossover(mode, "unjudged" if best["claim"] == stats.UNJUDGED else "none", best, **n)
+
+
+def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
+    """Where ``mode`` starts to pay: the smallest shape (fewest FLOPs a step, tokens x
+    width^2) whose 95% interval of the throughput ratio over amp-bf16 lies wholly above 1.10;
+    else that none does, with the strongest claim the shapes support; else that it cannot be
+    judged (too few repeats, or no FP8 measurement at all)."""
+    c = assess(table, mode)
+    if c.kind == "absent":
+        return f"{mode}: no shape of the crossover study has both {mode} and {X.BASELINE} records."
+    if c.kind == "unmeasured":
+        return (f"{mode}: no FP8 measurement at any of the {c.shapes} shapes of the crossover "
+                f"study, so where {mode} starts to pay on this device cannot be judged and no "
+                f"ratio is reported" + (f": {c.why}." if c.why else "."))
+    r, gaps = c.row, c.shapes - c.measured
+    gap = f" ({gaps} of {c.shapes} shapes without a measurement)" if gaps else ""
+    if c.kind == "pays":
+        return (f"{mode} starts to pay at {_shape(r)}: {ratio_text(r, 'ratio')} the throughput "
+                f"of {X.BASELINE}, so it {stats.CLAIM_WORDS[stats.PAYS_OFF]}{_predicted(r)}; "
+                f"the smallest (fewest FLOPs a step) of {c.paying} of {c.measured} shapes "
+                f"whose interval clears {X.PAYS:.2f}×{gap}.")
+    if c.kind == "unjudged":
+        return (f"{mode}: where it starts to pay cannot be judged: at every one of the "
+                f"{c.measured} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
+                f"largest ratio over {X.BASELINE} is {ratio_text(r, 'ratio')} at "
+                f"{_shape(r)}{gap}.")
+    return (f"{mode} pays off (95% CI of the throughput ratio over {X.BASELINE} wholly above "
+            f"{X.PAYS:.2f}×) at none of the {c.measured} shapes measured{gap}; its strongest "
+            f"claim is at {_shape(r)}, where it {stats.CLAIM_WORDS[r['claim']]}: "
+            f"{ratio_text(r, 'ratio')}{_predicted(r)}.")
+
+
+def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
+    """The bottom line's clause of ``starts_to_pay``."""
+    c = assess(table, mode)
+    head = f"FP8 crossover, {mode} against {X.BASELINE}"
+    if c.kind == "absent":
+        return f"{head}: not in the crossover study."
+    if c.kind == "unmeasured":
+        return f"{head}: cannot be judged (no FP8 measurement)."
+    r = c.row
+    if c.kind == "pays":
+        return (f"{head}: pays off from {_shape(r)}, {ratio_text(r, 'ratio')} (the smallest of "
+                f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×).")
+    return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
+            f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}.")
+
+
+def prediction(table: pd.DataFrame) -> str:
+    """What the calibration's roofs predict beside the measurement, or why there is none."""
+    if len(table) and table["predicted"].notna().any():
+        return ("Beside each measured ratio, tables/fp8_crossover.csv and the map give the ratio "
+                "predicted from this GPU's calibration (GEMMs at its bf16 and FP8 matmul roofs, "
+                "the casts' and scales' bytes at its copy bandwidth; launch and framework time "
+                "left out, so the measurement falls short of it where those matter).")
+    why = table["no_prediction"].dropna().astype(str) if "no_prediction" in table \
+        else pd.Series([], dtype=str)
+    return ("No prediction from the calibration" + (f": {why.iloc[0]}" if len(why) else "")
+            + ".")
+
+
+def crossover_sentences(table: pd.DataFrame | None) -> list[str]:
+    """Where FP8 starts to pay on this GPU, per recipe, and the prediction beside it."""
+    if table is None:
+        return []
+    return [f"**Where FP8 starts to pay:** {starts_to_pay(table, m)}" for m in X.FP8_MODES] \
+        + [prediction(table)]
+
+
+def _split(r) -> str:
+    shares = [(r.get(col), what) for col, what in SPLIT]
+    if any(missing(v) for v, _ in shares):
+        return (" The split of its step into FP8 GEMMs, bf16 GEMMs and cast/scale kernels is "
+                "missing from these tables.")
+    # a record made before the split was recorded is split from the top kernels it lists
+    # (tcbench.tensorcores.kernel_split): lower bounds, said as such
+    older = str(r.get("kernel_classes_from")) == "top kernels"
+    cover = r.get("kernel_classes_coverage")
+    return " Its GPU kernel time: " + ", ".join(f"{percent(v)} {what}" for v, what in shares) \
+        + (f" (at least: split from the top kernels its record lists, "
+           f"{percent(cover)} of its kernel time)" if older and not missing(cover) else "") + "."
+
+
+def _transformer_cell(r, axes) -> str:
+    what = config(r, axes)
+    j = claims.against(r, V.FP8_BASELINE)
+    if j is not None:
+        return f"**{r['model']}, FP8 against bf16:** {judged(j, what)}.{_split(r)}"
+    if str(r["status"]) != V.OK:
+        reason = "" if missing(r.get("status_reason")) else \
+            f": {str(r['status_reason']).split(';')[0][:160]}"
+        return f"**{r['model']}, FP8 against bf16:** {what}: {r['status']}{reason}."
+    return (f"**{r['model']}, FP8 against bf16:** no {V.FP8_BASELINE} run of {what}'s setting "
+            f"finished, so it is not judged against bf16.")
+
+
+def transformer_sentences(df: pd.DataFrame) -> list[str]:
+    """For each transformer (workload ``transformers``), each FP8 cell against amp-bf16 at
+    the same setting, with its kernel time split where the tables have it."""
+    lm = df[df["workload"].astype(str) == "transformers"]
+    out = []
+    for _, g in lm.groupby(["experiment", "model"], sort=False):
+        axes = [a for a in ("compile",) if g[a].nunique() > 1]
+        out += [_transformer_cell(r, axes) for _, r in g.iterrows()
+                if str(r["precision"]) in claims.FP8]
+    return out
+
+
+def mfu_sentences(df: pd.DataFrame) -> list[str]:
+    """Each transformer's MFU per mode against that mode's roof, and how FP8 cells count."""
+    lm = df[(df["workload"].astype(str) == "transformers") & (df["repeats_ok"] > 0)]
+    lm = lm[lm["precision"].astype(str).isin([V.FP8_BASELINE, *claims.FP8])]
+    if lm.empty:
+        return []
+    if not lm["compute_capability"].notna().any():
+        return ["**MFU:** not stated: this device is not a CUDA GPU, so its calibration's "
+                "roofs are no Tensor Core ceiling to measure utilisation against."]
+    parts = []
+    for model, g in lm.groupby("model", sort=False):
+        cells = [f"{r['precision']} {percent(r.get('mfu'), 1)} of the {r['precision']} roof "
+                 f"({num(r.get('ceiling_tflops'))} TFLOP/s)" if not missing(r.get("mfu"))
+                 else f"{r['precision']} not stated (no calibrated roof for the mode)"
+                 for _, r in g.iterrows()]
+        parts.append(f"{model}: " + "; ".join(cells))
+    return [f"**MFU against the roof of the mode that did the work:** {'. '.join(parts)}. "
+            f"{COUNTING}"]
+
+
+def section(df: pd.DataFrame, crossover: pd.DataFrame | None) -> Section | None:
+    """The verdict's FP8 section; None where the set has neither a crossover map nor a
+    transformer in FP8."""
+    sentences = [*crossover_sentences(crossover), *transformer_sentences(df),
+                 *mfu_sentences(df)]
+    return Section(TITLE, sentences) if sentences else None
+
+
+def bottom_line(crossover: pd.DataFrame | None) -> list[str]:
+    """The crossover's one sentence per recipe in the bottom line."""
+    if crossover is None:
+        return []
+    return [starts_to_pay_short(crossover, m) for m in X.FP8_MODES]
