@@ -4,7 +4,6 @@ study at parse time with a message naming it."""
 
 from __future__ import annotations
 
-import builtins
 import copy
 import json
 import re
@@ -211,21 +210,25 @@ def test_image_folder_job(tmp_path, images, loader):
 
 
 # ------------------------------------------------------------------------ timm
-def test_timm_missing_says_what_to_install(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_timm(name, *args, **kwargs):
-        if name == "timm" or name.startswith("timm."):
-            raise ImportError("No module named 'timm'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "timm", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_timm)
-    with pytest.raises(ValueError, match=re.escape("pip install -e '.[timm]'")):
-        W.resolve_params("timm", {"model": "resnet50d"})
-    with pytest.raises(ConfigError, match=r"experiments\[0\] \(t\).*needs the timm package"):
-        matrix.expand({"experiments": [{"name": "t", "workload": "timm", "precisions": ["fp32"],
-                                        "batch_sizes": [2], "params": {"model": "resnet50d"}}]})
+@pytest.mark.parametrize("package, params", [("timm", {"model": "resnet50d"}),
+                                             ("transformers", {})])
+def test_a_missing_extra_says_what_to_install(monkeypatch, package, params):
+    """An optional extra that is not installed: the workload's check names it and the pip
+    command, before any job (None in sys.modules makes every import of it fail)."""
+    for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, package, None)
+    for cached in ("names", "model_types"):  # memoised lookups must not hide the import
+        for mod in (W.module("timm"), W.module("transformers")):
+            if hasattr(getattr(mod, cached, None), "cache_clear"):
+                getattr(mod, cached).cache_clear()
+    install = re.escape(f"pip install -e '.[{package}]'")
+    with pytest.raises(ValueError, match=install):
+        W.resolve_params(package, params)
+    with pytest.raises(ConfigError, match=rf"experiments\[0\] \(t\).*needs the {package} "
+                                          rf"package.*{install}"):
+        matrix.expand({"experiments": [{"name": "t", "workload": package, "precisions": ["fp32"],
+                                        "batch_sizes": [2], "params": params}]})
 
 
 def test_timm_model_by_name_trains(tmp_path):

@@ -130,6 +130,16 @@ def build(name: str, params: dict, batch_size: int, device: torch.device) -> Wor
     return w
 
 
+def optional_package(package: str, workload: str, install: str):
+    """An optional extra's package (timm, transformers), or the error that names the workload
+    that needs it and how to install it (raised before any job runs)."""
+    try:
+        return importlib.import_module(package)
+    except ImportError as exc:
+        raise ValueError(f"workload '{workload}' needs the {package} package, which is not "
+                         f"installed here ({exc}): {install}") from None
+
+
 def positive_int(workload: str, params: dict, *keys: str) -> None:
     for key in keys:
         v = params[key]

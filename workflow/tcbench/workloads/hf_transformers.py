@@ -30,7 +30,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from . import Workload, positive_int
+from . import Workload, optional_package, positive_int
 from . import classify as C
 
 INSTALL = "pip install -e '.[transformers]' in a checkout of tcbench, or pip install transformers"
@@ -68,12 +68,7 @@ DEFAULTS = {
 
 def transformers():
     """The transformers package, or the error that says how to install it."""
-    try:
-        import transformers as module
-    except ImportError as exc:
-        raise ValueError(f"workload 'transformers' needs the transformers package, which is "
-                         f"not installed here ({exc}): {INSTALL}") from None
-    return module
+    return optional_package("transformers", "transformers", INSTALL)
 
 
 @functools.cache

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 
 from . import classify as C
+from . import optional_package
 
 LOADERS = C.LOADERS
 DEFAULTS = C.DEFAULTS | {
@@ -28,12 +29,7 @@ INSTALL = "pip install -e '.[timm]' in a checkout of tcbench, or pip install tim
 
 def timm():
     """The timm package, or the error that says how to install it."""
-    try:
-        import timm as module
-    except ImportError as exc:
-        raise ValueError(f"workload 'timm' needs the timm package, which is not installed "
-                         f"here ({exc}): {INSTALL}") from None
-    return module
+    return optional_package("timm", "timm", INSTALL)
 
 
 @functools.cache
