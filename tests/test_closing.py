@@ -63,3 +63,16 @@ def test_a_comparison_run_names_the_comparison_not_a_missing_set(tmp_path):
     assert text.splitlines() == [f"Comparison: {tmp_path}/compare/comparison.md",
                                  "Report:     snakemake compare --report report.html"]
     assert closing.report_command(targets={"compare"}) == "snakemake compare --report report.html"
+
+
+def test_a_comparison_of_a_study_made_earlier_names_the_comparison_alone(tmp_path):
+    res = tmp_path / "results" / "smoke"
+    (res / "figures").mkdir(parents=True)
+    (res / "summary.md").write_text(VERDICT)
+    (tmp_path / "compare").mkdir()
+    (tmp_path / "compare" / "comparison.md").write_text("| x |")
+    text = closing.message(res, "snakemake compare --report report.html",
+                           comparison=tmp_path / "compare", study=False)
+    assert text.splitlines() == [f"Comparison: {tmp_path}/compare/comparison.md",
+                                 "Report:     snakemake compare --report report.html"]
+
