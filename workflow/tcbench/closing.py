@@ -53,10 +53,12 @@ def message(result_set: Path | str, report_command: str | None = None,
         said = bottom_line(verdict)
         if said:
             # its opening lines: a set of many experiments has a bottom line of many
-            # sentences, which the verdict file holds in full
+            # sentences, which the verdict file holds in full; a line never ends inside a
+            # mode's name ("amp-" / "bf16")
             lines += textwrap.wrap(said, width=width, initial_indent="            ",
                                    subsequent_indent="            ", max_lines=6,
-                                   placeholder=" … (the rest in the verdict)")
+                                   placeholder=" … (the rest in the verdict)",
+                                   break_on_hyphens=False)
     shown = [("Tables:", res / f"{V.COMBINED_STEM}.md"), ("Figures:", res / "figures"),
              ("Capacity:", res / "capacity.md")] if study else []
     if comparison is not None:
