@@ -175,7 +175,8 @@ HARNESS_PHASES: tuple[str, ...] = (
 class Metric:
     """One measured quantity, defined once: every table, figure, verdict sentence and README
     number that names it means this column of ``metrics.csv`` and nothing else. ``label``
-    names it in prose, ``short`` in a column head or axis label (with ``unit``)."""
+    names it in prose, ``short`` in a column head or axis label (with ``unit``).
+    ``host_definition`` is how it is measured where no CUDA device ran, when that differs."""
 
     column: str
     label: str
@@ -183,12 +184,20 @@ class Metric:
     unit: str
     higher_is_better: bool
     definition: str
+    host_definition: str = ""
+
+    def defined_on(self, cuda: bool) -> str:
+        """The definition that holds for a set measured on a CUDA device or not."""
+        return self.definition if cuda or not self.host_definition else self.host_definition
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_samples_per_s", "steady-state throughput", "throughput", "samples/s",
            True, "the samples of the training steps after warm-up over their duration, timed "
-           "with CUDA events on the GPU's own timeline"),
+           "with CUDA events on the GPU's own timeline",
+           # measure.StepTimer: a CPU has no GPU timeline, its steps are timed on the host
+           "the samples of the training steps after warm-up over their duration, timed with "
+           "the host's clock (time.perf_counter), there being no GPU timeline to read"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
            "context, lazy module loading, cuDNN autotuning and compilation"),
