@@ -54,3 +54,42 @@ def test_job_cost_times_fresh_processes_and_splits_them(tmp_path):
     assert [r["cell"] for r in rows] == ["tiny/fp32_bs8_r1", "tiny/fp32_bs8_r2"]
     md = (tmp_path / "job_cost.md").read_text()
     assert "| tiny/fp32_bs8 | 1 |" in md and "| tiny/fp32_bs8 | 2 |" in md
+
+
+SMOKE_LOG = """Building DAG of jobs...
+[Tue Dec  1 12:35:10 2026]
+Job 6: write random MNIST-format files
+[Tue Dec  1 12:35:10 2026]
+Job 10: train models/fp32_bs2_r1 (log: logs/x.log)
+[Tue Dec  1 12:35:12 2026]
+Finished jobid: 6 (Rule: mnist_format_random)
+[Tue Dec  1 12:35:22 2026]
+Finished jobid: 10 (Rule: train)
+[Tue Dec  1 12:35:22 2026]
+Job 12: aggregate the records of x
+[Tue Dec  1 12:35:23 2026]
+Finished jobid: 12 (Rule: aggregate)
+[Tue Dec  1 12:35:23 2026]
+Job 18: figures of models
+[Tue Dec  1 12:35:23 2026]
+Job 19: figures of digits
+[Tue Dec  1 12:35:29 2026]
+Finished jobid: 18 (Rule: figures)
+[Tue Dec  1 12:35:31 2026]
+Finished jobid: 19 (Rule: figures)
+Complete log(s): /wf/.snakemake/log/2026-12-01T123503.107665.snakemake.log
+"""
+
+
+def test_smoke_cost_reads_where_a_runs_seconds_went(tmp_path):
+    """From what Snakemake printed: its start (named by its log), each rule's jobs, the
+    training and reporting spans."""
+    sys.path.insert(0, str(BENCH))
+    import smoke_cost
+
+    (tmp_path / "out.txt").write_text(SMOKE_LOG)
+    text = smoke_cost.report(tmp_path / "out.txt", None)
+    assert "- Snakemake's start to its first job: 7 s" in text
+    assert "first start to last end: 12 s" in text            # 12:35:10 .. 12:35:22
+    assert "(aggregate, tables, verdict, figures): 9 s" in text  # 12:35:22 .. 12:35:31
+    assert "| figures | 2 | 14 | 8 |" in text and "| train | 1 | 12 | 12 |" in text

@@ -63,3 +63,25 @@ def test_a_comparison_run_names_the_comparison_not_a_missing_set(tmp_path):
     assert text.splitlines() == [f"Comparison: {tmp_path}/compare/comparison.md",
                                  "Report:     snakemake compare --report report.html"]
     assert closing.report_command(targets={"compare"}) == "snakemake compare --report report.html"
+
+
+def test_a_comparison_of_a_study_made_earlier_names_the_comparison_alone(tmp_path):
+    res = tmp_path / "results" / "smoke"
+    (res / "figures").mkdir(parents=True)
+    (res / "summary.md").write_text(VERDICT)
+    (tmp_path / "compare").mkdir()
+    (tmp_path / "compare" / "comparison.md").write_text("| x |")
+    text = closing.message(res, "snakemake compare --report report.html",
+                           comparison=tmp_path / "compare", study=False)
+    assert text.splitlines() == [f"Comparison: {tmp_path}/compare/comparison.md",
+                                 "Report:     snakemake compare --report report.html"]
+
+
+def test_the_bottom_line_never_breaks_inside_a_modes_name(tmp_path):
+    res = tmp_path / "smoke"
+    res.mkdir()
+    said = "amp_recipe: cannot be judged (n < 3): " + "amp-bf16 at batch size 64, " * 12
+    (res / "summary.md").write_text(f"# Verdict\n\n**Bottom line.** {said}\n")
+    for width in range(40, 101):
+        wrapped = closing.message(res, width=width).splitlines()[2:]
+        assert not any(line.endswith("amp-") for line in wrapped), width

@@ -29,6 +29,20 @@ def test_random_mnist_has_mnist_sizes(tmp_path):
     assert (raw / "train-images-idx3-ubyte").stat().st_size == 16 + 100 * 28 * 28
 
 
+def test_the_data_rule_writes_mnist_files_without_torch(tmp_path):
+    """python -m tcbench.idxfiles random-mnist, as the data rule runs it: the files, and no
+    torch import (it runs beside the study's first training job on a small machine)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from tcbench import idxfiles; "
+            "idxfiles.main(['random-mnist', sys.argv[1]]); assert 'torch' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
+    raw = tmp_path / "MNIST" / "raw"
+    assert (raw / "train-images-idx3-ubyte").stat().st_size == 16 + 60000 * 28 * 28
+    assert D.read_idx(raw / "t10k-labels-idx1-ubyte").shape == (10000,)
+
+
 def test_missing_mnist_says_where_the_files_go(tmp_path):
     with pytest.raises(D.DataMissingError) as err:
         D.mnist_datasets(tmp_path / "nowhere", download=False)

@@ -136,6 +136,31 @@ def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
     assert not list((tmp_path / "rt").glob("*.sock"))
 
 
+def test_the_calibration_is_forked_by_the_training_jobs_server(tmp_path, owner):
+    """--module tcbench.calibrate: the same server as the set's training jobs (the client takes
+    --compile-cache for the key and keeps it from the calibration), its file as a fresh one
+    writes it; a module outside ENTRIES is refused."""
+    env = env_for(tmp_path, owner.pid)
+    cache = ["--compile-cache", str(tmp_path / "cache")]
+    job = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--spec", json.dumps(TINY),
+                          "--out", str(tmp_path / "a.json"), *cache], env=env,
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert job.returncode == 0, job.stderr
+    cal = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--module",
+                          "tcbench.calibrate", *cache, "--out", str(tmp_path / "cal.json"),
+                          "--size", "64", "--iterations", "2"], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert cal.returncode == 0, cal.stderr
+    server = R.read(tmp_path / "a.json")["harness"]["process"]["server_pid"]
+    assert int(FORKED.search(cal.stderr).group(2)) == server
+    said = json.loads((tmp_path / "cal.json").read_text())
+    assert said["kind"] == "calibration" and said["modes"]["fp32"]["status"] == "ok"
+    bad = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--module", "os",
+                          "--out", str(tmp_path / "x.json")], env=env, capture_output=True,
+                         text=True, cwd=tmp_path)
+    assert bad.returncode == 2 and "choose one of tcbench.run, tcbench.calibrate" in bad.stderr
+
+
 def test_failing_jobs_exit_as_a_fresh_process_would(tmp_path, owner):
     env = env_for(tmp_path, owner.pid)
     bad = client({"workload": "amp_recipe"}, tmp_path / "x.json", env)

@@ -4,6 +4,7 @@ records, no GPU), which is how CI builds the cross-GPU figure of the README."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -38,6 +39,12 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     for needle in ("Verdict", "summary.html", "amp_recipe_tensor_cores.png", "models.html",
                    "Experiment <strong>mnist_seed</strong>", "Where a step", "Okabe"):
         assert needle in html, needle
+    # it opens on the verdict: the landing page (the workflow description) is the verdict's
+    # page, then how the numbers were made, naming the set as its folder does
+    desc = json.loads(re.search(r"var workflow_desc = (\".*?\");\n", html, re.S).group(1))
+    assert desc.index("Bottom line.") < desc.index("How these numbers were made")
+    assert re.search(r'Result set: <tt class="docutils literal">(<span class="pre">)?smoke<', desc)
+    assert "body{" not in desc  # the verdict's style stays inside its own wrapper
     # every figure and table of the study is in it, each under its experiment
     assert len(re.findall(r'"[^"]*/figures/[a-z0-9_]+\.png": \{', html)) == N_SMOKE * 6
     assert len(re.findall(r'"[^"]*/tables/[a-z0-9_]+\.html": \{', html)) == N_SMOKE

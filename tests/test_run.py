@@ -12,7 +12,8 @@ TINY = {
                    "warmup_steps": 1},
     "mnist_cnn": {"data": "synthetic", "loader": "synthetic", "train_samples": 96, "epochs": 2,
                   "warmup_steps": 1},
-    "digits": {"epochs": 1, "warmup_steps": 1},
+    # train_samples: the first 96 images of the split, not 1,437 (bf16 on a CPU: ~20 ms each)
+    "digits": {"epochs": 1, "warmup_steps": 1, "train_samples": 96},
     "resnet50": {"image_size": 32, "num_classes": 10, "steps": 2, "warmup_steps": 1},
 }
 
@@ -34,6 +35,7 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     assert rec["environment"]["torch_version"] and rec["environment"]["hostname"]
     if workload == "digits":
         assert 0 <= m["test_accuracy"] <= 1
+        assert rec["data"]["samples_per_epoch"] == 96 and m["steps"] == 3  # 96 / 32
     assert not list(tmp_path.glob(".*tmp"))
     # the harness overhead, split: every phase took time, training holds the timed loop
     h = rec["harness"]

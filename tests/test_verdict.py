@@ -186,6 +186,10 @@ def test_cpu_set_says_it_is_not_a_gpu():
               "max_memory_allocated_bytes": None, "device_name": "AMD EPYC"}
     v = build(rows)
     assert "not a CUDA GPU" in " ".join(v.intro)
+    # its steps were timed on the host's clock, which is what the intro must say
+    assert "CUDA events" not in " ".join(v.intro) and "host's clock" in " ".join(v.intro)
+    assert "CUDA events on the GPU's own timeline" in " ".join(build(repeats(
+        "x", "fp32", [100, 101, 99]) + repeats("x", "amp-bf16", [150, 151, 149])).intro)
     text = section(v, "x")
     assert "not measurable for amp-bf16" in text and "**Memory:** not measured" in text
 

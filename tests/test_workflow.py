@@ -43,7 +43,7 @@ def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
 
 
 def test_smoke_records_carry_the_seed_loader_and_data(smoke_run):
-    rec = json.loads((smoke_run / "records" / "mnist_seed" / "fp32_bs256_r1.json").read_text())
+    rec = json.loads((smoke_run / "records" / "mnist_seed" / "fp32_bs128_r1.json").read_text())
     assert rec["data"]["data"] == "mnist-format-random" and rec["data"]["loader"] == "dataloader"
     assert rec["params"]["num_workers"] == 2 and rec["params"]["sync_loss_every_step"] is True
 

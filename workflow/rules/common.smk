@@ -183,11 +183,14 @@ def closing_message():
     files = [os.path.relpath(f) for f in workflow.overwrite_configfiles]
     targets = workflow.dag_settings.targets
     ran = {job.rule.name for job in workflow.dag.needrun_jobs(exclude_finished=False)}
+    # `snakemake compare` on a study made earlier is about the comparison alone
+    study = not targets or bool(set(targets) - {"compare"}) or "verdict" in ran
     return closing.message(
         RESULTS,
         report_command=closing.report_command(files, dict(workflow.config_settings.config),
                                               targets),
         comparison=COMPARE_DIR if "compare" in ran else None,
+        study=study,
     )
 
 
@@ -340,3 +343,17 @@ def job_launcher(wildcards=None):
     forked = (not config["fresh_interpreter"] and workflow.local_exec
               and not workflow.remote_exec and not CONTAINERIZED)
     return "tcbench.forkclient" if forked else "tcbench.run"
+
+
+# one torch.compile cache per result set: its jobs compile the same graphs
+COMPILE_CACHE = "resources/compile-cache/{run}"
+
+
+def calibrate_launcher(wildcards):
+    """``python -m`` words for the calibration: forked like a training job where those are
+    (it would otherwise import torch for a measurement of a few seconds), by the same server
+    (the compile cache is in the environment the server is keyed by), else fresh."""
+    if job_launcher() == "tcbench.forkclient":
+        return ["tcbench.forkclient", "--module", "tcbench.calibrate",
+                "--compile-cache", COMPILE_CACHE.format(run=wildcards.run)]
+    return ["tcbench.calibrate"]

@@ -17,15 +17,15 @@ rule train:
         spec=job_spec,
         src=TCBENCH_SRC,
         launcher=job_launcher,
+        compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),  # shared by the set's jobs
     wildcard_constraints:
         experiment=alternatives(EXPERIMENTS),
         cell=alternatives(job.cell for job in [*JOBS.values(), *EXTRA_JOBS.values()]),
     resources:
         gpu=1,
     shell:
-        # one torch.compile cache per result set: its jobs compile the same graphs
         "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
-        "--compile-cache resources/compile-cache/{wildcards.run:q} --out {output:q} > {log:q} 2>&1"
+        "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
 rule calibrate:
@@ -41,8 +41,9 @@ rule calibrate:
         size=config["calibrate"]["size"],
         iterations=config["calibrate"]["iterations"],
         src=TCBENCH_SRC,
+        launcher=calibrate_launcher,
     resources:
         gpu=1,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.calibrate --out {output:q} "
+        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --out {output:q} "
         "--size {params.size:q} --iterations {params.iterations:q} > {log:q} 2>&1"

@@ -40,24 +40,27 @@ def report_command(configfiles=(), config: dict | None = None, targets=()) -> st
 
 
 def message(result_set: Path | str, report_command: str | None = None,
-            comparison: Path | str | None = None, width: int = 100) -> str:
+            comparison: Path | str | None = None, width: int = 100, study: bool = True) -> str:
     """What a user wants to read when the run is over, from the files that exist: the result
-    set (when there is one), its verdict's bottom line, tables, figures, capacity table, the
-    cross-GPU comparison (when this run made it) and the command for the HTML report."""
+    set (when there is one and ``study``: this run was about it), its verdict's bottom line,
+    tables, figures, capacity table, the cross-GPU comparison (when this run made it) and the
+    command for the HTML report."""
     res = Path(result_set)
-    lines = [f"Result set: {res}/"] if res.is_dir() else []
+    lines = [f"Result set: {res}/"] if study and res.is_dir() else []
     verdict = res / V.VERDICT_FILES["md"]
-    if verdict.exists():
+    if study and verdict.exists():
         lines.append(f"Verdict:    {verdict}")
         said = bottom_line(verdict)
         if said:
             # its opening lines: a set of many experiments has a bottom line of many
-            # sentences, which the verdict file holds in full
+            # sentences, which the verdict file holds in full; a line never ends inside a
+            # mode's name ("amp-" / "bf16")
             lines += textwrap.wrap(said, width=width, initial_indent="            ",
                                    subsequent_indent="            ", max_lines=6,
-                                   placeholder=" … (the rest in the verdict)")
+                                   placeholder=" … (the rest in the verdict)",
+                                   break_on_hyphens=False)
     shown = [("Tables:", res / f"{V.COMBINED_STEM}.md"), ("Figures:", res / "figures"),
-             ("Capacity:", res / "capacity.md")]
+             ("Capacity:", res / "capacity.md")] if study else []
     if comparison is not None:
         shown.append(("Comparison:", Path(comparison) / V.COMPARE_FILES["md"]))
     for label, path in shown:

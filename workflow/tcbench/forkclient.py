@@ -1,9 +1,12 @@
 """A training job started by forking a preloaded interpreter: the thin client.
 
     python -m tcbench.forkclient --spec '{...}' --out results/x/records/a.json [--compile-cache DIR]
+    python -m tcbench.forkclient --module tcbench.calibrate --out results/x/calibration.json ...
 
-takes exactly the arguments of ``python -m tcbench.run`` and has the same effect: one job, one
-record, the same exit status. It imports no torch. It asks a server (tcbench.forkserver: an
+takes exactly the arguments of ``python -m tcbench.run`` (or, after ``--module``, of another of
+``ENTRIES``: the calibration, which would otherwise pay the import of torch on its own, and
+which takes ``--compile-cache`` only so that it is keyed to the training jobs' server) and has
+the same effect: one job, one record, the same exit status. It imports no torch. It asks a server (tcbench.forkserver: an
 interpreter that has imported torch, torch._dynamo, torchvision and tcbench's job modules, and
 never touched CUDA) to fork one child for the job; the child gets this process's argv, working
 directory, environment, umask, CPU affinity and its stdin/stdout/stderr (the descriptors
@@ -52,6 +55,8 @@ DIR_ENV = "TCBENCH_FORK_DIR"
 PER_JOB_ENV = ("CUDA_VISIBLE_DEVICES", "PWD", "OLDPWD", "SHLVL", "_")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PACKAGE = Path(__file__).resolve().parent
+# the modules a forked child may run (their main(argv)): the first is the default
+ENTRIES = ("tcbench.run", "tcbench.calibrate")
 HEADER = struct.Struct("!Q")
 
 
@@ -199,16 +204,17 @@ def server(key: str) -> socket.socket | None:
 
 
 # ------------------------------------------------------------------------------------ the job
-def fresh(argv: list[str], why: str):
+def fresh(argv: list[str], why: str, module: str = ENTRIES[0]):
     """Run the job as a fresh interpreter instead (this process becomes it)."""
     print(f"tcbench.forkclient: {why}; running the job in a fresh interpreter", file=sys.stderr)
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "tcbench.run", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", module, *argv])
 
 
-def request(argv: list[str]) -> dict:
-    return {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "umask": _umask(),
-            "affinity": sorted(os.sched_getaffinity(0)), "client_pid": os.getpid()}
+def request(argv: list[str], module: str = ENTRIES[0]) -> dict:
+    return {"module": module, "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ),
+            "umask": _umask(), "affinity": sorted(os.sched_getaffinity(0)),
+            "client_pid": os.getpid()}
 
 
 def _umask() -> int:
@@ -240,21 +246,31 @@ def end_as(status: dict) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    module = ENTRIES[0]
+    if argv[:1] == ["--module"]:
+        module, argv = (argv[1:2] or [""])[0], argv[2:]
+        if module not in ENTRIES:
+            print(f"tcbench.forkclient: --module {module!r}; choose one of {', '.join(ENTRIES)}",
+                  file=sys.stderr)
+            return 2
     # --compile-cache points Inductor and Triton at their folder through the environment, which
     # torch reads at import: set it here, so that the server is started (and keyed) with it.
     from .run import use_compile_cache  # run.py imports torch only inside functions
 
     if "--compile-cache" in argv[:-1]:
-        use_compile_cache(Path(argv[argv.index("--compile-cache") + 1]))
+        at = argv.index("--compile-cache")
+        use_compile_cache(Path(argv[at + 1]))
+        if module != ENTRIES[0]:  # the client's alone: it keys the training jobs' server
+            argv = argv[:at] + argv[at + 2:]
     try:
         sock = server(server_key())
     except OSError as exc:
         sock = None
         print(f"tcbench.forkclient: {exc}", file=sys.stderr)
     if sock is None:
-        fresh(argv, "no fork server")
+        fresh(argv, "no fork server", module)
     with sock:
-        send_request(sock, request(argv), [0, 1, 2])
+        send_request(sock, request(argv, module), [0, 1, 2])
         for sig in FORWARDED:  # to the child, through the server (its parent: no pid reuse)
             signal.signal(sig, lambda n, _f: forward(sock, n))
         started = False
@@ -269,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"tcbench.forkclient: {message['error']}", file=sys.stderr)
                 break
     if not started:
-        fresh(argv, "the fork server closed the connection before forking")
+        fresh(argv, "the fork server closed the connection before forking", module)
     print("tcbench.forkclient: the fork server ended before the job did", file=sys.stderr)
     return 1
 

@@ -13,7 +13,8 @@ server pays that once per workflow:
    stderr, working directory, environment, umask and CPU affinity, signals at their defaults,
    Python's and NumPy's global RNGs reseeded from the OS as in a fresh process; then
    ``tcbench.run.main`` with the client's arguments, which pins the GPU before CUDA starts,
-   seeds torch, writes the record atomically and ends the process;
+   seeds torch, writes the record atomically and ends the process (or the ``main`` of another
+   of ``tcbench.forkclient.ENTRIES`` the client names: the calibration);
 3. it reports each child's end (exit code or signal) to its client, forwards the client's
    signals to the child, and kills the child's process group when the client goes away;
 4. it exits when no job has run for ``--idle-s`` seconds, or when its owner (the workflow's
@@ -147,15 +148,22 @@ def become_job(req: dict, fds: list[int], info: dict) -> None:
     os.environ.update(req["env"] | info.pop("_import_env"))
     os.sched_setaffinity(0, req["affinity"])
     reseed()
+    import importlib
+
     from . import run
 
-    sys.argv = [run.__file__, *req["argv"]]
+    module = req.get("module", C.ENTRIES[0])
+    if module not in C.ENTRIES:  # a foreign request: refused, never imported
+        print(f"tcbench.forkserver: module {module!r} is not one of {C.ENTRIES}", file=sys.stderr)
+        run.exit_now(2)
+    entry = importlib.import_module(module)
+    sys.argv = [entry.__file__, *req["argv"]]
     ready = info.pop("_ready")
     process.ORIGIN = info | {"server_age_s": round(forked - ready, 3)}
     try:
         # Ctrl-C as Python has it from here on: KeyboardInterrupt, so the job's cleanup runs
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        code = run.main(req["argv"])
+        code = entry.main(req["argv"])
     except SystemExit as exc:  # argparse: a bad command line
         code = exc.code if isinstance(exc.code, int) else (print(exc.code, file=sys.stderr) or 1)
     except KeyboardInterrupt:  # as Python ends on an uncaught Ctrl-C: by SIGINT

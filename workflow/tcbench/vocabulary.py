@@ -179,7 +179,8 @@ HARNESS_PHASES: tuple[str, ...] = (
 class Metric:
     """One measured quantity, defined once: every table, figure, verdict sentence and README
     number that names it means this column of ``metrics.csv`` and nothing else. ``label``
-    names it in prose, ``short`` in a column head or axis label (with ``unit``)."""
+    names it in prose, ``short`` in a column head or axis label (with ``unit``).
+    ``host_definition`` is how it is measured where no CUDA device ran, when that differs."""
 
     column: str
     label: str
@@ -187,12 +188,20 @@ class Metric:
     unit: str
     higher_is_better: bool
     definition: str
+    host_definition: str = ""
+
+    def defined_on(self, cuda: bool) -> str:
+        """The definition that holds for a set measured on a CUDA device or not."""
+        return self.definition if cuda or not self.host_definition else self.host_definition
 
 
 METRICS: tuple[Metric, ...] = (
     Metric("throughput_samples_per_s", "steady-state throughput", "throughput", "samples/s",
            True, "the samples of the training steps after warm-up over their duration, timed "
-           "with CUDA events on the GPU's own timeline"),
+           "with CUDA events on the GPU's own timeline",
+           # measure.StepTimer: a CPU has no GPU timeline, its steps are timed on the host
+           "the samples of the training steps after warm-up over their duration, timed with "
+           "the host's clock (time.perf_counter), there being no GPU timeline to read"),
     # one sample of a token workload (transformers) is one sequence: the same speed counted in
     # tokens, the unit language-model training is compared in (tcbench.analysis.throughput)
     Metric("throughput_tokens_per_s", "steady-state throughput in tokens", "throughput",

@@ -125,18 +125,22 @@ def to_html(t: Table, standalone: bool = True) -> str:
              f"{rows}</tbody>\n</table>\n{notes}\n")
     return page(t.title, table) if standalone else table
 
-HTML_STYLE = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;
-margin:1em;color:#222;max-width:60em}table{border-collapse:collapse;margin:.5em 0}
-th,td{padding:.25em .6em;white-space:nowrap}thead th{border-top:2px solid #222;
-border-bottom:1px solid #222}tbody tr:last-child td{border-bottom:2px solid #222}
-p.note{font-size:12px;color:#555;margin:.2em 0}h2{font-size:18px}h3{font-size:15px}
-li{margin:.3em 0}code{font-size:13px}"""
+
+# Scoped to the page's own wrapper: the HTML report embeds the verdict's page in its landing
+# page (workflow/report/workflow.rst), where a bare body{...} would restyle the whole report.
+HTML_STYLE = """.tcbench{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;font-size:14px;
+margin:1em;color:#222;max-width:60em}.tcbench table{border-collapse:collapse;margin:.5em 0}
+.tcbench th,.tcbench td{padding:.25em .6em;white-space:nowrap}
+.tcbench thead th{border-top:2px solid #222;border-bottom:1px solid #222}
+.tcbench tbody tr:last-child td{border-bottom:2px solid #222}
+.tcbench p.note{font-size:12px;color:#555;margin:.2em 0}.tcbench h2{font-size:18px}
+.tcbench h3{font-size:15px}.tcbench li{margin:.3em 0}.tcbench code{font-size:13px}"""
 
 
 def page(title: str, body: str) -> str:
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             f"<title>{html.escape(title)}</title><style>{HTML_STYLE}</style></head>\n"
-            f"<body>\n{body}</body></html>\n")
+            f"<body><div class='tcbench'>\n{body}</div></body></html>\n")
 
 
 def write_markdown(tables: Table | list[Table], path: Path) -> Path:

@@ -187,7 +187,7 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
     said = conditions(metrics)
     out += [said] if said else []
     head = V.metric(V.HEADLINE)
-    out.append(f"Speed is the {head.label} ({head.definition}); a speedup is its ratio to "
+    out.append(f"Speed is the {head.label} ({head.defined_on(cuda)}); a speedup is its ratio to "
                "strict fp32 (TF32 off) at the same setting. Values "
                "are means over the repeats that finished, each repeat a fresh process with its "
                "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "

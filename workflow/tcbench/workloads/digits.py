@@ -4,7 +4,8 @@
 (the same for every seed, so repeats and precisions test on the same images) gives a held-out
 set, so accuracy parity between precisions is measured on real data, offline, on any
 machine. Optimiser settings are those of pytorch/examples' MNIST (Adadelta lr=1.0, gamma 0.7),
-which converge; the seed's lr=0.001 barely moves the weights.
+which converge; the seed's lr=0.001 barely moves the weights. ``train_samples`` trains on the
+first N images of the training split only (the test set stays whole): a smoke run's schedule.
 """
 
 from __future__ import annotations
@@ -22,16 +23,21 @@ DEFAULTS = {
     "gamma": 0.7,
     "loader": "gpu-resident",
     "num_workers": 2,
+    "train_samples": None,   # None: the whole training split; else its first N (smoke runs)
 }
 
 
 def check(params: dict) -> None:
     positive_int("digits", params, "epochs", "num_workers")
+    if params["train_samples"] is not None:
+        positive_int("digits", params, "train_samples")
 
 
 def build(params: dict, batch_size: int, device: torch.device) -> Workload:
     torch.manual_seed(params["seed"])
     train, test = D.digits_tensors()
+    if params["train_samples"] is not None:  # the split's order mixes the classes
+        train = tuple(t[:params["train_samples"]] for t in train)
     if params["loader"] == "gpu-resident":
         loader = D.GpuResidentLoader(train, batch_size, device, params["seed"])
     else:
