@@ -34,6 +34,35 @@ def test_pinned_puts_the_training_thread_alone_and_helpers_elsewhere_then_releas
     assert os.sched_getaffinity(0) == before
 
 
+def test_a_cpu_jobs_training_thread_keeps_the_whole_set_for_its_intra_op_threads():
+    """On the CPU the training thread's intra-op pool does the work, and threads inherit the
+    affinity of the thread that starts them: one CPU for it would leave the job one core."""
+    before = os.sched_getaffinity(0)
+    where = PL.place("pinned", host_compute=True)
+    try:
+        assert where["training_thread_cpus"] == where["cpu_set"] == where["helper_cpus"]
+        assert os.sched_getaffinity(0) == set(where["cpu_set"])
+        started = []
+        t = threading.Thread(target=lambda: started.append(os.sched_getaffinity(0)))
+        t.start()
+        t.join()
+        assert started == [set(where["cpu_set"])]
+    finally:
+        PL.release(where)
+    assert os.sched_getaffinity(0) == before
+
+
+def test_a_cpu_job_records_the_whole_set_as_its_training_cpus(tmp_path):
+    from tcbench import run
+
+    rec = run.run_job({"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
+                       "device": "cpu", "params": {"in_size": 16, "out_size": 16,
+                                                   "num_batches": 2, "epochs": 1,
+                                                   "warmup_steps": 1}})
+    p = rec["placement"]
+    assert p["cpu_placement"] == "pinned" and p["training_thread_cpus"] == p["cpu_set"]
+
+
 def test_os_placement_changes_nothing():
     before = os.sched_getaffinity(0)
     where = PL.place("os")

@@ -110,8 +110,12 @@ def neighbours(directory: Path | None = None, locks_text: str | None = None) -> 
     return out
 
 
-def place(mode: str) -> dict:
-    """Pin this job (``mode`` ``pinned``) or leave it (``os``); the record's ``placement``."""
+def place(mode: str, host_compute: bool = False) -> dict:
+    """Pin this job (``mode`` ``pinned``) or leave it (``os``); the record's ``placement``.
+
+    ``host_compute``: the job trains on the CPU itself (no GPU). Its training thread then keeps
+    the whole CPU set: torch's intra-op threads, which do the work, start from it and inherit
+    its affinity, so one CPU for it would leave a CPU job a single core."""
     if mode not in PLACEMENTS:
         raise ValueError(f"cpu_placement={mode!r}; choose one of {', '.join(PLACEMENTS)}")
     held = gpus.held()
@@ -128,9 +132,13 @@ def place(mode: str) -> dict:
         cpus = slot_cpus(allowed, gpu_local_cpus(index), slot, max(len(found), 1))
         pin_process(cpus)
         global _HELPERS
-        _HELPERS = set(cpus[1:]) or set(cpus)
-        os.sched_setaffinity(0, {cpus[0]})   # the calling (training) thread only
-        training, helpers = [cpus[0]], sorted(_HELPERS)
+        if host_compute:
+            _HELPERS = set(cpus)
+            training = helpers = cpus
+        else:
+            _HELPERS = set(cpus[1:]) or set(cpus)
+            os.sched_setaffinity(0, {cpus[0]})   # the calling (training) thread only
+            training, helpers = [cpus[0]], sorted(_HELPERS)
     else:
         cpus = sorted(allowed)
         training = helpers = cpus
