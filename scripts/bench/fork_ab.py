@@ -46,11 +46,11 @@ CELLS = {  # name -> (bound, spec) per size
         "resnet50": ("GPU-bound on a GPU", {
             "workload": "resnet50", "precision": "fp32", "batch_size": 2,
             "params": {"image_size": 32, "num_classes": 10, "steps": 4, "warmup_steps": 1,
-                       "distinct_batches": 1, "profile_steps": 1}}),
+                       "distinct_batches": 1, "profile_steps": 1, "min_timed_s": 1.0}}),
         "amp_recipe": ("host-bound", {
             "workload": "amp_recipe", "precision": "fp32", "batch_size": 64,
             "params": {"in_size": 256, "out_size": 256, "num_batches": 8, "epochs": 2,
-                       "warmup_steps": 2}}),
+                       "warmup_steps": 2, "min_timed_s": 1.0}}),
     },
 }
 ARMS = {"fresh": "tcbench.run", "forked": "tcbench.forkclient"}

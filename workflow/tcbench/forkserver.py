@@ -28,6 +28,7 @@ its own job.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import selectors
@@ -324,6 +325,11 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print(f"tcbench.forkserver: not serving: {'; '.join(problems)}", file=sys.stderr)
         return 1
+    # The preloaded objects out of the collector's reach: a child's full collection would
+    # otherwise write to every one of them and copy-on-write the server's whole heap inside the
+    # job, possibly in its timed window (Python's gc docs: gc.freeze before a fork server forks)
+    gc.collect()
+    gc.freeze()
     server = Server(args.socket, (args.owner_pid, args.owner_ticks), args.idle_s, preloaded)
     server.info["_import_env"] = import_env
     print(f"tcbench.forkserver: pid {os.getpid()} serving {args.socket} "
