@@ -61,6 +61,16 @@ def load(paths) -> list[dict]:
     return [R.read(p) | {"_path": str(p)} for p in paths]
 
 
+def compile_cache(m: dict) -> str:
+    """A record's compile-cache outcome (``vocabulary.COMPILE_CACHE_OUTCOMES``), or
+    ``vocabulary.UNCOMPILED`` for a job that compiled nothing; records made before the outcome
+    was a field get it from their counters, by the job's own rule."""
+    cache = m.get("compile_cache")
+    if not cache:
+        return V.UNCOMPILED
+    return cache.get("outcome") or V.compile_cache_outcome(cache.get("counters") or {})
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
@@ -74,6 +84,7 @@ def _row(r: dict) -> dict:
                ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
             "data": data_kind(r)}
     row |= {k: m.get(k) for k in RECORD_METRICS}
+    row["compile_cache"] = compile_cache(m)
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             "gpu_busy_share": tc.get("gpu_busy_share"),

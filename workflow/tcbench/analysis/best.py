@@ -7,9 +7,9 @@ import pandas as pd
 
 from .. import vocabulary as V
 from ..resultset import cell_key, order
-from .speedup import PLAIN_KEYS, plain_baselines
+from .speedup import PLAIN_KEYS, WARMUP_COLUMNS, plain_baselines
 
-TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", "time_to_steady_s",
+TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", *WARMUP_COLUMNS,
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
                "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound")
 GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval")
