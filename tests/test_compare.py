@@ -182,3 +182,18 @@ def test_bad_reference_names_the_culprit(tmp_path, edit, message):
     with pytest.raises(C_refs.CompareError, match=message) as exc:
         C_refs.load_reference(bad)
     assert str(bad) in str(exc.value)
+
+
+def test_a_table_of_one_set_is_not_across_gpus_and_says_why_a_ratio_is_missing(combined):
+    """resnet50 is in one set only (the seed did not run it); mnist_seed at batch 1024 has no
+    fp32 cell in the seed's set: its ratios say so, not "n/a"."""
+    _, c = combined
+    assert C.experiment_table(c, "resnet50").title == "resnet50: on H200"
+    t = C.experiment_table(c, "mnist_seed")
+    assert t.title == "mnist_seed: across GPUs"
+    rows = [dict(zip(t.columns, r)) for r in t.rows]
+    at_1024 = [r for r in rows if r["setting"] == "bs 1024" and r["precision"] == "amp-fp16"
+               and r["set"].startswith("T4")]
+    assert len(at_1024) == 1 and all(r["× fp32"] == "no fp32" and r["memory × fp32"] == "no fp32"
+                           for r in at_1024)
+    assert not any("n/a" in cell for r in t.rows for cell in r)

@@ -35,6 +35,31 @@ def test_an_interval_says_what_it_is():
     assert N.with_interval(5730, None, None, 1) == "5,730 (1 run)"
     assert N.with_interval(2.79, 2.75, 2.83, 3, fmt=N.times) == "2.79× [2.75, 2.83]"
     assert N.with_interval(None, None, None, 0) == "–"
+    assert N.with_interval(6.2, 5.8, 7.3, 3, kind=stats.SPREAD) == "6.2 (5.80–7.30)".replace(
+        "6.2", N.num(6.2))
+
+
+def test_an_interval_narrower_than_its_digits_says_so():
+    """[162,000, 162,000] says nothing: the half-width is given instead, or that the runs
+    agree exactly."""
+    assert N.with_interval(162000, 161950, 162040, 3) == "162,000 (95% CI ±0.028%)"
+    assert N.with_interval(162000, 162000, 162000, 3) == \
+        "162,000 (95% CI of zero width: the 3 runs agree exactly)"
+    assert N.with_interval(162000, 150000, 170000, 3) == "162,000 [150,000, 170,000]"
+
+
+def test_latex_writes_signs_not_escaped_operators():
+    tex = TB.latex_escape("given only where n >= 3, or n <= 2")
+    assert r"\textgreater{}=" not in tex and r"$\geq$ 3" in tex and r"$\leq$ 2" in tex
+
+
+def test_a_note_shared_by_tables_is_given_once_and_referred_to():
+    note = "a long note every table of a set shares"
+    tables = [TB.Table(f"t{i}", ["a"], [["1"]], notes=[note, f"own {i}"], label=f"tab:{i}")
+              for i in range(3)]
+    tex = TB.to_latex_all(tables)
+    assert tex.count(note) == 1 and all(f"own {i}" in tex for i in range(3))
+    assert tex.count(r"as in Table~\ref{tab:0}") == 2
 
 
 def test_latex_escapes_and_booktabs():
@@ -67,14 +92,17 @@ def test_experiment_tables_on_a_gpu_set(gpu_tables):
     s, sp, _ = gpu_tables
     speed, evidence = T.experiment_tables(s, sp, "resnet50")
     assert speed.columns[:6] == ["setting", "precision", "n", "samples/s", "× fp32",
-                                 "first fast step (s)"]
-    assert "peak memory (GiB)" in speed.columns
+                                 T.WARMUP_HEAD]
+    assert "peak memory (GiB)" in speed.columns and T.WARMUP_MISS_HEAD not in speed.columns
     rows = {(r["setting"], r["precision"]): r for r in rows_of(speed)}
     oom = rows[("bs 256", "fp32")]
     assert oom["samples/s"] == "–" and oom["n"] == "0/3 oom"
     assert rows[("bs 256", "amp-fp16")]["× fp32"] == "no fp32"
     assert rows[("bs 64", "fp32")]["× fp32"] == "1×"
     assert re.fullmatch(r"3\.\d\d× \[\d\.\d\d, \d\.\d\d\]", rows[("bs 64", "amp-fp16")]["× fp32"])
+    # warm-up: a median and its range, never a t interval's brackets
+    assert re.fullmatch(r"[\d.]+ \([\d.]+–[\d.]+\)", rows[("bs 64", "amp-fp16")][T.WARMUP_HEAD])
+    assert any("median (min–max)" in n for n in speed.notes)
     assert any("CUDA out of memory" in n for n in speed.notes)
     assert any("95% confidence interval" in n for n in speed.notes)
     assert "limited by" in evidence.columns

@@ -66,28 +66,55 @@ def interval(lo, hi, digits: int = 3) -> str:
     return MISSING if missing(lo) or missing(hi) else f"[{num(lo, digits)}, {num(hi, digits)}]"
 
 
-def with_interval(value, low, high, n, fmt=num, bound=None) -> str:
+def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     """A value and its interval, saying what the interval is: ``5,730 [5,700, 5,760]`` (95% CI,
-    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``. A ratio's unit sign
-    stays on the value: ``2.79× [2.75, 2.83]``."""
+    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``; ``kind`` (a
+    ``stats`` method) where the interval is not the one n implies: a median with its range,
+    ``6.2 (5.8–7.3)``, under a head that says so. A ratio's unit sign stays on the value:
+    ``2.79× [2.75, 2.83]``. A 95% CI too narrow for the printed digits is given as its
+    half-width, ``162,000 (95% CI ±0.03%)``, never as ``[162,000, 162,000]``."""
     if missing(value):
         return MISSING
     n = 0 if missing(n) else int(n)
-    kind = stats.method(n)
+    kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     text = fmt(value)
     bound = bound or (num if fmt is times else fmt)
     if kind == stats.CI and not missing(low):
-        return f"{text} [{bound(low)}, {bound(high)}]"
+        if bound(low) != bound(high):
+            return f"{text} [{bound(low)}, {bound(high)}]"
+        return f"{text} ({narrow_ci(value, low, high, n)})"
     if kind == stats.RANGE and not missing(low):
         return f"{text} (range {bound(low)}–{bound(high)})"
+    if kind == stats.SPREAD and not missing(low):   # the column head says "median (min–max)"
+        return f"{text} ({bound(low)}–{bound(high)})"
     if kind == stats.SINGLE:
         return f"{text} (1 run)"
     return text
+
+
+def narrow_ci(value, low, high, n) -> str:
+    """A 95% CI whose bounds print alike: its half-width relative to the value, or that the
+    runs were identical (zero width)."""
+    half = (float(high) - float(low)) / 2
+    if half <= 0 or not float(value):
+        return f"95% CI of zero width: the {n} runs agree exactly"
+    return f"95% CI ±{num(100 * half / abs(float(value)), 2)}%"
+
+
+def estimate_text(e: stats.Estimate, fmt=num) -> str:
+    """An ``stats.Estimate`` as ``with_interval`` writes it."""
+    return with_interval(e.value, e.low, e.high, e.n, fmt=fmt, kind=e.method)
+
 
 INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
                  "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
                  "given only where n >= 3; with n = 2 the range is shown and marked as such; "
                  "(1 run) marks a single run.")
+WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
+               "autotuning and compilation) is the median of the runs with their range, "
+               "median (min–max), never a mean's interval: it is skewed and positive. Runs "
+               "whose torch.compile cache missed (they compiled afresh) are summarised apart, "
+               "under 'cache miss'.")
 
 
 def pct(v) -> str:

@@ -25,18 +25,44 @@ from .. import atomic, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
-from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, memory_unit, missing, num,
-                              pct, percent, points, times, with_interval)
+from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_NOTE, estimate_text,
+                              memory_unit, missing, num, pct, percent, points, times,
+                              with_interval)
 from ..render.settings import setting_text, shown_axes
-from ..render.table import Table, to_latex, to_markdown, write_formats, write_markdown
+from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 
 
-def _no_value(row, text: str) -> str:
-    """A cell with no number: "n/a" where the run finished but has no such measurement; a
+def _no_value(row, text: str, why: str = "not measured") -> str:
+    """A cell with no number: ``why`` where the run finished but has no such measurement; a
     dash where the run did not finish (the status column says why)."""
     if text != MISSING:
         return text
-    return "n/a" if row.get("repeats_ok", 0) else MISSING
+    return why if row.get("repeats_ok", 0) else MISSING
+
+
+def warmup_text(r, column: str = V.WARMUP) -> str:
+    """A cell's warm-up as summary.csv pooled it (``stats.warmup``): median and range."""
+    return estimate_text(stats.from_row(r, column))
+
+
+def _miss_cell(r) -> str:
+    """The warm-up of a cell's compile-cache misses, or why it has none."""
+    if not r.get("repeats_ok"):
+        return MISSING
+    text = warmup_text(r, V.WARMUP_MISS)
+    if text != MISSING:
+        return text
+    return "not compiled" if str(r.get("compile", "off")) == "off" else "no miss"
+
+
+def has_misses(rows: pd.DataFrame) -> bool:
+    """Whether any run of these cells missed its compile cache (a column of its own)."""
+    n = pd.to_numeric(rows.get(f"{V.WARMUP_MISS}_n"), errors="coerce")
+    return n is not None and bool((n > 0).any())
+
+
+WARMUP_HEAD = "first fast step, median (min–max) (s)"
+WARMUP_MISS_HEAD = "first fast step, cache miss, median (min–max) (s)"
 
 
 def n_status(r) -> str:
@@ -87,8 +113,10 @@ class Experiment:
 def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
     mem = r.get("max_memory_allocated_bytes")
     div = GIB if unit == "GiB" else MIB
+    ratio = e.ratio(r).get("memory_ratio")
     return [num(float(mem) / div) if not missing(mem) else MISSING,
-            times(e.ratio(r).get("memory_ratio")) if str(r["precision"]) != V.BASELINE
+            times(ratio) if str(r["precision"]) != V.BASELINE and not missing(ratio)
+            else "no fp32" if str(r["precision"]) != V.BASELINE and not missing(mem)
             else "1×" if not missing(mem) else MISSING]
 
 
@@ -97,7 +125,7 @@ def _speed_notes(e: Experiment, has_mem: bool) -> list[str]:
              f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
              f"same setting; first fast step is the time to the end of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
-             INTERVAL_NOTE]
+             INTERVAL_NOTE, WARMUP_NOTE]
     if has_mem:
         notes.append("Peak memory is torch.cuda.max_memory_allocated.")
     s = e.rows
@@ -113,14 +141,17 @@ def speed_table(e: Experiment) -> Table:
     s = e.rows
     unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     has_mem = s["max_memory_allocated_bytes"].notna().any()
-    cols = ["setting", "precision", "n", "samples/s", "× fp32", "first fast step (s)"]
+    misses = has_misses(s)
+    cols = ["setting", "precision", "n", "samples/s", "× fp32", WARMUP_HEAD]
+    cols += [WARMUP_MISS_HEAD] if misses else []
     cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
                  with_interval(r.get(V.HEADLINE), r.get(f"{V.HEADLINE}_low"),
                                r.get(f"{V.HEADLINE}_high"), r.get(f"{V.HEADLINE}_n")),
-                 speedup_text(e.ratio(r), r), num(r.get("time_to_steady_s"))]
+                 speedup_text(e.ratio(r), r), warmup_text(r)]
+        cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit) if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
     return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
@@ -163,8 +194,11 @@ def evidence_table(e: Experiment) -> Table:
                  percent(r.get("gpu_busy_share")), percent(r.get("data_wait_share")),
                  percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
                  diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
-        rows.append([_no_value(r, c) if i > 1 else c for i, c in enumerate(cells)])
-    notes = [f"Result set {e.run}, means over the finished repeats; shares are of GPU kernel "
+        rows.append([_no_value(r, c, "not profiled" if i in (2, 3, 4) else "not measured")
+                     if i > 1 else c for i, c in enumerate(cells)])
+    gpu = pd.to_numeric(e.rows.get("compute_capability"), errors="coerce").notna().any()
+    notes = [f"Result set {e.run}, means over the finished repeats; 'not profiled': "
+             f"{diagnosis.why_unprofiled(gpu)}; shares are of GPU kernel "
              f"time (Tensor Core, matmul) or of wall time (GPU busy, data wait), from one "
              f"profiled repeat per cell (torch.profiler, after the timed steps). MFU is achieved "
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
@@ -229,17 +263,17 @@ def _best_row(r) -> list[str]:
             else "no fp32 run",
             MISSING if missing(r.get("baseline_batch_size")) else
             f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}",
-            times(r.get("memory_ratio")), num(r.get("time_to_steady_s"))]
+            times(r.get("memory_ratio")), warmup_text(r)]
 
 
 def best_table(b: pd.DataFrame) -> Table:
     """Per workload and model: the fastest configuration against the fastest plain fp32 one."""
     cols = ["workload", "fastest configuration", "samples/s", "× plain fp32",
-            "plain fp32 baseline", "memory × baseline", "first fast step (s)"]
+            "plain fp32 baseline", "memory × baseline", WARMUP_HEAD]
     return Table("Fastest configuration per workload, against the fastest plain fp32 one "
                  "(strict fp32, eager, contiguous, no CUDA graphs; same workload, data and "
                  "input pipeline, any batch size)", cols, [_best_row(r) for _, r in b.iterrows()],
-                 align="llrrlrr", notes=[INTERVAL_NOTE])
+                 align="llrrlrr", notes=[INTERVAL_NOTE, WARMUP_NOTE])
 
 
 # ----------------------------------------------------------------------------------- driver
@@ -257,7 +291,7 @@ def write_combined(summary, speedup, md: Path | None, tex: Path | None) -> list[
         written.append(atomic.write_text(md, "".join(to_markdown(t, "##") + "\n"
                                                      for t in built)))
     if tex is not None:
-        written.append(atomic.write_text(tex, "\n".join(to_latex(t) for t in built)))
+        written.append(atomic.write_text(tex, to_latex_all(built)))
     return written
 
 
