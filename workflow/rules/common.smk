@@ -101,6 +101,14 @@ def others_in_set(pattern, run):
                   if p not in mine and not Path(p).name.startswith("."))
 
 
+def planned_cells(run, experiment):
+    """The figures' --planned option: the cells (without the repeat) this study's matrix has
+    for ``experiment`` of its own set; none for another study's experiment (its plan is not
+    known here, and its figures say only that a cell has no record)."""
+    cells = list(dict.fromkeys(j.group for j in JOBS.values() if j.experiment == experiment))
+    return ["--planned", *cells] if run == RUN and cells else []
+
+
 def experiments_in_set(run):
     """This study's experiments, then those other studies left in the result set (records
     found when the DAG is built): every experiment of the set gets its figures and tables."""
