@@ -71,8 +71,9 @@ def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``; ``kind`` (a
     ``stats`` method) where the interval is not the one n implies: a median with its range,
     ``6.2 (5.8–7.3)``, under a head that says so. A ratio's unit sign stays on the value:
-    ``2.79× [2.75, 2.83]``. A 95% CI too narrow for the printed digits is given as its
-    half-width, ``162,000 (95% CI ±0.03%)``, never as ``[162,000, 162,000]``."""
+    ``2.79× [2.75, 2.83]``. A 95% CI too narrow for three digits gets more in its bounds,
+    ``162,000 [161,950, 162,040]``, and one too narrow for five its half-width, never
+    ``[162,000, 162,000]``."""
     if missing(value):
         return MISSING
     n = 0 if missing(n) else int(n)
@@ -80,8 +81,12 @@ def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     text = fmt(value)
     bound = bound or (num if fmt is times else fmt)
     if kind == stats.CI and not missing(low):
-        if bound(low) != bound(high):
-            return f"{text} [{bound(low)}, {bound(high)}]"
+        # bounds that print alike get the digits that tell them apart (up to five), then
+        # the half-width: never "[162,000, 162,000]"
+        for digits in (3, 4, 5):
+            lo, hi = (bound(v) if digits == 3 else num(v, digits) for v in (low, high))
+            if lo != hi:
+                return f"{text} [{lo}, {hi}]"
         return f"{text} ({narrow_ci(value, low, high, n)})"
     if kind == stats.RANGE and not missing(low):
         return f"{text} (range {bound(low)}–{bound(high)})"
@@ -99,6 +104,19 @@ def narrow_ci(value, low, high, n) -> str:
     if half <= 0 or not float(value):
         return f"95% CI of zero width: the {n} runs agree exactly"
     return f"95% CI ±{num(100 * half / abs(float(value)), 2)}%"
+
+
+def spread_prose(e: stats.Estimate, unit: str = "s") -> str:
+    """A median with its range in a sentence: ``6.55 s (median of 2 runs, range 5.80–7.30 s)``;
+    ``9.00 s (all 3 runs)`` where the range prints as one number."""
+    if e.value is None:
+        return MISSING
+    text = f"{num(e.value)} {unit}"
+    if e.method != stats.SPREAD:
+        return text + (" (1 run)" if e.method == stats.SINGLE else "")
+    if num(e.low) == num(e.high):
+        return f"{text} (all {e.n} runs)"
+    return f"{text} (median of {e.n} runs, range {num(e.low)}–{num(e.high)} {unit})"
 
 
 def estimate_text(e: stats.Estimate, fmt=num) -> str:
