@@ -42,8 +42,10 @@ def test_an_interval_says_what_it_is():
 def test_an_interval_narrower_than_its_digits_says_so():
     """[162,000, 162,000] says nothing: the bounds get the digits that tell them apart, then
     the half-width, or that the runs agree exactly."""
-    assert N.with_interval(162000, 161950, 162040, 3) == "162,000 [161,950, 162,040]"
-    assert N.with_interval(1.0497, 1.0451, 1.0544, 3, fmt=N.times) == "1.05× [1.045, 1.054]"
+    assert N.with_interval(161993, 161950, 162040, 3) == "161,990 [161,950, 162,040]"
+    assert N.with_interval(1063.6, 1063.2, 1064.0, 3) == "1,064 [1,063, 1,064]"
+    assert N.with_interval(1.0497, 1.0451, 1.0544, 3, fmt=N.times) == "1.050× [1.045, 1.054]"
+    assert N.with_interval(18.71, 18.69, 18.74, 3, kind=stats.SPREAD) == "18.71 (18.69–18.74)"
     assert N.with_interval(162000, 161999.5, 162000.4, 3) == "162,000 (95% CI ±0.00028%)"
     assert N.with_interval(162000, 162000, 162000, 3) == \
         "162,000 (95% CI of zero width: the 3 runs agree exactly)"

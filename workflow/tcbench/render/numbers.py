@@ -71,39 +71,54 @@ def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``; ``kind`` (a
     ``stats`` method) where the interval is not the one n implies: a median with its range,
     ``6.2 (5.8–7.3)``, under a head that says so. A ratio's unit sign stays on the value:
-    ``2.79× [2.75, 2.83]``. A 95% CI too narrow for three digits gets more in its bounds,
-    ``162,000 [161,950, 162,040]``, and one too narrow for five its half-width, never
-    ``[162,000, 162,000]``."""
+    ``2.79× [2.75, 2.83]``. An interval too narrow for three digits gets more, the value as
+    many, ``161,990 [161,950, 162,040]``, and one too narrow for five its half-width: never
+    ``162,000 [162,000, 162,000]``."""
     if missing(value):
         return MISSING
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
-    text = fmt(value)
     bound = bound or (num if fmt is times else fmt)
-    if kind == stats.CI and not missing(low):
-        # bounds that print alike get the digits that tell them apart (up to five), then
-        # the half-width: never "[162,000, 162,000]"
-        for digits in (3, 4, 5):
-            lo, hi = (bound(v) if digits == 3 else num(v, digits) for v in (low, high))
-            if lo != hi:
-                return f"{text} [{lo}, {hi}]"
-        return f"{text} ({narrow_ci(value, low, high, n)})"
-    if kind == stats.RANGE and not missing(low):
-        return f"{text} (range {bound(low)}–{bound(high)})"
-    if kind == stats.SPREAD and not missing(low):   # the column head says "median (min–max)"
-        return f"{text} ({bound(low)}–{bound(high)})"
+    if kind in (stats.CI, stats.RANGE, stats.SPREAD) and not missing(low):
+        shown = _apart(value, low, high, fmt, bound)
+        if shown is None:     # bounds alike even at five digits
+            return f"{fmt(value)} ({narrow_ci(value, low, high, n, kind)})"
+        text, lo, hi = shown
+        if kind == stats.CI:
+            return f"{text} [{lo}, {hi}]"
+        if kind == stats.RANGE:
+            return f"{text} (range {lo}–{hi})"
+        return f"{text} ({lo}–{hi})"      # a median: the column head says "median (min–max)"
     if kind == stats.SINGLE:
-        return f"{text} (1 run)"
-    return text
+        return f"{fmt(value)} (1 run)"
+    return fmt(value)
 
 
-def narrow_ci(value, low, high, n) -> str:
-    """A 95% CI whose bounds print alike: its half-width relative to the value, or that the
+def _apart(value, low, high, fmt, bound):
+    """The value and bounds as printed, with the significant digits (three, up to five for
+    plain numbers and ratios) that tell the bounds apart, the value with as many; None where
+    even five do not."""
+    lo, hi = bound(low), bound(high)
+    if lo != hi:
+        return fmt(value), lo, hi
+    if fmt not in (num, times):
+        return None
+    for digits in (4, 5):
+        lo, hi = num(low, digits), num(high, digits)
+        if lo != hi:
+            text = num(value, digits) + ("×" if fmt is times else "")
+            return text, lo, hi
+    return None
+
+
+def narrow_ci(value, low, high, n, kind=stats.CI) -> str:
+    """An interval whose bounds print alike: its half-width relative to the value, or that the
     runs were identical (zero width)."""
+    what = {stats.CI: "95% CI", stats.RANGE: "range", stats.SPREAD: "range"}[kind]
     half = (float(high) - float(low)) / 2
     if half <= 0 or not float(value):
-        return f"95% CI of zero width: the {n} runs agree exactly"
-    return f"95% CI ±{num(100 * half / abs(float(value)), 2)}%"
+        return f"{what} of zero width: the {n} runs agree exactly"
+    return f"{what} ±{num(100 * half / abs(float(value)), 2)}%"
 
 
 def spread_prose(e: stats.Estimate, unit: str = "s") -> str:

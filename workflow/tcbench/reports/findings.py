@@ -155,7 +155,7 @@ def warmup(x: Findings) -> list[str]:
          f"any speedup): {spread_prose(warm)} for the fastest configuration")
     miss = stats.from_row(f, V.WARMUP_MISS)
     if miss.value is not None:
-        s += f" ({spread_prose(miss)} where its compile cache missed)"
+        s += f" and {spread_prose(miss)} where its compile cache missed"
     if len(base) and f["precision"] != V.BASELINE and \
             stats.from_row(base.iloc[0], V.WARMUP).value is not None:
         s += f", {spread_prose(stats.from_row(base.iloc[0], V.WARMUP))} for fp32 at batch " \
