@@ -104,7 +104,7 @@ def fig_warmup(s, exp, width="auto", plan=None):
     s["why_missing"] = np.where(cold & ~warm, "every run missed", "")
     extra = [Line2D([], [], **{k: v for k, v in MISS_MARK.items()
                                if k not in ("ecolor", "elinewidth", "capsize", "capthick")},
-                    label="compile-cache miss (median, range)")] if cold.any() else None
+                    label="cache miss")] if cold.any() else None
     fig, ax = _bar_figure(s, V.WARMUP, "time to first fast step (s)",
                           f"{exp}: warm-up (autotuning, compile)", width, interval=V.WARMUP,
                           empty="no warm-up time in these records", extra=extra,
