@@ -192,3 +192,22 @@ def test_cli_writes_what_it_is_given_and_the_combined_set(gpu_tables, tmp_path):
     assert T.main([*csvs, "--experiment", "x", "--md", str(tmp_path / "x.md")]) == 2
     assert not (tmp_path / "x.md").exists()
     assert T.main([*csvs, "--md", str(tmp_path / "x.md")]) == 2      # which experiment?
+
+
+def test_a_finished_cell_without_a_number_says_why_never_n_a(gpu_tables):
+    """An unprofiled cell's shares and limit say "not profiled" (and the note says what that
+    means); a missing ratio of a finished cell says "no fp32"."""
+    s, sp, _ = gpu_tables
+    s = s.copy()
+    mask = (s["experiment"] == "resnet50") & (s["precision"].astype(str) == "amp-fp16")
+    s.loc[mask, ["tensor_core_share", "matmul_share", "gpu_busy_share"]] = float("nan")
+    speed, evidence = T.experiment_tables(s, sp, "resnet50")
+    cells = [c for t in (speed, evidence) for r in t.rows for c in r]
+    assert "n/a" not in cells
+    rows = [r for r in rows_of(evidence) if r["precision"] == "amp-fp16"]
+    assert rows and all(r["Tensor Core share"] == "not profiled" == r["limited by"]
+                        for r in rows)
+    assert any("not profiled = not measurable without a kernel profile" in n
+               for n in evidence.notes)
+    no_fp32 = [r for r in rows_of(speed) if r["× fp32"] == "no fp32"]
+    assert no_fp32 and all(r["memory × fp32"] == "no fp32" for r in no_fp32)

@@ -31,7 +31,7 @@ NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
          "tensor": "Tensor Core arithmetic", "simt": "fp32 arithmetic on the ordinary units",
          "memory": "memory-bound kernels", None: "not measurable without a kernel profile"}
 SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
-         "simt": "fp32 units", "memory": "memory-bound", None: "n/a"}
+         "simt": "fp32 units", "memory": "memory-bound", None: "not profiled"}
 
 
 def _true(v) -> bool:

@@ -204,7 +204,8 @@ def evidence_table(e: Experiment) -> Table:
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
              f"NVML's counter over the steady steps.",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
-                                        diagnosis.NAMES.items() if k) + " (tcbench.analysis.diagnosis)."]
+                                        diagnosis.NAMES.items())
+             + " (tcbench.analysis.diagnosis)."]
     return Table(e.title("where the time goes"), cols, rows,
                  align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
                  label=f"tab:{e.run}:{e.name}:evidence")
