@@ -197,3 +197,18 @@ def test_a_table_of_one_set_is_not_across_gpus_and_says_why_a_ratio_is_missing(c
     assert len(at_1024) == 1 and all(r["× fp32"] == "no fp32" and r["memory × fp32"] == "no fp32"
                            for r in at_1024)
     assert not any("n/a" in cell for r in t.rows for cell in r)
+
+
+def test_a_speedup_in_the_seeds_total_time_says_so(combined):
+    """amp_recipe is compared on the seed's total time (warm-up included), not tcbench's steady
+    throughput: its speedup panels say which, resnet50's (throughput only) say the other."""
+    _, c = combined
+    F.style()
+    assert "total time" in CF.fig_metric(c, "amp_recipe", "speedup").axes[0].get_title()
+    assert "throughput" in CF.fig_metric(c, "resnet50", "speedup").axes[0].get_title()
+    over = CF.fig_overview(c)
+    titles = [ax.get_title() for ax in over.axes if "speedup" in ax.get_title()]
+    assert titles and all("(total time)" in t for t in titles
+                          if t.startswith(("amp_recipe", "mnist_seed")))
+    assert figure_text.problems(over) == []
+    F.plt.close("all")
