@@ -193,3 +193,37 @@ def test_tokens_per_second_is_derived_once_from_the_records_tokens_per_sample(tm
     assert "tokens/s" not in T.speed_table(T.Experiment(out["summary"], out["speedup"],
                                                         "e")).columns
     assert "tokens/s" in T.speedup_table(out["speedup"]).columns
+
+
+def _compiled(template, repeat, warm_s, cache):
+    r = make(template, "fp32", repeat, 10.0, 100.0, 1000)
+    r["metrics"] |= {"time_to_steady_s": warm_s, "compile_cache": cache}
+    return r
+
+
+def test_warmup_is_pooled_as_median_and_range_with_cache_misses_apart(tmp_path, template):
+    """A compiled cell whose first repeat missed the cache (an old record: only counters and
+    "hit") and whose others hit (current records, with the outcome): the miss is summarised
+    apart, the hits as median and range, and the table shows both."""
+    base = {"dir": "/c", "source": "TORCHINDUCTOR_CACHE_DIR"}
+    old_miss = base | {"hit": False, "counters": {"fxgraph_cache_miss": 4}}
+    hit = base | {"hit": True, "outcome": "hit", "counters": {"fxgraph_cache_hit": 4}}
+    for rep, warm, cache in ((1, 46.2, old_miss), (2, 5.8, hit), (3, 7.3, hit)):
+        R.write(_compiled(template, rep, warm, cache), tmp_path / "rec" / "e" / f"{rep}.json")
+    out = A.aggregate(tmp_path / "rec", tmp_path / "out")
+    assert list(out["metrics"]["compile_cache"]) == ["miss", "hit", "hit"]
+    s = out["summary"].iloc[0]
+    assert (s[V.WARMUP], s[f"{V.WARMUP}_low"], s[f"{V.WARMUP}_high"], s[f"{V.WARMUP}_n"]) == \
+        pytest.approx((6.55, 5.8, 7.3, 2))
+    assert s[f"{V.WARMUP}_interval"] == "median-range"
+    assert (s[V.WARMUP_MISS], s[f"{V.WARMUP_MISS}_n"]) == pytest.approx((46.2, 1))
+    assert "time_to_steady_ratio" not in out["speedup"]     # no t interval on a warm-up
+    speed = T.experiment_tables(out["summary"], out["speedup"], "e")[0]
+    row = dict(zip(speed.columns, speed.rows[0]))
+    assert row[T.WARMUP_HEAD] == "6.55 (5.80–7.30)"
+    assert row[T.WARMUP_MISS_HEAD] == "46.2 (1 run)"
+
+
+def test_a_job_that_compiled_nothing_is_uncompiled(records_dir):
+    out = A.aggregate(records_dir / "rec", records_dir / "out3")
+    assert set(out["metrics"]["compile_cache"]) == {V.UNCOMPILED}

@@ -182,3 +182,33 @@ def test_bad_reference_names_the_culprit(tmp_path, edit, message):
     with pytest.raises(C_refs.CompareError, match=message) as exc:
         C_refs.load_reference(bad)
     assert str(bad) in str(exc.value)
+
+
+def test_a_table_of_one_set_is_not_across_gpus_and_says_why_a_ratio_is_missing(combined):
+    """resnet50 is in one set only (the seed did not run it); mnist_seed at batch 1024 has no
+    fp32 cell in the seed's set: its ratios say so, not "n/a"."""
+    _, c = combined
+    assert C.experiment_table(c, "resnet50").title == "resnet50: on H200"
+    t = C.experiment_table(c, "mnist_seed")
+    assert t.title == "mnist_seed: across GPUs"
+    rows = [dict(zip(t.columns, r)) for r in t.rows]
+    at_1024 = [r for r in rows if r["setting"] == "bs 1024" and r["precision"] == "amp-fp16"
+               and r["set"].startswith("T4")]
+    assert len(at_1024) == 1 and all(r["× fp32"] == "no fp32" and r["memory × fp32"] == "no fp32"
+                           for r in at_1024)
+    assert not any("n/a" in cell for r in t.rows for cell in r)
+
+
+def test_a_speedup_in_the_seeds_total_time_says_so(combined):
+    """amp_recipe is compared on the seed's total time (warm-up included), not tcbench's steady
+    throughput: its speedup panels say which, resnet50's (throughput only) say the other."""
+    _, c = combined
+    F.style()
+    assert "total time" in CF.fig_metric(c, "amp_recipe", "speedup").axes[0].get_title()
+    assert "throughput" in CF.fig_metric(c, "resnet50", "speedup").axes[0].get_title()
+    over = CF.fig_overview(c)
+    titles = [ax.get_title() for ax in over.axes if "speedup" in ax.get_title()]
+    assert titles and all("(total time)" in t for t in titles
+                          if t.startswith(("amp_recipe", "mnist_seed")))
+    assert figure_text.problems(over) == []
+    F.plt.close("all")

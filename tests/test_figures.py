@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 
 import matplotlib
 import pandas as pd
@@ -152,9 +151,35 @@ def test_missing_cells_are_labelled_not_dropped(gpu_tables):
     texts = _texts(F.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
     assert "oom" in texts and texts.count("no fp32") == 3
     assert _texts(F.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
-        "not run") == 2                                              # excluded cells
+        "no record") == 2                         # no plan known: only that there is none
     assert "diverged" in _texts(F.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
     P.plt.close("all")
+
+
+def test_a_cell_without_a_record_says_whether_the_design_had_it(gpu_tables):
+    """mnist_seed has no tf32 nor amp-bf16 cell at batch 1024: with the study's plan, the
+    one it planned says so and the one it never had says that instead."""
+    P.style()
+    metrics = pd.read_csv(gpu_tables / "metrics.csv").query("experiment == 'mnist_seed'")
+    planned = ["fp32_bs512", "tf32_bs512", "amp-fp16_bs512", "amp-bf16_bs512", "fp32_bs1024",
+               "amp-fp16_bs1024", "tf32_bs1024"]
+    plan = F.Plan(metrics, planned)
+    texts = _texts(F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed", plan=plan))
+    assert texts.count(F.PLANNED) == 1 and texts.count(F.NOT_IN_DESIGN) == 1
+    assert plan("bs 1024", "tf32") == F.PLANNED and plan("bs 1024", "amp-bf16") == \
+        F.NOT_IN_DESIGN
+    P.plt.close("all")
+
+
+def test_the_rule_passes_the_plan_and_the_cli_uses_it(gpu_tables, tmp_path):
+    out = tmp_path / "mnist_seed_throughput.svg"
+    assert F.main(["--metrics", str(gpu_tables / "metrics.csv"), "--summary",
+                   str(gpu_tables / "summary.csv"), "--speedup", str(gpu_tables / "speedup.csv"),
+                   "--experiment", "mnist_seed", "--outputs", str(out),
+                   "--planned", "fp32_bs512", "tf32_bs1024"]) == 0
+    assert out.stat().st_size > 0
+    rule = (REPO / "workflow" / "rules" / "figures.smk").read_text()
+    assert "planned_cells(wc.run, wc.experiment)" in rule and "{params.planned:q}" in rule
 
 
 def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
@@ -282,4 +307,103 @@ def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
     assert ax.get_ylabel() == "tokens/s (steady state)"
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
         lm["throughput_tokens_per_s"].max())
+
+
+def test_every_tick_prints_its_own_value():
+    """2.5, 7.5, 12.5 GiB are "2.5", "7.5", "12.5" (they printed as 2, 8, 12)."""
+    P.style()
+    fig, ax = P.plt.subplots()
+    ax.set_ylim(0, 20)
+    ax.set_yticks([0, 2.5, 5, 7.5, 10, 12.5])
+    ax.yaxis.set_major_formatter(P.Ticks())
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0.0", "2.5", "5.0", "7.5",
+                                                            "10.0", "12.5"]
+    P.plt.close("all")
+
+
+def _log_labels(values):
+    fig, ax = P.plt.subplots()
+    ax.bar([0, 1], values)
+    assert P.value_axis(ax, values) is True
+    fig.canvas.draw()
+    lo, hi = ax.get_ylim()
+    labels = [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks())
+              if t.get_text() and lo <= v <= hi]
+    P.plt.close(fig)
+    return labels
+
+
+def test_a_log_axis_of_few_decades_labels_1_2_and_5():
+    """fp8_mlp's throughput (200k to 2.9M) had one labelled tick, its speedup (1 to 15) two."""
+    P.style()
+    assert _log_labels([1.9e5, 2.9e6]) == ["200k", "500k", "1M", "2M"]
+    assert _log_labels([1.0, 15.0]) == ["1", "2", "5", "10", "20"]
+    assert _log_labels([1.0, 1e5]) == ["1", "10", "100", "1k", "10k", "100k"]   # decades
+
+
+def _warm_rows():
+    rows = []
+    for p, warm, miss in (("fp32", (18.7, 18.69, 18.74, 3), None),
+                          ("tf32", (5.36, 4.70, 17.34, 3), None),
+                          ("amp-bf16", (6.56, 5.83, 7.29, 2), (46.2, None, None, 1)),
+                          ("amp-fp16", (None, None, None, 0), (12.4, 11.9, 12.9, 2))):
+        r = {"run": "r", "experiment": "e", "workload": "w", "data": "d", "batch_size": 256,
+             "precision": p, "status": "ok", "repeats": 3, "repeats_ok": 3}
+        for stem, v in ((V.WARMUP, warm), (V.WARMUP_MISS, miss or (None, None, None, 0))):
+            r |= dict(zip((stem, f"{stem}_low", f"{stem}_high", f"{stem}_n"), v))
+            r[f"{stem}_interval"] = "median-range" if (v[3] or 0) > 1 else \
+                "single" if v[3] == 1 else "none"
+        rows.append(r)
+    return F.experiment_rows(pd.DataFrame(rows))
+
+
+def test_warmup_bars_are_medians_with_their_range_and_misses_apart():
+    """Whiskers are the runs' own min and max (never below zero, so never clipped on a log
+    axis); cache misses are diamonds of their own; a cell whose every run missed says so."""
+    P.style()
+    fig = F.fig_warmup(_warm_rows(), "e")
+    ax = fig.axes[0]
+    whiskers = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    lows = [seg[0][1] for c in whiskers for coll in c.lines[2] for seg in coll.get_segments()]
+    assert lows and min(lows) > 0 and min(lows) >= ax.get_ylim()[0]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "median, range" in legend and "cache miss" in legend
+    assert "95% CI (n ≥ 3)" not in legend
+    diamonds = [ln for ln in ax.get_lines() if ln.get_marker() == "D"]
+    assert sorted(round(float(ln.get_ydata()[0]), 1) for ln in diamonds) == [12.4, 46.2]
+    assert "every run missed" in _texts(fig)
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_attribution_is_per_sample_with_an_interval(gpu_tables):
+    """Settings of other batch sizes compare per sample; the sum of compute and data wait
+    carries the interval of its repeats."""
+    P.style()
+    m = pd.read_csv(gpu_tables / "metrics.csv").query("experiment == 'amp_recipe'")
+    fig = F.fig_attribution(m, "amp_recipe")
+    assert "per sample" in fig.axes[0].get_ylabel()
+    assert [c for c in fig.axes[0].containers
+            if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    ok = F.per_sample(F.experiment_rows(m))
+    one = ok.iloc[0]
+    steady = (one["steps"] - one["warmup_steps"]) * one["batch_size"]
+    assert one["compute_us"] == pytest.approx(one["compute_s"] / steady * 1e6)
+    P.plt.close("all")
+
+
+def test_a_figure_with_nothing_to_draw_keeps_its_axes_and_says_why(gpu_tables):
+    """zoo's speedup had only a sentence: the settings stay on the x axis, every slot says
+    why it has no bar, and the panel says why the figure is empty."""
+    P.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    sp = sp[sp["precision"].astype(str) != "fp32"].assign(speedup=float("nan"),
+                                                          gain=float("nan"))
+    fig = F.fig_speedup(sp, "amp_recipe")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(dict.fromkeys(sp["group"]))
+    texts = _texts(fig)
+    assert texts.count("no fp32") == len(sp) and any("no fp32 run finished" in t for t in texts)
+    assert fig.legends and figure_text.problems(fig) == []
     P.plt.close("all")

@@ -15,6 +15,7 @@ import pytest
 
 import gpu_like
 from tcbench.reports import compare as C
+from tcbench.render.table import to_latex
 from tcbench.reports import tables as T
 
 REPO = Path(__file__).resolve().parents[1]
@@ -72,4 +73,4 @@ def test_comparison_tables_compile_and_fit(tmp_path):
 def test_an_overfull_table_is_caught(tmp_path):
     wide = T.Table("too wide", [f"column {i}" for i in range(30)], [[f"{i}" for i in range(30)]])
     with pytest.raises(AssertionError, match="wider than the page"):
-        compile_tex(T.to_latex(wide), tmp_path)
+        compile_tex(to_latex(wide), tmp_path)

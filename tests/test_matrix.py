@@ -100,3 +100,21 @@ def test_shipped_configs_expand(path):
     from conftest import REPO
     cfg = yaml.safe_load((REPO / path).read_text())
     assert len(expand(cfg)) > 5
+
+
+def test_a_study_plan_is_the_crossing_less_its_excludes_and_must_cover_the_records():
+    """fp8.yaml planned fp32 at batch 8192 though the set has no record of it; fastest.yaml's
+    mnist_fastest never had fp32 at 4096 (excluded); a plan that lacks a recorded cell, or
+    an experiment in no study, is not known."""
+    from conftest import REPO
+    studies = M.studies(REPO / "config")
+    assert "config.yaml" in studies and "capacity.yaml" not in studies    # not a study
+    jobs = M.expand(studies["fp8.yaml"])
+    groups = list(dict.fromkeys(j.group for j in jobs.values() if j.experiment == "fp8_mlp"))
+    plan = M.plan_of("fp8_mlp", {"amp-bf16_bs8192_compile-default"}, studies)
+    assert plan == groups and "fp32_bs8192_compile-default" in plan
+    fastest = M.plan_of("mnist_fastest", set(), studies)
+    assert not any(c.startswith("fp32_bs4096") for c in fastest)
+    assert any(c.startswith("amp-bf16_bs4096") for c in fastest)
+    assert M.plan_of("fp8_mlp", {"fp32_bs1_compile-default"}, studies) is None
+    assert M.plan_of("no_such_experiment", set(), studies) is None

@@ -156,3 +156,25 @@ def test_descriptive_numbers():
     assert S.relative_range([5.0]) == 0.0
     assert S.cv([1.0, 1.0]) == 0.0 and S.cv([1.0]) is None
     assert math.isclose(S.cv([9.0, 11.0]), math.sqrt(2) / 10)
+
+
+def test_warmup_is_a_median_with_its_range_never_a_t_interval():
+    """Three runs like the H200's resnet50 tf32 (a skewed warm-up): the t interval of their
+    mean reaches below zero; the spread is the median and the runs' own min and max."""
+    runs = [4.70, 5.36, 17.34]
+    t = S.estimate(runs)
+    assert t.low < 0                                   # what a warm-up must never be given
+    e = S.spread(runs)
+    assert (e.value, e.low, e.high, e.n, e.method) == (5.36, 4.70, 17.34, 3, S.SPREAD)
+    assert S.spread([3.0]).method == S.SINGLE and S.spread([]) is S.EMPTY
+    assert S.spread([2.0, 4.0]).value == 3.0 and S.METHOD_TEXT[S.SPREAD]
+
+
+def test_compile_cache_misses_are_summarised_apart():
+    """One miss (46.2 s) and two hits (5.8, 7.3 s): not "19.8 s" pooled, but the hits'
+    median and range and the miss on its own; partial counts as compiling afresh."""
+    warm, cold = S.warmup([46.2, 5.8, 7.3], ["miss", "hit", "hit"])
+    assert (warm.value, warm.low, warm.high, warm.n) == (6.55, 5.8, 7.3, 2)
+    assert (cold.value, cold.n, cold.method) == (46.2, 1, S.SINGLE)
+    warm, cold = S.warmup([1.0, 2.0, 9.0], ["uncompiled", "none", "partial"])
+    assert warm.n == 2 and cold.value == 9.0

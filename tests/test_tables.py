@@ -36,6 +36,35 @@ def test_an_interval_says_what_it_is():
     assert N.with_interval(5730, None, None, 1) == "5,730 (1 run)"
     assert N.with_interval(2.79, 2.75, 2.83, 3, fmt=N.times) == "2.79× [2.75, 2.83]"
     assert N.with_interval(None, None, None, 0) == "–"
+    assert N.with_interval(6.2, 5.8, 7.3, 3, kind=stats.SPREAD) == "6.2 (5.80–7.30)".replace(
+        "6.2", N.num(6.2))
+
+
+def test_an_interval_narrower_than_its_digits_says_so():
+    """[162,000, 162,000] says nothing: the bounds get the digits that tell them apart, then
+    the half-width, or that the runs agree exactly."""
+    assert N.with_interval(161993, 161950, 162040, 3) == "161,990 [161,950, 162,040]"
+    assert N.with_interval(1063.6, 1063.2, 1064.0, 3) == "1,064 [1,063, 1,064]"
+    assert N.with_interval(1.0497, 1.0451, 1.0544, 3, fmt=N.times) == "1.050× [1.045, 1.054]"
+    assert N.with_interval(18.71, 18.69, 18.74, 3, kind=stats.SPREAD) == "18.71 (18.69–18.74)"
+    assert N.with_interval(162000, 161999.5, 162000.4, 3) == "162,000 (95% CI ±0.00028%)"
+    assert N.with_interval(162000, 162000, 162000, 3) == \
+        "162,000 (95% CI of zero width: the 3 runs agree exactly)"
+    assert N.with_interval(162000, 150000, 170000, 3) == "162,000 [150,000, 170,000]"
+
+
+def test_latex_writes_signs_not_escaped_operators():
+    tex = TB.latex_escape("given only where n >= 3, or n <= 2")
+    assert r"\textgreater{}=" not in tex and r"$\geq$ 3" in tex and r"$\leq$ 2" in tex
+
+
+def test_a_note_shared_by_tables_is_given_once_and_referred_to():
+    note = "a long note every table of a set shares"
+    tables = [TB.Table(f"t{i}", ["a"], [["1"]], notes=[note, f"own {i}"], label=f"tab:{i}")
+              for i in range(3)]
+    tex = TB.to_latex_all(tables)
+    assert tex.count(note) == 1 and all(f"own {i}" in tex for i in range(3))
+    assert tex.count(r"as in Table~\ref{tab:0}") == 2
 
 
 def test_latex_escapes_and_booktabs():
@@ -68,14 +97,17 @@ def test_experiment_tables_on_a_gpu_set(gpu_tables):
     s, sp, _ = gpu_tables
     speed, evidence = T.experiment_tables(s, sp, "resnet50")
     assert speed.columns[:6] == ["setting", "precision", "n", "samples/s", "× fp32",
-                                 "first fast step (s)"]
-    assert "peak memory (GiB)" in speed.columns
+                                 T.WARMUP_HEAD]
+    assert "peak memory (GiB)" in speed.columns and T.WARMUP_MISS_HEAD not in speed.columns
     rows = {(r["setting"], r["precision"]): r for r in rows_of(speed)}
     oom = rows[("bs 256", "fp32")]
     assert oom["samples/s"] == "–" and oom["n"] == "0/3 oom"
     assert rows[("bs 256", "amp-fp16")]["× fp32"] == "no fp32"
     assert rows[("bs 64", "fp32")]["× fp32"] == "1×"
     assert re.fullmatch(r"3\.\d\d× \[\d\.\d\d, \d\.\d\d\]", rows[("bs 64", "amp-fp16")]["× fp32"])
+    # warm-up: a median and its range, never a t interval's brackets
+    assert re.fullmatch(r"[\d.]+ \([\d.]+–[\d.]+\)", rows[("bs 64", "amp-fp16")][T.WARMUP_HEAD])
+    assert any("median (min–max)" in n for n in speed.notes)
     assert any("CUDA out of memory" in n for n in speed.notes)
     assert any("95% confidence interval" in n for n in speed.notes)
     assert "limited by" in evidence.columns
@@ -179,3 +211,22 @@ def test_an_fp8_experiments_evidence_table_says_how_its_mfu_counts():
     s = summarise(RS.order(fp32)).assign(tensor_core_share=0.5)
     assert not any("FP8" in n for n in T.evidence_table(
         T.Experiment(s, speedup(RS.order(fp32), s), "plain")).notes)
+
+
+def test_a_finished_cell_without_a_number_says_why_never_n_a(gpu_tables):
+    """An unprofiled cell's shares and limit say "not profiled" (and the note says what that
+    means); a missing ratio of a finished cell says "no fp32"."""
+    s, sp, _ = gpu_tables
+    s = s.copy()
+    mask = (s["experiment"] == "resnet50") & (s["precision"].astype(str) == "amp-fp16")
+    s.loc[mask, ["tensor_core_share", "matmul_share", "gpu_busy_share"]] = float("nan")
+    speed, evidence = T.experiment_tables(s, sp, "resnet50")
+    cells = [c for t in (speed, evidence) for r in t.rows for c in r]
+    assert "n/a" not in cells
+    rows = [r for r in rows_of(evidence) if r["precision"] == "amp-fp16"]
+    assert rows and all(r["Tensor Core share"] == "not profiled" == r["limited by"]
+                        for r in rows)
+    assert any("not profiled = not measurable without a kernel profile" in n
+               for n in evidence.notes)
+    no_fp32 = [r for r in rows_of(speed) if r["× fp32"] == "no fp32"]
+    assert no_fp32 and all(r["memory × fp32"] == "no fp32" for r in no_fp32)

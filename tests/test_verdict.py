@@ -93,8 +93,8 @@ def test_fastest_with_interval_and_claim(verdict):
     assert "**Fastest:** amp-fp16 at batch size 512, 2,500 [" in text
     assert "samples/s (95% CI, n = 3)" in text
     assert "2.50× [" in text and "it pays off" in text
-    assert "**Warm-up**" in text and "9.00 s for the fastest configuration, 2.00 s for fp32" \
-        in text
+    assert "**Warm-up**" in text and "9.00 s (all 3 runs) for the fastest configuration, " \
+        "2.00 s (all 3 runs) for fp32" in text
     assert "40% less peak memory than fp32" in text
 
 
@@ -148,7 +148,7 @@ def test_bottom_line_covers_every_experiment(verdict):
     assert len(line) == 1 + len(experiments)
     said = " ".join(line)
     assert "fast: pays off: amp-fp16 at batch size 512, 2.50× [" in said
-    assert "host: faster, by less than 1.10×: tf32 at batch size 512, 1.05× [" in said
+    assert "host: faster, by less than 1.10×: tf32 at batch size 512, 1.050× [1.04" in said
     assert "input: equivalent within ±3%: amp-bf16 at batch size 512" in said
     assert "membound: cannot be judged (n < 3): amp-fp16" in said
     assert "no difference" not in said
@@ -262,7 +262,7 @@ def said_of(v, exp):
 
 def test_a_supported_small_gain_beats_a_wide_large_one(scenarios):
     line = said_of(scenarios, "mixed")
-    assert line.startswith("mixed: pays off: tf32 at batch size 512, 1.16× [1.16, 1.16] (95% "
+    assert line.startswith("mixed: pays off: tf32 at batch size 512, 1.160× [1.155, 1.165] (95% "
                            "CI) fp32's throughput at the same setting; peak memory 1.00× fp32's; "
                            "the largest memory saving is amp-bf16 at batch size 512, 0.500× "
                            "fp32's peak."), line

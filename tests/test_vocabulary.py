@@ -70,3 +70,32 @@ def test_fp8_recipe_enum_is_the_modes_recipes():
     flags = RECORD["properties"]["precision_flags"]["oneOf"][1]["properties"]
     fp8 = flags["fp8"]["oneOf"][1]["properties"]
     assert fp8["recipe"]["enum"] == [m.fp8_recipe for m in V.MODES if m.fp8_recipe]
+
+
+def test_compile_cache_outcome_is_one_rule():
+    """The job writes it and the reader of older records derives it, both from here."""
+    from tcbench import harness
+    assert harness.compile_cache_outcome is V.compile_cache_outcome
+    assert V.compile_cache_outcome({"fxgraph_cache_hit": 3}) == "hit"
+    assert V.compile_cache_outcome({"fxgraph_cache_miss": 2, "fxgraph_cache_bypass": 1}) == "miss"
+    assert V.compile_cache_outcome({"fxgraph_cache_hit": 1, "fxgraph_cache_bypass": 1}) == \
+        "partial"
+    assert V.compile_cache_outcome({}) == "none"
+
+
+def _find(node, key):
+    if isinstance(node, dict):
+        if key in node:
+            return node[key]
+        node = list(node.values())
+    if isinstance(node, list):
+        for child in node:
+            if (hit := _find(child, key)) is not None:
+                return hit
+    return None
+
+
+def test_compile_cache_outcomes_are_the_record_schemas():
+    cache = _find(RECORD, "compile_cache")
+    assert _find(cache, "outcome")["enum"] == list(V.COMPILE_CACHE_OUTCOMES)
+    assert V.UNCOMPILED not in V.COMPILE_CACHE_OUTCOMES

@@ -1,6 +1,7 @@
 # The study matrix, resolved once at parse time (every bad value stops here, before any job),
 # and the helpers the rules share: which cells are this study's, which files of the result set
 # are someone else's, what a rule's outputs are for this study's run.
+import functools
 import json
 import os
 import re
@@ -99,6 +100,30 @@ def others_in_set(pattern, run):
     return sorted(p for p in expand(pattern, zip, run=[run] * len(found.experiment),
                                     experiment=found.experiment, cell=found.cell)
                   if p not in mine and not Path(p).name.startswith("."))
+
+
+STUDY_CONFIGS = Path(workflow.basedir) / "config"
+
+
+def planned_cells(run, experiment):
+    """The figures' --planned option: the cells (without the repeat) this study's matrix has
+    for ``experiment`` of its own set; for an experiment another study left in the set, the
+    plan of the one committed study config that has it and every cell it recorded
+    (``matrix.plan_of``); none where that is not known (its figures then say only that a cell
+    has no record)."""
+    if run != RUN:
+        return []
+    cells = list(dict.fromkeys(j.group for j in JOBS.values() if j.experiment == experiment))
+    if not cells:
+        found = glob_wildcards(f"results/{run}/records/{experiment}/{{cell}}.json").cell
+        recorded = {re.sub(r"_r\d+$", "", c) for c in found}
+        cells = matrix.plan_of(experiment, recorded, study_configs()) or []
+    return ["--planned", *cells] if cells else []
+
+
+@functools.lru_cache(maxsize=1)
+def study_configs():
+    return matrix.studies(STUDY_CONFIGS)
 
 
 def experiments_in_set(run):

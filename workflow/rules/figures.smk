@@ -35,8 +35,9 @@ rule figures:
         experiment=alternatives(SET_EXPERIMENTS),
     params:
         src=TCBENCH_SRC,
+        planned=lambda wc: planned_cells(wc.run, wc.experiment),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--experiment {wildcards.experiment:q} --outputs {output.png:q} {output.other:q} "
-        "> {log:q} 2>&1"
+        "{params.planned:q} > {log:q} 2>&1"

@@ -8,11 +8,7 @@ import time
 from pathlib import Path
 
 from .process import origin
-
-# torch._dynamo.utils.counters that say whether a compilation came from the cache
-COMPILE_CACHE_COUNTERS = {"inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss",
-                                       "fxgraph_cache_bypass"),
-                          "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss")}
+from .vocabulary import COMPILE_CACHE_COUNTERS, compile_cache_outcome
 
 
 def process_age_s() -> float | None:
@@ -69,10 +65,7 @@ def compile_cache_info(configured: str | None) -> dict:
 
     counts = {name: int(counters[group].get(name, 0))
               for group, names in COMPILE_CACHE_COUNTERS.items() for name in names}
-    hits = counts["fxgraph_cache_hit"]
-    misses = counts["fxgraph_cache_miss"] + counts["fxgraph_cache_bypass"]
-    outcome = ("hit" if hits and not misses else "miss" if misses and not hits
-               else "partial" if hits else "none")
+    outcome = compile_cache_outcome(counts)
     return {"dir": os.path.abspath(configured or default_cache_dir()),
             "source": "TORCHINDUCTOR_CACHE_DIR" if configured else "torch default",
             "hit": outcome == "hit",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import vocabulary as V
+from .config import check
 from .vocabulary import ConfigError
 
 RANDOM_MNIST_DIR = "resources/mnist-format-random"
@@ -73,6 +74,63 @@ def cell_name(precision: str, batch_size: int, axes: dict, repeat: int) -> str:
     return "_".join(parts)
 
 
+def crossed(precisions, sizes, axes: dict, exclude: list[dict], excluded: list[int]):
+    """The cells of one experiment: (precision, batch size, axis values) of the cross product
+    less every ``exclude`` match, counting each exclude's matches in ``excluded``. The one
+    crossing, for the jobs (``expand``) and for a study's plan (``plan_of``)."""
+    names = list(axes)
+    for combo in itertools.product(*(axes[a] for a in names)):
+        axis_values = dict(zip(names, combo))
+        for precision, bs in itertools.product(precisions, sizes):
+            cell = {"precision": precision, "batch_size": bs} | axis_values
+            hits = [j for j, ex in enumerate(exclude)
+                    if all(cell.get(k) == v for k, v in ex.items())]
+            for j in hits:
+                excluded[j] += 1
+            if not hits:
+                yield precision, bs, axis_values
+
+
+def _axes_and_exclude(exp: dict) -> tuple[dict, list[dict]]:
+    # YAML 1.1 reads a bare `off` as false; the on/off axes mean the words.
+    axes = {a: [V.onoff(v) for v in vs] if V.axis(a).onoff else vs
+            for a, vs in (exp.get("axes") or {}).items()}
+    return axes, [{k: V.onoff(v) for k, v in ex.items()} for ex in exp.get("exclude") or []]
+
+
+def plan_of(experiment: str, recorded: set[str], studies: dict[str, dict]) -> list[str] | None:
+    """The cells (names without the repeat) that a study planned for ``experiment``: that of
+    the one study among ``studies`` (name -> checked config) which has the experiment and
+    whose cells include every one ``recorded``; None where no study, or more than one, fits
+    (the plan is then not known). Reads the crossing only: no workload is resolved."""
+    plans = []
+    for study in studies.values():
+        for exp in study.get("experiments") or []:
+            if exp.get("name", exp["workload"]) != experiment:
+                continue
+            axes, exclude = _axes_and_exclude(exp)
+            cells = [cell_name(p, bs, a, 1).removesuffix("_r1") for p, bs, a in
+                     crossed(exp["precisions"], exp["batch_sizes"], axes, exclude,
+                             [0] * len(exclude))]
+            if set(recorded) <= set(cells) and cells not in plans:
+                plans.append(cells)
+    return plans[0] if len(plans) == 1 else None
+
+
+def studies(folder: Path) -> dict[str, dict]:
+    """The study configs in ``folder`` (``*.yaml``), checked (``tcbench.config.check``), by
+    file name; a file that is not a study (no experiments) is left out."""
+    import yaml
+
+    out = {}
+    for path in sorted(Path(folder).glob("*.yaml")):
+        try:
+            out[path.name] = check(yaml.safe_load(path.read_text()))
+        except ConfigError:
+            continue
+    return out
+
+
 def expand(config: dict) -> dict[str, Job]:
     """Every job of the study, keyed by ``experiment/cell``, in config order.
 
@@ -92,14 +150,11 @@ def expand(config: dict) -> dict[str, Job]:
         seen_names.add(name)
         workload, precisions, sizes = exp["workload"], exp["precisions"], exp["batch_sizes"]
         repeats = exp.get("repeats", config.get("repeats", 1))
-        # YAML 1.1 reads a bare `off` as false; the on/off axes mean the words.
-        axes = {a: [V.onoff(v) for v in vs] if V.axis(a).onoff else vs
-                for a, vs in (exp.get("axes") or {}).items()}
+        axes, exclude = _axes_and_exclude(exp)
         params = dict(exp.get("params") or {})
         for a in V.AXES:
             if a.onoff and a.name in params:
                 params[a.name] = V.onoff(params[a.name])
-        exclude = [{k: V.onoff(v) for k, v in ex.items()} for ex in exp.get("exclude") or []]
         clash = sorted(set(params) & set(axes))
         if clash:
             raise ConfigError(f"{where}: {', '.join(clash)} set both in params and in axes")
@@ -108,22 +163,16 @@ def expand(config: dict) -> dict[str, Job]:
         elif workload == "mnist_cnn" and "data_dir" not in params and config.get("data_dir"):
             params["data_dir"] = config["data_dir"]
         excluded = [0] * len(exclude)
-        axis_names = list(axes)
-        for combo in itertools.product(*(axes[a] for a in axis_names)):
-            axis_values = dict(zip(axis_names, combo))
+        resolved_by_axes: dict[tuple, dict] = {}
+        for combo in itertools.product(*axes.values()):   # every combination, excluded or not
+            axis_values = dict(zip(axes, combo))
             try:
-                resolved = W.resolve_params(workload, params | axis_values)
+                resolved_by_axes[combo] = W.resolve_params(workload, params | axis_values)
             except ValueError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
-            for precision, bs, rep in itertools.product(precisions, sizes,
-                                                        range(1, repeats + 1)):
-                cell = {"precision": precision, "batch_size": bs} | axis_values
-                hits = [j for j, ex in enumerate(exclude)
-                        if all(cell.get(k) == v for k, v in ex.items())]
-                for j in hits:
-                    excluded[j] += 1
-                if hits:
-                    continue
+        for precision, bs, axis_values in crossed(precisions, sizes, axes, exclude, excluded):
+            resolved = resolved_by_axes[tuple(axis_values.values())]
+            for rep in range(1, repeats + 1):
                 # Each repeat its own seed, the same for every precision: repeats are
                 # independent runs, and precisions compare paired by seed.
                 seeded = resolved | {"seed": resolved["seed"] + rep - 1}

@@ -64,6 +64,16 @@ def load(paths) -> list[dict]:
     return [R.read(p) | {"_path": str(p)} for p in paths]
 
 
+def compile_cache(m: dict) -> str:
+    """A record's compile-cache outcome (``vocabulary.COMPILE_CACHE_OUTCOMES``), or
+    ``vocabulary.UNCOMPILED`` for a job that compiled nothing; records made before the outcome
+    was a field get it from their counters, by the job's own rule."""
+    cache = m.get("compile_cache")
+    if not cache:
+        return V.UNCOMPILED
+    return cache.get("outcome") or V.compile_cache_outcome(cache.get("counters") or {})
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
@@ -81,6 +91,7 @@ def _row(r: dict) -> dict:
     # what one sample is in tokens (a token workload's sequence length), for tokens/s
     # (tcbench.analysis.throughput)
     row["tokens_per_sample"] = (r.get("data") or {}).get("tokens_per_sample")
+    row["compile_cache"] = compile_cache(m)
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             **tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s")),

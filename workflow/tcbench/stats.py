@@ -17,6 +17,11 @@ The rules (a reviewer's, not a convenience):
 * A **difference** of two cells (accuracy against fp32) pairs the runs by seed where the seeds
   match (repeat r of every precision trains from the same seed) and takes the t interval of
   the mean paired difference; unpaired, Welch's t interval of the difference of means.
+* A **warm-up** (time to the first fast step: autotuning, compilation) is a skewed, positive
+  quantity whose runs fall into two populations (a compile-cache hit, a miss that compiles
+  afresh): it is summarised by its **median and range** (``spread``), never a Student-t
+  interval (which can reach below zero), and a cell's misses are summarised apart from its
+  other runs (``warmup``).
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
   lies wholly beyond its threshold. The claims a report makes about a throughput ratio
   (``claim``: pays off / faster / slower / equivalent within the stated margin, an
@@ -40,7 +45,9 @@ MIN_CI_N = 3
 
 # what an interval is, by how many runs it rests on
 CI, RANGE, SINGLE, NONE = "ci95", "range", "single", "none"
-METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run"}
+SPREAD = "median-range"   # a median with the min and max of the runs (``spread``)
+METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run",
+               SPREAD: "median, range"}
 
 
 def method(n: int) -> str:
@@ -100,6 +107,34 @@ def estimate(values: Iterable) -> Estimate:
         return Estimate(mean, float(x.min()), float(x.max()), 2, RANGE)
     half = _t(n - 1) * float(x.std(ddof=1)) / math.sqrt(n)
     return Estimate(mean, mean - half, mean + half, n, CI)
+
+
+def spread(values: Iterable) -> Estimate:
+    """Median of ``values`` with their range (min to max): for a skewed positive quantity
+    whose few runs do not make a mean's interval meaningful (warm-up). One run is a single
+    run, as everywhere."""
+    x = _clean(values)
+    n = len(x)
+    if n == 0:
+        return EMPTY
+    if n == 1:
+        return Estimate(float(x[0]), None, None, 1, SINGLE)
+    return Estimate(float(np.median(x)), float(x.min()), float(x.max()), n, SPREAD)
+
+
+# the compile-cache outcomes (vocabulary.COMPILE_CACHE_OUTCOMES) that compiled graphs afresh
+COLD = ("miss", "partial")
+
+
+def warmup(values: Iterable, outcomes: Iterable) -> tuple[Estimate, Estimate]:
+    """A cell's warm-up as two spreads: its runs whose compilation came from the cache or
+    that compiled nothing (the steady cost of starting a job), and those whose compile cache
+    missed (``COLD``: compiled and autotuned afresh, a one-off cost). Pooling the two would
+    report a number no run had (one 46 s miss and two 6 s hits "average" 19.8 s)."""
+    pairs = list(zip(values, outcomes))
+    cold = [v for v, o in pairs if o in COLD]
+    warm = [v for v, o in pairs if o not in COLD]
+    return spread(warm), spread(cold)
 
 
 def ratio(numerator: Iterable, denominator: Iterable) -> Estimate:

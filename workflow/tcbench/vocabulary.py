@@ -174,13 +174,38 @@ HARNESS_PHASES: tuple[str, ...] = (
     "measurement_steps", "measuring", "profiling")
 
 
+# ------------------------------------------------------------------------------ compile cache
+# whether a job's torch.compile graphs came from the on-disk cache (record field
+# metrics.compile_cache.outcome): hit, every graph did; miss, none did (compiled and autotuned
+# afresh); partial, some did; none, nothing was compiled; uncompiled: a job that did not compile
+COMPILE_CACHE_OUTCOMES: tuple[str, ...] = ("hit", "miss", "partial", "none")
+UNCOMPILED = "uncompiled"
+# torch._dynamo.utils.counters that say whether a compilation came from the cache
+COMPILE_CACHE_COUNTERS = {"inductor": ("fxgraph_cache_hit", "fxgraph_cache_miss",
+                                       "fxgraph_cache_bypass"),
+                          "aot_autograd": ("autograd_cache_hit", "autograd_cache_miss")}
+
+
+def compile_cache_outcome(counters: dict) -> str:
+    """The outcome of a job's compilation from its cache counters: the one rule, used by the
+    job that writes it and by the reader of records written before the outcome was a field."""
+    hits = int(counters.get("fxgraph_cache_hit", 0))
+    misses = int(counters.get("fxgraph_cache_miss", 0)) + \
+        int(counters.get("fxgraph_cache_bypass", 0))
+    return ("hit" if hits and not misses else "miss" if misses and not hits
+            else "partial" if hits else "none")
+
+
 # ------------------------------------------------------------------------------------ metrics
 @dataclass(frozen=True)
 class Metric:
     """One measured quantity, defined once: every table, figure, verdict sentence and README
     number that names it means this column of ``metrics.csv`` and nothing else. ``label``
     names it in prose, ``short`` in a column head or axis label (with ``unit``).
-    ``host_definition`` is how it is measured where no CUDA device ran, when that differs."""
+    ``host_definition`` is how it is measured where no CUDA device ran, when that differs.
+    ``pooled`` says how a cell's repeats are summarised: ``mean`` (with a 95% CI,
+    ``stats.estimate``) or ``median`` (with the range, misses of the compile cache apart:
+    ``stats.warmup``)."""
 
     column: str
     label: str
@@ -189,6 +214,7 @@ class Metric:
     higher_is_better: bool
     definition: str
     host_definition: str = ""
+    pooled: str = "mean"
 
     def defined_on(self, cuda: bool) -> str:
         """The definition that holds for a set measured on a CUDA device or not."""
@@ -210,7 +236,7 @@ METRICS: tuple[Metric, ...] = (
            "train on tokens"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
-           "context, lazy module loading, cuDNN autotuning and compilation"),
+           "context, lazy module loading, cuDNN autotuning and compilation", pooled="median"),
     Metric("total_time_s", "total time (the seed's metric)", "total time", "s", False,
            "wall time of the whole training loop, warm-up included, as the seed timed it"),
     Metric("max_memory_allocated_bytes", "peak memory", "peak memory", "bytes", False,
@@ -238,6 +264,15 @@ FP8_MFU_COUNTING = ("an FP8 cell's FLOPs are those of the same training step bef
                     "lower than that of its FP8 GEMMs alone")
 HEADLINE = "throughput_samples_per_s"     # the speed question's one metric
 SEED_METRIC = "total_time_s"              # kept for the seed-reproduction table only
+WARMUP = "time_to_steady_s"               # the warm-up question's one metric
+
+
+def miss_column(column: str) -> str:
+    """The column of a median-pooled metric over the runs whose compile cache missed."""
+    return column.removesuffix("_s") + "_miss_s"
+
+
+WARMUP_MISS = miss_column(WARMUP)         # the same, of the runs whose compile cache missed
 
 
 def metric(column: str) -> Metric:

@@ -19,11 +19,11 @@ from .. import stats
 from .. import vocabulary as V
 from ..resultset import cell_key, order
 from . import claims
-from .speedup import plain_baselines, plain_for
+from .speedup import WARMUP_COLUMNS, plain_baselines, plain_for
 from .throughput import TOKENS
 
 TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", TOKENS, f"{TOKENS}_low",
-               f"{TOKENS}_high", "time_to_steady_s",
+               f"{TOKENS}_high", *WARMUP_COLUMNS,
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
                "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound")
 GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval",

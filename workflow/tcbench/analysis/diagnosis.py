@@ -44,7 +44,7 @@ NAMES = {"input": "the input pipeline", "host": "the host (launch overhead)",
          None: "not measurable without a kernel profile"}
 SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
          "simt": "fp32 units", "non_matrix": "non-matrix kernels", "mixed": "mixed",
-         None: "n/a"}
+         None: "not profiled"}
 
 
 def _true(v) -> bool:

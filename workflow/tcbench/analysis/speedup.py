@@ -11,12 +11,15 @@ from ..resultset import numeric, order
 from .throughput import TOKENS
 
 PLAIN_KEYS = ("run", "workload", "model", "data", "loader")
-# other ratios to fp32 at the same setting: column stem -> metric
+# other ratios to fp32 at the same setting: column stem -> metric (no warm-up ratio: a ratio
+# of means with a t interval is what a skewed warm-up must not get, ``stats.warmup``)
 RATIOS = (("memory_ratio", "max_memory_allocated_bytes"),
-          ("energy_ratio", "steady_energy_per_sample_j"),
-          ("time_to_steady_ratio", "time_to_steady_s"))
+          ("energy_ratio", "steady_energy_per_sample_j"))
+# the warm-up as summary.csv pooled it (median, range, n; the cache misses apart)
+WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
+                       for part in ("", "_low", "_high", "_n", "_interval"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
-           "data_wait_share", "test_accuracy", "time_to_steady_s", "steady_energy_per_sample_j",
+           "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
            "gpu_busy_share_source", "gpu_busy_share_under_profiler")
 
 
@@ -110,8 +113,8 @@ def _accuracy(x, b) -> dict:
 def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """Each cell against fp32 at the same setting (``V.BASELINE_KEYS`` equal): the ratio of
     mean throughputs with its interval (``stats.ratio``) and the claim it allows
-    (``stats.claim``), the gain over the plain fp32 baseline, the ratios of memory, steady
-    energy per sample and time to the first fast step, the accuracy difference paired by
+    (``stats.claim``), the gain over the plain fp32 baseline, the ratios of memory and steady
+    energy per sample, the warm-up as summarised, the accuracy difference paired by
     seed, and for an FP8 mode its ratio to amp-bf16 at the same setting."""
     m = order(metrics)
     runs = runs_by_cell(m[m["status"] == V.OK])

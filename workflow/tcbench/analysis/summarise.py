@@ -9,8 +9,10 @@ from .. import vocabulary as V
 from ..resultset import numeric, order
 from . import throughput as TP
 
-# pooled per cell with an interval (tcbench.stats.estimate)
-ESTIMATED = [m.column for m in V.METRICS]
+# pooled per cell as a mean with its interval (tcbench.stats.estimate)
+ESTIMATED = [m.column for m in V.METRICS if m.pooled == "mean"]
+# pooled per cell as a median with its range, compile-cache misses apart (tcbench.stats.warmup)
+SPREAD = [m.column for m in V.METRICS if m.pooled == "median"]
 # the kernel time split of an FP8 cell (tensorcores.kernel_split), from its evidence repeat
 SPLIT_SHARES = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share",
                 "kernel_classes_coverage")
@@ -44,6 +46,13 @@ def _pooled(ok: pd.DataFrame) -> dict:
     for col in ESTIMATED:
         if col in ok:
             row |= stats.estimate(numeric(ok[col])).as_dict(col)
+    for col in SPREAD:
+        if col in ok:
+            outcomes = ok["compile_cache"] if "compile_cache" in ok else [V.UNCOMPILED] * len(ok)
+            warm, cold = stats.warmup(numeric(ok[col]), outcomes)
+            row |= warm.as_dict(col) | {f"{col}_interval": warm.method}
+            miss = V.miss_column(col)
+            row |= cold.as_dict(miss) | {f"{miss}_interval": cold.method}
     row[f"{V.HEADLINE}_cv"] = stats.cv(numeric(ok[V.HEADLINE])) if V.HEADLINE in ok else None
     for col in DESCRIBED:
         if col in ok:

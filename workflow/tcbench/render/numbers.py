@@ -9,6 +9,7 @@ import math
 import pandas as pd
 
 from .. import stats
+from .. import vocabulary as V
 
 MISSING = "–"
 
@@ -66,28 +67,88 @@ def interval(lo, hi, digits: int = 3) -> str:
     return MISSING if missing(lo) or missing(hi) else f"[{num(lo, digits)}, {num(hi, digits)}]"
 
 
-def with_interval(value, low, high, n, fmt=num, bound=None) -> str:
+def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     """A value and its interval, saying what the interval is: ``5,730 [5,700, 5,760]`` (95% CI,
-    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``. A ratio's unit sign
-    stays on the value: ``2.79× [2.75, 2.83]``."""
+    n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``; ``kind`` (a
+    ``stats`` method) where the interval is not the one n implies: a median with its range,
+    ``6.2 (5.8–7.3)``, under a head that says so. A ratio's unit sign stays on the value:
+    ``2.79× [2.75, 2.83]``. An interval too narrow for three digits gets more, the value as
+    many, ``161,990 [161,950, 162,040]``, and one too narrow for five its half-width: never
+    ``162,000 [162,000, 162,000]``."""
     if missing(value):
         return MISSING
     n = 0 if missing(n) else int(n)
-    kind = stats.method(n)
-    text = fmt(value)
+    kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     bound = bound or (num if fmt is times else fmt)
-    if kind == stats.CI and not missing(low):
-        return f"{text} [{bound(low)}, {bound(high)}]"
-    if kind == stats.RANGE and not missing(low):
-        return f"{text} (range {bound(low)}–{bound(high)})"
+    if kind in (stats.CI, stats.RANGE, stats.SPREAD) and not missing(low):
+        shown = _apart(value, low, high, fmt, bound)
+        if shown is None:     # bounds alike even at five digits
+            return f"{fmt(value)} ({narrow_ci(value, low, high, n, kind)})"
+        text, lo, hi = shown
+        if kind == stats.CI:
+            return f"{text} [{lo}, {hi}]"
+        if kind == stats.RANGE:
+            return f"{text} (range {lo}–{hi})"
+        return f"{text} ({lo}–{hi})"      # a median: the column head says "median (min–max)"
     if kind == stats.SINGLE:
-        return f"{text} (1 run)"
-    return text
+        return f"{fmt(value)} (1 run)"
+    return fmt(value)
+
+
+def _apart(value, low, high, fmt, bound):
+    """The value and bounds as printed, with the significant digits (three, up to five for
+    plain numbers and ratios) that tell the bounds apart, the value with as many; None where
+    even five do not."""
+    lo, hi = bound(low), bound(high)
+    if lo != hi:
+        return fmt(value), lo, hi
+    if fmt not in (num, times):
+        return None
+    for digits in (4, 5):
+        lo, hi = num(low, digits), num(high, digits)
+        if lo != hi:
+            text = num(value, digits) + ("×" if fmt is times else "")
+            return text, lo, hi
+    return None
+
+
+def narrow_ci(value, low, high, n, kind=stats.CI) -> str:
+    """An interval whose bounds print alike: its half-width relative to the value, or that the
+    runs were identical (zero width)."""
+    what = {stats.CI: "95% CI", stats.RANGE: "range", stats.SPREAD: "range"}[kind]
+    half = (float(high) - float(low)) / 2
+    if half <= 0 or not float(value):
+        return f"{what} of zero width: the {n} runs agree exactly"
+    return f"{what} ±{num(100 * half / abs(float(value)), 2)}%"
+
+
+def spread_prose(e: stats.Estimate, unit: str = "s") -> str:
+    """A median with its range in a sentence: ``6.55 s (median of 2 runs, range 5.80–7.30 s)``;
+    ``9.00 s (all 3 runs)`` where the range prints as one number."""
+    if e.value is None:
+        return MISSING
+    text = f"{num(e.value)} {unit}"
+    if e.method != stats.SPREAD:
+        return text + (" (1 run)" if e.method == stats.SINGLE else "")
+    if num(e.low) == num(e.high):
+        return f"{text} (all {e.n} runs)"
+    return f"{text} (median of {e.n} runs, range {num(e.low)}–{num(e.high)} {unit})"
+
+
+def estimate_text(e: stats.Estimate, fmt=num) -> str:
+    """An ``stats.Estimate`` as ``with_interval`` writes it."""
+    return with_interval(e.value, e.low, e.high, e.n, fmt=fmt, kind=e.method)
+
 
 INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
                  "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
                  "given only where n >= 3; with n = 2 the range is shown and marked as such; "
                  "(1 run) marks a single run.")
+WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
+               "autotuning and compilation) is the median of the runs with their range, "
+               "median (min–max), never a mean's interval: it is skewed and positive. Runs "
+               "whose torch.compile cache missed (they compiled afresh) are summarised apart, "
+               "under 'cache miss'.")
 
 
 def pct(v) -> str:
@@ -103,3 +164,20 @@ def points(v) -> str:
 def n_text(n) -> str:
     n = 0 if missing(n) else int(n)
     return "1 run" if n == 1 else f"n = {n}"
+
+
+# ------------------------------------------------------------------------------- warm-up
+WARMUP_HEAD = "first fast step, median (min–max) (s)"
+WARMUP_MISS_HEAD = "first fast step, cache miss, median (min–max) (s)"
+
+
+def warmup_text(r, column: str = V.WARMUP) -> str:
+    """A cell's warm-up as summary.csv pooled it (``stats.warmup``): median and range."""
+    return estimate_text(stats.from_row(r, column))
+
+
+def has_misses(rows: pd.DataFrame) -> bool:
+    """Whether any run of these cells missed its compile cache (a column of its own)."""
+    n = pd.to_numeric(rows.get(f"{V.WARMUP_MISS}_n"), errors="coerce")
+    return n is not None and bool((n > 0).any())
+

@@ -4,8 +4,11 @@ vocabulary's, colour-vision safe), the number format of ``render.numbers``. Wher
 repeats its bar carries its interval (``tcbench.stats``): a 95% confidence interval where n >= 3
 (black, capped), the range where n = 2 (grey, uncapped); a single run is marked with a dagger.
 Every (setting, precision) slot is either a bar or a label saying why there is none: the
-cell's status (unsupported, oom, diverged, error), "n/a" (the device does not measure this) or
-"not run" (not in the matrix). Axes whose values span more than ``LOG_SPAN``× are logarithmic.
+cell's status (unsupported, oom, diverged, error), the reason its finished runs have no such
+value (``why_missing``: "no fp32", "not measured"), or why there is no record of it at all
+(``absent``: "not in design", "planned, no record", "no record"). Axes whose values span more
+than ``LOG_SPAN``× are logarithmic, with labelled ticks at 1, 2 and 5 of each decade where they
+span few decades.
 
 Widths follow the two usual paper layouts: one column (3.5 in) for up to ``ONE_COLUMN_SLOTS``
 bars, two columns (7 in) beyond.
@@ -73,9 +76,10 @@ class Ticks(matplotlib.ticker.Formatter):
         top = max((abs(v) for v in finite), default=0.0)
         self.div, self.suffix = (1e6, "M") if top >= 1e7 else (1e3, "k") if top >= 1e4 \
             else (1.0, "")
-        steps = [b - a for a, b in zip(finite, finite[1:]) if b > a]
-        step = min(steps, default=1.0) / self.div
-        self.decimals = max(0, -math.floor(math.log10(step) + 1e-9)) if 0 < step < 1 else 0
+        # the fewest decimals that print every tick exactly (2.5 is "2.5", never "2")
+        scaled = [v / self.div for v in finite]
+        self.decimals = next((d for d in range(7) if all(
+            abs(round(v, d) - v) <= 1e-9 * max(1.0, abs(v)) for v in scaled)), 6)
 
     def __call__(self, x, pos=None):
         if not hasattr(self, "div"):
@@ -85,14 +89,19 @@ class Ticks(matplotlib.ticker.Formatter):
 
 @matplotlib.ticker.FuncFormatter
 def log_ticks(v, _pos=None) -> str:
-    """Decades on a log axis: 0.1, 1, 10, 100, 1k, 10k, 1M."""
+    """Ticks on a log axis: 0.1, 0.2, 0.5, 1, 2, 5, 10, 100, 1k, 10k, 1M."""
     if v <= 0:
         return ""
     if v >= 1e6:
-        return f"{v / 1e6:g}M"
+        return f"{v / 1e6:.3g}M"
     if v >= 1e3:
-        return f"{v / 1e3:g}k"
-    return f"{v:g}"
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.3g}"
+
+
+# a log axis spanning fewer decades than this gets labelled ticks at 1, 2 and 5 of each decade
+# (decades alone would leave one or two labels on the axis)
+FEW_DECADES = 3.0
 
 
 def value_axis(ax, values, *, floor_one: bool = False) -> bool:
@@ -103,9 +112,14 @@ def value_axis(ax, values, *, floor_one: bool = False) -> bool:
     log = bool(len(v) > 1 and v.max() / v.min() > LOG_SPAN)
     if log:
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10))
+        few = math.log10(v.max() / v.min()) < FEW_DECADES
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(
+            base=10, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
         ax.yaxis.set_major_formatter(log_ticks)
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(base=10, subs="auto"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        # the axis spans the data (bars stand on its floor), not whole empty decades
+        ax.set_ylim(v.min() / 1.6, v.max() * 1.6)
     else:
         ax.yaxis.set_major_formatter(Ticks())
     return log
@@ -173,14 +187,18 @@ def setting_label(df: pd.DataFrame) -> pd.Series:
     return label
 
 
-def missing_text(row) -> str:
+NO_RECORD = "no record"          # a slot with no record, where the study's plan is not known
+
+
+def missing_text(row, absent: str = NO_RECORD) -> str:
+    """Why a slot has no bar: ``absent`` where the set has no record of the cell at all."""
     if row is None:
-        return "not run"
+        return absent
     why = row.get("why_missing") if hasattr(row, "get") else None
     if isinstance(why, str) and why:
         return why
     status = str(row.get("status", V.OK))
-    return "n/a" if status == V.OK or row.get("repeats_ok", 0) else status
+    return "not measured" if status == V.OK or row.get("repeats_ok", 0) else status
 
 
 def label_slot(ax, x: float, text: str, colour: str) -> None:
@@ -190,17 +208,29 @@ def label_slot(ax, x: float, text: str, colour: str) -> None:
             fontsize=5.5, color=colour, clip_on=False)
 
 
+def interval_kind(r, interval: str) -> str:
+    """What the interval of ``{interval}_low``/``_high`` is (``tcbench.stats``): the one a
+    table wrote in ``{interval}_interval``, else the one its ``{interval}_n`` implies."""
+    declared = r.get(f"{interval}_interval")
+    if isinstance(declared, str) and declared in stats.METHOD_TEXT:
+        return declared
+    k = r.get(f"{interval}_n")
+    return stats.method(0 if k is None or pd.isna(k) else int(k))
+
+
+# how each kind of interval is drawn: colour, cap size
+WHISKERS = {stats.CI: ("0.1", 1.6), stats.RANGE: ("0.55", 0), stats.SPREAD: ("0.35", 1.6)}
+
+
 def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dict):
     """The interval of one bar as ``tcbench.stats`` says what it is; returns the bar's top
     and whether a single run's dagger is still to be printed after its value."""
-    k = r.get(f"{interval}_n")
-    kind = stats.method(0 if pd.isna(k) else int(k))
+    kind = interval_kind(r, interval)
     lo, hi = r.get(f"{interval}_low"), r.get(f"{interval}_high")
-    if kind in (stats.CI, stats.RANGE) and pd.notna(lo) and pd.notna(hi):
-        ci = kind == stats.CI
+    if kind in WHISKERS and pd.notna(lo) and pd.notna(hi):
+        colour, cap = WHISKERS[kind]
         ax.errorbar(x, v, yerr=[[max(v - lo, 0)], [max(hi - v, 0)]], fmt="none",
-                    ecolor="0.1" if ci else "0.55", elinewidth=0.8,
-                    capsize=1.6 if ci else 0, capthick=0.8)
+                    ecolor=colour, elinewidth=0.8, capsize=cap, capthick=0.8)
         drawn["intervals"].add(kind)
         return max(v, hi), False
     if kind == stats.SINGLE:
@@ -211,6 +241,14 @@ def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dic
             return v, False
         return v, True
     return v, False
+
+
+def interval_at(ax, x: float, r, interval: str, drawn: dict) -> None:
+    """The interval of ``r``'s ``interval`` columns drawn at ``x``, on its own (the top of a
+    stacked bar), marked and added to the legend's intervals as every bar's is."""
+    v = r.get(interval)
+    if v is not None and pd.notna(v):
+        _interval_bar(ax, x, float(v), r, interval, None, drawn)
 
 
 def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, annotate,
@@ -233,14 +271,15 @@ def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, 
 
 def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None = None,
                  interval: str | None = None, hatched=(), annotate=None,
-                 precisions: list[str] | None = None) -> dict:
+                 precisions: list[str] | None = None, absent=None) -> dict:
     """Bars of ``value`` per (group, precision), in fixed precision colours and slots.
 
     ``data`` has one row per (group, precision) with ``status`` and ``repeats_ok``;
     ``interval`` names the stem of ``{interval}_low``/``_high``/``_n`` columns (drawn as
     ``tcbench.stats`` says what they are); groups in ``hatched`` (published references) are
     hatched; ``annotate`` formats the value printed above each bar (all or none, so that a
-    partial set does not mislead). A slot without a value gets a label saying why. Returns
+    partial set does not mislead). A slot without a value gets a label saying why
+    (``absent(group, precision)`` for a cell with no row at all). Returns
     what was drawn, for the legend: ``{"precisions": [...], "intervals": {methods}}``."""
     groups = groups if groups is not None else list(dict.fromkeys(data["group"]))
     precisions = precisions or present_precisions(data)
@@ -254,7 +293,8 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
             x = slot_x(i, j, n)
             r = rows.get((g, p))
             if r is None or pd.isna(r[value]):
-                label_slot(ax, x, missing_text(r), PALETTE[p])
+                label_slot(ax, x, missing_text(r, absent(g, p) if absent and r is None
+                                               else NO_RECORD), PALETTE[p])
                 continue
             _bar(ax, x, r, value, p, n, hatch=g in hatched, interval=interval,
                  annotate=annotate, drawn=drawn)
@@ -271,6 +311,8 @@ INTERVAL_HANDLES = {
     stats.CI: Line2D([], [], color="0.1", marker="_", markersize=4, lw=0.8,
                      label="95% CI (n ≥ 3)"),
     stats.RANGE: Line2D([], [], color="0.55", lw=0.8, label="range (n = 2)"),
+    stats.SPREAD: Line2D([], [], color="0.35", marker="_", markersize=4, lw=0.8,
+                         label="median, range"),
     stats.SINGLE: Line2D([], [], ls="none", marker=f"${SINGLE}$", color="0.2", markersize=4,
                          label="single run"),
 }
@@ -278,7 +320,7 @@ INTERVAL_HANDLES = {
 
 def legend(fig, precisions: list[str], extra: list | None = None, intervals=()):
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in precisions]
-    handles += [INTERVAL_HANDLES[k] for k in (stats.CI, stats.RANGE, stats.SINGLE)
+    handles += [INTERVAL_HANDLES[k] for k in (stats.CI, stats.RANGE, stats.SPREAD, stats.SINGLE)
                 if k in intervals]
     handles += list(extra or [])
     width_in = fig.get_size_inches()[0]
@@ -287,13 +329,39 @@ def legend(fig, precisions: list[str], extra: list | None = None, intervals=()):
                handlelength=1.2, columnspacing=0.9, borderaxespad=0.2)
 
 
-def note_figure(text: str, title: str, width: str = "auto"):
-    """A figure that says why there is nothing to draw: the whole canvas is the note (a
-    figure still exists, so every result set has the same files), no empty axes."""
-    fig = plt.figure(figsize=(figure_width(1, width), 1.0), layout="constrained")
-    fig.suptitle(title, fontsize=8)
-    fig.text(0.5, 0.4, text, ha="center", va="center", fontsize=7, color="0.25", wrap=True)
+def nothing_to_plot(groups: list[str], precisions: list[str], slot: str, reason: str,
+                    title: str, width: str = "auto"):
+    """A figure whose cells have nothing to draw: the same axes as if they had (every
+    setting on the x axis, a slot per precision labelled ``slot``, the legend), with
+    ``reason`` stated inside the panel, so that every result set has the same files and a
+    reader sees which cells the figure is about and why they have no bar."""
+    n = len(precisions)
+    fig, ax = new_figure(len(groups) * n, width)
+    for i in range(len(groups)):
+        for j, p in enumerate(precisions):
+            label_slot(ax, slot_x(i, j, n), slot, PALETTE[p])
+    ax.set_xticks(range(len(groups)), groups)
+    ax.set_xlim(-0.55, len(groups) - 0.45)
+    ax.set_ylim(0, 1)
+    ax.set_yticks([])
+    ax.grid(visible=False)
+    ax.text(0.5, 0.72, "\n".join(wrapped(reason, axes_width_in(ax))), transform=ax.transAxes,
+            ha="center", va="center", fontsize=6.5, color="0.2")
+    ax.set_title(title)
+    legend(fig, precisions)
     return fig
+
+
+def wrapped(text: str, width_in: float, font: float = 6.5) -> list[str]:
+    """``text`` broken into lines that fit ``width_in`` at ``font`` pt (~0.55 em a character)."""
+    per_line = max(12, int(width_in * 72 / (font * 0.55)))
+    lines: list[str] = []
+    for word in text.split():
+        if lines and len(lines[-1]) + 1 + len(word) <= per_line:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def save_as(fig, paths) -> list[Path]:

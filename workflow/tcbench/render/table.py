@@ -53,9 +53,12 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
 
 
 def latex_escape(s) -> str:
-    return "".join(_LATEX.get(ch, ch) for ch in str(s).replace("\n", " "))
+    # ">=" and "<=" are one sign each, not a "greater than" followed by "="
+    text = str(s).replace("\n", " ").replace(">=", "≥").replace("<=", "≤")
+    return "".join(_LATEX.get(ch, ch) for ch in text)
 
-_INTERVAL_TAIL = re.compile(r"^(.+?) (\[.+\]|\(range .+\)|\(1 run\))$")
+_INTERVAL_TAIL = re.compile(
+    r"^(.+?) (\[.+\]|\(range .+\)|\([^()\s]+–[^()\s]+\)|\(95% CI .+\)|\(1 run\))$")
 
 
 def _stack(lines: list[str], align: str, small_from: int | None = None) -> str:
@@ -90,11 +93,13 @@ def _latex_cell(text: str, align: str) -> str:
     return latex_escape(text)
 
 
-def to_latex(t: Table, float_env: bool = True) -> str:
+def to_latex(t: Table, float_env: bool = True, shared: dict[str, str] | None = None) -> str:
     """A booktabs table (needs ``\\usepackage{booktabs}``) that fits a page's text width:
     headers wrapped, intervals set under their values, long settings broken at their commas
     (tests/test_latex.py compiles every generated table and fails on an overfull box);
-    ``float_env=False`` gives the bare tabular for ``\\input`` in a float."""
+    ``float_env=False`` gives the bare tabular for ``\\input`` in a float. ``shared`` maps a
+    note already given in full by an earlier table to that table's label: the caption refers
+    to it instead of repeating it (``to_latex_all``)."""
     head = " & ".join(_stack(_wrap(c, 11), "c") for c in t.columns) + r" \\"
     body = [r"\begin{tabular}{" + t.align + "}", r"\toprule", head, r"\midrule"]
     body += [" & ".join(_latex_cell(c, a) for c, a in zip(row, t.align)) + r" \\"
@@ -102,12 +107,32 @@ def to_latex(t: Table, float_env: bool = True) -> str:
     body += [r"\bottomrule", r"\end{tabular}"]
     if not float_env:
         return "\n".join(body) + "\n"
-    caption = ". ".join(latex_escape(s.rstrip(".")) for s in [t.title, *t.notes]) + "."
+    shared = shared or {}
+    own = [n for n in t.notes if n not in shared]
+    refs = list(dict.fromkeys(shared[n] for n in t.notes if n in shared))
+    caption = ". ".join(latex_escape(s.rstrip(".")) for s in [t.title, *own]) + "."
+    if refs:
+        caption += " Intervals and other notes as in " + ", ".join(
+            rf"Table~\ref{{{label}}}" for label in refs) + "."
     top = [r"\begin{table}[tbp]", r"\centering", r"\footnotesize",
            r"\setlength{\tabcolsep}{3pt}", rf"\caption{{{caption}}}"]
     if t.label:
         top.append(rf"\label{{{t.label}}}")
     return "\n".join(top + body + [r"\end{table}"]) + "\n"
+
+
+def to_latex_all(tables: list[Table]) -> str:
+    """Several tables in one LaTeX file: a note that more than one table carries is given in
+    full in the first of them (which needs a label) and referred to by the others, so that a
+    caption says what is particular to its table."""
+    first: dict[str, str] = {}
+    out = []
+    for t in tables:
+        out.append(to_latex(t, shared={n: first[n] for n in t.notes if n in first}))
+        if t.label:
+            for n in t.notes:
+                first.setdefault(n, t.label)
+    return "\n".join(out)
 
 
 def to_html(t: Table, standalone: bool = True) -> str:
@@ -151,6 +176,6 @@ def write_markdown(tables: Table | list[Table], path: Path) -> Path:
 def write_formats(tables: list[Table], paths: dict[str, Path], title: str) -> list[Path]:
     """``tables`` in each format of ``paths`` (md / tex / html, keyed by format)."""
     text = {"md": lambda: "\n".join(to_markdown(t) for t in tables),
-            "tex": lambda: "\n".join(to_latex(t) for t in tables),
+            "tex": lambda: to_latex_all(tables),
             "html": lambda: page(title, "".join(to_html(t, False) for t in tables))}
     return [atomic.write_text(path, text[ext]()) for ext, path in paths.items()]

@@ -35,7 +35,7 @@ from ..render import plot as F
 from ..render.numbers import INTERVAL_NOTE, MISSING, memory, memory_unit, missing, num, times, \
     with_interval
 from ..render.settings import setting_text, shown_axes
-from ..render.table import Table, to_html, to_latex, to_markdown
+from ..render.table import Table, to_html, to_latex, to_latex_all, to_markdown
 from .compare_figures import KINDS, fig_metric, fig_overview
 
 def data_note(c: pd.DataFrame) -> str | None:
@@ -58,7 +58,8 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
             f"peak memory ({unit})", "memory × fp32", "status"]
     rows = []
     for _, r in c.iterrows():
-        miss = "n/a" if r["repeats_ok"] else MISSING
+        # a finished cell's missing ratio: no fp32 cell of its set at its setting
+        miss = "no fp32" if r["repeats_ok"] else MISSING
 
         def v(text):
             return miss if text == MISSING else text
@@ -70,7 +71,8 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
                      "1×" if str(r["precision"]) == V.BASELINE and r["repeats_ok"] else
                      v(with_interval(r.get(stem), r.get(f"{stem}_low"), r.get(f"{stem}_high"),
                                        r.get(f"{stem}_n"), fmt=times)),
-                     v(num(float(mem) / div) if not missing(mem) else MISSING),
+                     (num(float(mem) / div) if not missing(mem) else
+                      "not measured" if r["repeats_ok"] else MISSING),
                      v(times(r.get("memory_ratio"))), str(r["status"])])
     notes = [f"Compared on {m.label}: {m.definition}. × fp32 is its ratio to strict fp32 in the "
              f"same set at the same setting; memory is torch.cuda.max_memory_allocated.",
@@ -87,7 +89,9 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
     for _, r in c[c["status"] == V.UNSUPPORTED].drop_duplicates(["label", "status_reason"]
                                                                 ).iterrows():
         notes.append(f"{r['label']}: {r['status_reason']}")
-    return Table(f"{experiment}: across GPUs", cols, rows,
+    sets = list(dict.fromkeys(c["label"]))
+    where = "across GPUs" if len(sets) > 1 else f"on {sets[0]}"
+    return Table(f"{experiment}: {where}", cols, rows,
                    align="llll" + "r" * (len(cols) - 5) + "l", notes=notes,
                    label=f"tab:compare:{experiment}")
 
@@ -175,7 +179,7 @@ def write_tables(c: pd.DataFrame, experiments: list[str], out_dir: Path) -> list
                                      else "No published reference was compared.\n"))
     written.append(atomic.write_text(files["md"],
                                      "".join(to_markdown(t, "##") + "\n" for t in built)))
-    written.append(atomic.write_text(files["tex"], "\n".join(to_latex(t) for t in built)))
+    written.append(atomic.write_text(files["tex"], to_latex_all(built)))
     return written
 
 

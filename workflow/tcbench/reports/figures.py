@@ -20,14 +20,19 @@ import numpy as np
 import pandas as pd
 
 from .. import resultset as RS
+from .. import stats
 from .. import vocabulary as V
 from ..analysis import diagnosis as D
 from ..analysis import throughput as TP
 from ..render.numbers import memory_unit, num
-from ..render.plot import (HEIGHT_IN, WIDTHS, Line2D, Patch, Ticks, figure_width,
-                           grouped_bars, legend, new_figure, note_figure, plt,
+from ..render.plot import (HEIGHT_IN, NO_RECORD, WIDTHS, Line2D, Patch, Ticks, figure_width,
+                           grouped_bars, interval_at, legend, new_figure, nothing_to_plot, plt,
                            present_precisions, save_as, setting_label, slot_width, slot_x,
                            style, value_axis)
+
+# why a slot has no record at all, where the study's plan (its matrix) is known
+NOT_IN_DESIGN, PLANNED = "not in design", "planned, no record"
+
 
 def experiment_rows(df: pd.DataFrame) -> pd.DataFrame:
     df = RS.order(df)
@@ -40,53 +45,96 @@ def groups_of(df):
     return list(dict.fromkeys(df["group"]))
 
 
+class Plan:
+    """Which cells of an experiment its study planned (the matrix's cell names without the
+    repeat), to say of a slot with no record whether the design never had it or it was
+    planned and did not run; ``planned=None`` where the plan is not known (a set's other
+    studies), and such a slot says only that there is no record."""
+
+    def __init__(self, metrics: pd.DataFrame, planned=None):
+        m = experiment_rows(metrics)
+        # a setting's part of a cell name: "amp-bf16_bs8192_compile-default_r1" -> after the
+        # precision, before the repeat
+        self.setting = {g: str(c).split("_", 1)[1].rsplit("_r", 1)[0]
+                        for g, c in zip(m["group"], m["cell"])}
+        self.planned = None if planned is None else set(planned)
+
+    def __call__(self, group: str, precision: str) -> str:
+        if self.planned is None or group not in self.setting:
+            return NO_RECORD
+        return PLANNED if f"{precision}_{self.setting[group]}" in self.planned else NOT_IN_DESIGN
+
+
 def _bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
-                scale=1.0, empty=None, extra=None, log=None):
+                scale=1.0, empty=None, extra=None, also=(), plan=None, slot="not measured"):
     df = df.copy()
-    cols = [value] + ([f"{interval}_low", f"{interval}_high"] if interval else [])
+    cols = [value] + ([f"{interval}_low", f"{interval}_high"] if interval else []) + list(also)
     for col in cols:
-        df[col] = pd.to_numeric(df[col], errors="coerce") * scale
-    if not df[value].notna().any():
-        return note_figure(empty or "no measurement", title, width), None
+        df[col] = pd.to_numeric(df.get(col), errors="coerce") * scale
+    if not df[[value, *also]].notna().any().any():
+        return nothing_to_plot(groups_of(df), present_precisions(df), slot,
+                               empty or "no measurement", title, width), None
     groups = groups_of(df)
     fig, ax = new_figure(len(groups) * len(present_precisions(df)), width)
-    if log is None:
-        value_axis(ax, pd.concat([df[c] for c in cols]))
+    value_axis(ax, pd.concat([df[c] for c in cols]))
     drawn = grouped_bars(ax, df, value, groups=groups, interval=f"{interval}" if interval
-                         else None, annotate=annotate)
+                         else None, annotate=annotate, absent=plan)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     legend(fig, drawn["precisions"], extra, drawn["intervals"])
     return fig, ax
 
 
-def fig_throughput(s, exp, width="auto"):
+def fig_throughput(s, exp, width="auto", plan=None):
     """Steady-state throughput in the unit the workload counts (tokens/s for a token workload,
     whose samples/s is in its tables)."""
     col = TP.main_column(s)
     fig, _ = _bar_figure(s, col, f"{TP.unit(col)} (steady state)",
-                         f"{exp}: training throughput", width, interval=col)
+                         f"{exp}: training throughput", width, interval=col, plan=plan)
     return fig
 
 
-def fig_warmup(s, exp, width="auto"):
-    fig, _ = _bar_figure(s, "time_to_steady_s", "time to first fast step (s)",
-                         f"{exp}: warm-up (autotuning, compile)", width,
-                         interval="time_to_steady_s",
-                         empty="no warm-up time in these records")
+MISS_MARK = dict(marker="D", markersize=3.2, mfc="white", mec="0.1", mew=0.8, ecolor="0.1",
+                 elinewidth=0.8, capsize=1.6, capthick=0.8, ls="none")
+
+
+def fig_warmup(s, exp, width="auto", plan=None):
+    """Median warm-up with its range (``stats.warmup``): bars over the runs that did not
+    miss the compile cache, a hollow diamond with its range for those that did."""
+    s = s.copy()
+    miss = V.WARMUP_MISS
+    cold, warm = (pd.to_numeric(s[c], errors="coerce").fillna(0) > 0 if c in s
+                  else pd.Series(False, index=s.index) for c in (f"{miss}_n", f"{V.WARMUP}_n"))
+    s["why_missing"] = np.where(cold & ~warm, "every run missed", "")
+    extra = [Line2D([], [], **{k: v for k, v in MISS_MARK.items()
+                               if k not in ("ecolor", "elinewidth", "capsize", "capthick")},
+                    label="cache miss")] if cold.any() else None
+    fig, ax = _bar_figure(s, V.WARMUP, "time to first fast step (s)",
+                          f"{exp}: warm-up (autotuning, compile)", width, interval=V.WARMUP,
+                          empty="no warm-up time in these records", extra=extra,
+                          also=(miss, f"{miss}_low", f"{miss}_high"), plan=plan)
+    if ax is None or not cold.any():
+        return fig
+    groups, precisions = groups_of(s), present_precisions(s)
+    n = len(precisions)
+    for _, r in s[cold].iterrows():
+        x = slot_x(groups.index(r["group"]), precisions.index(str(r["precision"])), n)
+        v, lo, hi = (float(r[c]) for c in (miss, f"{miss}_low", f"{miss}_high"))
+        yerr = [[v - lo], [hi - v]] if np.isfinite(lo) and np.isfinite(hi) else None
+        ax.errorbar(x, v, yerr=yerr, zorder=3, **MISS_MARK)
     return fig
 
 
-def fig_memory(s, exp, width="auto"):
+def fig_memory(s, exp, width="auto", plan=None):
     unit, div = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     fig, _ = _bar_figure(s, "max_memory_allocated_bytes", f"peak allocated ({unit})",
                          f"{exp}: peak memory", width, scale=1 / div, annotate=num,
                          empty="not measured: torch.cuda memory statistics exist only on "
-                               "CUDA devices")
+                               "CUDA devices", plan=plan)
     return fig
 
 
-def fig_speedup(sp, exp, width="auto"):
+def fig_speedup(sp, exp, width="auto", plan=None):
     """Throughput over strict fp32 at the same setting; for an experiment without fp32 cells
     (a knobs study), over the plain fp32 baseline instead (``analysis.speedup.plain_baselines``),
     which the axis label names."""
@@ -100,31 +148,41 @@ def fig_speedup(sp, exp, width="auto"):
         base = sp.dropna(subset=["plain_experiment"]).iloc[0]
         ylabel = f"× plain fp32 ({base['plain_experiment']}, bs {int(base['plain_batch_size'])})"
     sp = sp.rename(columns={col: "ratio", f"{col}_low": "ratio_low", f"{col}_high": "ratio_high",
-                            f"{col}_n": "ratio_n"})
+                            f"{col}_n": "ratio_n", f"{col}_interval": "ratio_interval"})
     fig, ax = _bar_figure(sp, "ratio", ylabel, f"{exp}: {what} (throughput)", width,
                           interval="ratio", annotate=lambda v: f"{num(v)}",
-                          empty="no fp32 run to compare with")
+                          empty="no speedup to draw: no fp32 run finished at any setting of "
+                                "this experiment, so no cell has a baseline", plan=plan,
+                          slot="no fp32")
     if ax is not None:
         ax.axhline(1.0, color="0.3", lw=0.8, ls="--", zorder=0.5)
     return fig
 
 
-def fig_tensor_cores(s, exp, width="auto"):
+# the shares' source: one repeat per cell, so they carry no interval
+ONE_REPEAT = "shares from one profiled repeat per cell"
+
+
+def fig_tensor_cores(s, exp, width="auto", plan=None):
     """Two quantities, two panels: the share of GPU kernel time in Tensor Core kernels (bars;
     a black tick marks the share of all matrix kernels, on any unit), and the share of wall
-    time the GPU had a kernel running (a low share means the host sets the pace)."""
+    time the GPU had a kernel running (a low share means the host sets the pace). Both come
+    from the one profiled repeat of each cell, so they carry no interval; the x axis says so."""
     s = s.copy()
     for c in ("tensor_core_share", "matmul_share", "gpu_busy_share"):
         s[c] = pd.to_numeric(s.get(c), errors="coerce") * 100
     title = f"{exp}: Tensor Cores and GPU busy"
+    groups, precisions = groups_of(s), present_precisions(s)
     if not s["tensor_core_share"].notna().any():
         gpu = pd.to_numeric(s.get("compute_capability"), errors="coerce").notna().any()
-        return note_figure(f"not measured: {D.why_unprofiled(gpu)}", title, width)
-    groups, precisions = groups_of(s), present_precisions(s)
+        return nothing_to_plot(groups, precisions, "not profiled",
+                               f"not measured: {D.why_unprofiled(gpu)}", title, width)
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(figure_width(len(groups) * len(precisions), width), HEIGHT_IN + 1.0),
         layout="constrained", sharex=True)
-    grouped_bars(top, s, "tensor_core_share", groups=groups, precisions=precisions)
+    s["why_missing"] = np.where(s["repeats_ok"].fillna(0) > 0, "not profiled", "")
+    grouped_bars(top, s, "tensor_core_share", groups=groups, precisions=precisions,
+                 absent=plan)
     n = len(precisions)
     for _, r in s.iterrows():
         if pd.notna(r["matmul_share"]):
@@ -134,52 +192,79 @@ def fig_tensor_cores(s, exp, width="auto"):
     top.set_ylim(0, 105)
     top.set_ylabel("Tensor Core\n% of kernel time")
     top.set_title(title)
-    grouped_bars(bottom, s, "gpu_busy_share", groups=groups, precisions=precisions)
+    grouped_bars(bottom, s, "gpu_busy_share", groups=groups, precisions=precisions,
+                 absent=plan)
     bottom.set_ylim(0, 105)
     bottom.set_ylabel("GPU busy\n% of wall time")
     bottom.axhline(50, color="0.3", lw=0.7, ls=":", zorder=0.5)
     for ax in (top, bottom):
         ax.yaxis.set_major_formatter(Ticks())
         ax.set_yticks([0, 25, 50, 75, 100])
+    bottom.set_xlabel(ONE_REPEAT, fontsize=6)
     legend(fig, precisions, [Line2D([], [], color="0.1", lw=1.0,
                                     label="all matrix kernels (any unit)")])
     return fig
 
 
-def fig_attribution(m, exp, width="auto"):
-    """Per step: compute (precision colour) with the wait for data stacked on top (grey,
-    hatched); means over the finished repeats. The seed's missing explanation of its MNIST
-    numbers: a step that waits for data cannot get faster with faster arithmetic."""
-    m = RS.order(m)
-    m = m.sort_values(["batch_size", *V.AXIS_NAMES, "precision"])
-    m["group"] = setting_label(m)
+def per_sample(m: pd.DataFrame) -> pd.DataFrame:
+    """Each finished run's steady time per sample (µs): computing, and waiting for data.
+    Per sample, not per step, so that settings with other batch sizes compare."""
     ok = m[m["status"] == V.OK].copy()
-    steady = (pd.to_numeric(ok["steps"]) - pd.to_numeric(ok["warmup_steps"])).clip(lower=1)
-    ok["wait_ms"] = pd.to_numeric(ok["data_wait_s"]) / steady * 1e3
-    ok["compute_ms"] = pd.to_numeric(ok["compute_s"]) / steady * 1e3
-    means = ok.groupby(["group", "precision"], observed=True, sort=False)[
-        ["wait_ms", "compute_ms"]].mean().reset_index()
+    samples = ((pd.to_numeric(ok["steps"]) - pd.to_numeric(ok["warmup_steps"])).clip(lower=1)
+               * pd.to_numeric(ok["batch_size"]))
+    ok["wait_us"] = pd.to_numeric(ok["data_wait_s"]) / samples * 1e6
+    ok["compute_us"] = pd.to_numeric(ok["compute_s"]) / samples * 1e6
+    ok["total_us"] = ok["wait_us"] + ok["compute_us"]
+    return ok
+
+
+def _attribution_cells(m: pd.DataFrame) -> pd.DataFrame:
+    ok = per_sample(m)
+    rows = []
+    for (g, p), c in ok.groupby(["group", "precision"], observed=True, sort=False):
+        rows.append({"group": g, "precision": p, "wait_us": stats.mean(c["wait_us"]),
+                     "compute_us": stats.mean(c["compute_us"])}
+                    | stats.estimate(c["total_us"]).as_dict("total_us"))
+    means = pd.DataFrame(rows, columns=["group", "precision", "wait_us", "compute_us",
+                                        "total_us", "total_us_low", "total_us_high",
+                                        "total_us_n"])
     cells = (m.groupby(["group", "precision"], observed=True, sort=False)
              .agg(status=("status", lambda st: V.OK if (st == V.OK).any() else st.iloc[0]),
                   repeats_ok=("status", lambda st: int((st == V.OK).sum())))
-             .reset_index().merge(means, on=["group", "precision"], how="left"))
-    title = f"{exp}: compute and data wait per step"
-    if not cells["compute_ms"].notna().any():
-        return note_figure("no finished run", title, width)
-    groups, precisions = list(dict.fromkeys(m["group"])), present_precisions(m)
+             .reset_index())
+    cells["precision"] = cells["precision"].astype(str)
+    means["precision"] = means["precision"].astype(str)
+    return cells.merge(means, on=["group", "precision"], how="left")
+
+
+def fig_attribution(m, exp, width="auto", plan=None):
+    """Per sample: compute (precision colour) with the wait for data stacked on top (grey,
+    hatched); means over the finished repeats, the interval of their sum on top. The seed's
+    missing explanation of its MNIST numbers: a step that waits for data cannot get faster
+    with faster arithmetic."""
+    m = experiment_rows(m)
+    cells = _attribution_cells(m)
+    title = f"{exp}: time per sample"
+    groups, precisions = groups_of(m), present_precisions(m)
+    if not cells["compute_us"].notna().any():
+        return nothing_to_plot(groups, precisions, "no finished run",
+                               "No run of this experiment finished, so there is no step "
+                               "time to divide.", title, width)
     fig, ax = new_figure(len(groups) * len(precisions), width)
-    grouped_bars(ax, cells, "compute_ms", groups=groups, precisions=precisions)
+    grouped_bars(ax, cells, "compute_us", groups=groups, precisions=precisions, absent=plan)
     n = len(precisions)
+    drawn = {"intervals": set()}
     for _, r in cells.iterrows():
-        if pd.notna(r["wait_ms"]) and pd.notna(r["compute_ms"]):
+        if pd.notna(r["wait_us"]) and pd.notna(r["compute_us"]):
             x = slot_x(groups.index(r["group"]), precisions.index(str(r["precision"])), n)
-            ax.bar(x, r["wait_ms"], bottom=r["compute_ms"], width=slot_width(n) * 0.92,
+            ax.bar(x, r["wait_us"], bottom=r["compute_us"], width=slot_width(n) * 0.92,
                    color="0.8", hatch="....", edgecolor="0.45", linewidth=0)
+            interval_at(ax, x, r, "total_us", drawn)
     ax.yaxis.set_major_formatter(Ticks())
-    ax.set_ylabel("time per step (ms)")
+    ax.set_ylabel("steady time per sample (µs)")
     ax.set_title(title)
     legend(fig, precisions, [Patch(facecolor="0.8", hatch="....", edgecolor="0.45",
-                                   label="waiting for data")])
+                                   label="waiting for data")], drawn["intervals"])
     return fig
 
 
@@ -200,10 +285,14 @@ def frames(metrics: pd.DataFrame, summary: pd.DataFrame, speedup: pd.DataFrame,
     return {"metrics": m, "summary": experiment_rows(s), "speedup": experiment_rows(sp)}
 
 
-def build(metrics, summary, speedup, exp: str, width: str = "auto", kinds=None) -> dict:
-    """The figures of one experiment, by kind (not yet saved)."""
+def build(metrics, summary, speedup, exp: str, width: str = "auto", kinds=None,
+          planned=None) -> dict:
+    """The figures of one experiment, by kind (not yet saved); ``planned``: the cells its
+    study planned (``Plan``), where known."""
     f = frames(metrics, summary, speedup, exp)
-    return {kind: KINDS[kind][1](f[KINDS[kind][0]], exp, width) for kind in kinds or KINDS}
+    plan = Plan(f["metrics"], planned)
+    return {kind: KINDS[kind][1](f[KINDS[kind][0]], exp, width, plan)
+            for kind in kinds or KINDS}
 
 
 def outputs_by_kind(exp: str, outputs) -> dict[str, list[Path]]:
@@ -240,11 +329,11 @@ def render(tables: Path, out_dir: Path, experiments: list[str] | None = None,
 
 
 def write(metrics: Path, summary: Path, speedup: Path, exp: str, outputs,
-          width: str = "auto") -> list[Path]:
+          width: str = "auto", planned=None) -> list[Path]:
     wanted = outputs_by_kind(exp, outputs)
     style()
     figs = build(RS.read_raw(metrics), RS.read_raw(summary), RS.read_raw(speedup), exp, width,
-                 [k for k in KINDS if k in wanted])
+                 [k for k in KINDS if k in wanted], planned)
     return [p for kind, fig in figs.items() for p in save_as(fig, wanted[kind])]
 
 
@@ -258,10 +347,13 @@ def main(argv=None) -> int:
                     help="the figure files to write")
     ap.add_argument("--width", choices=WIDTHS, default="auto",
                     help="one column (3.5 in), two columns (7 in), or by number of bars")
+    ap.add_argument("--planned", nargs="*", metavar="CELL",
+                    help="the cells the study planned for this experiment (cell names without "
+                         "the repeat): a slot with no record then says whether it was planned")
     args = ap.parse_args(argv)
     try:
         write(args.metrics, args.summary, args.speedup, args.experiment, args.outputs,
-              args.width)
+              args.width, args.planned)
     except (ValueError, FileNotFoundError) as exc:
         print(f"tcbench.reports.figures: error: {exc}", file=sys.stderr)
         return 2

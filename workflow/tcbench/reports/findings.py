@@ -17,8 +17,8 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
 from ..analysis import throughput as TP
-from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, times,
-                              with_interval)
+from ..render.numbers import (memory, missing, n_text, num, pct, percent, points, spread_prose,
+                              times, with_interval)
 from ..render.settings import changes, setting_text, shown_axes
 from .evidence import evidence
 
@@ -158,18 +158,22 @@ def fp8_against_bf16(x: Findings) -> list[str]:
 
 
 def warmup(x: Findings) -> list[str]:
-    """Warm-up, on its own: in no speedup."""
+    """Warm-up, on its own: in no speedup; a median with its range, the runs whose compile
+    cache missed apart (``stats.warmup``)."""
     f = x.fastest
-    warm = f.get("time_to_steady_s")
-    if missing(warm):
+    warm = stats.from_row(f, V.WARMUP)
+    if warm.value is None:
         return []
     base = x.fp32[(x.fp32["batch_size"] == f["batch_size"])]
     s = (f"**Warm-up** (time to the first fast step: autotuning, compilation; not part of "
-         f"any speedup): {num(warm)} s for the fastest configuration")
-    if len(base) and not missing(base["time_to_steady_s"].iloc[0]) and \
-            f["precision"] != V.BASELINE:
-        s += f", {num(base['time_to_steady_s'].iloc[0])} s for fp32 at batch size " \
-             f"{int(f['batch_size'])}"
+         f"any speedup): {spread_prose(warm)} for the fastest configuration")
+    miss = stats.from_row(f, V.WARMUP_MISS)
+    if miss.value is not None:
+        s += f" and {spread_prose(miss)} where its compile cache missed"
+    if len(base) and f["precision"] != V.BASELINE and \
+            stats.from_row(base.iloc[0], V.WARMUP).value is not None:
+        s += f", {spread_prose(stats.from_row(base.iloc[0], V.WARMUP))} for fp32 at batch " \
+             f"size {int(f['batch_size'])}"
     return [s + "."]
 
 

@@ -26,18 +26,30 @@ from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
 from ..analysis import throughput as TP
-from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, memory_unit, missing, num,
-                              pct, percent, points, times, with_interval)
-from ..render.settings import changes, setting_text, shown_axes
-from ..render.table import Table, to_latex, to_markdown, write_formats, write_markdown
+from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # noqa: F401
+                              WARMUP_MISS_HEAD, WARMUP_NOTE, has_misses, memory_unit, missing,
+                              num, pct, percent, points, times, warmup_text, with_interval)
+from ..render.settings import setting_text, shown_axes
+from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
+from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
 
 
-def _no_value(row, text: str) -> str:
-    """A cell with no number: "n/a" where the run finished but has no such measurement; a
+def _no_value(row, text: str, why: str = "not measured") -> str:
+    """A cell with no number: ``why`` where the run finished but has no such measurement; a
     dash where the run did not finish (the status column says why)."""
     if text != MISSING:
         return text
-    return "n/a" if row.get("repeats_ok", 0) else MISSING
+    return why if row.get("repeats_ok", 0) else MISSING
+
+
+def _miss_cell(r) -> str:
+    """The warm-up of a cell's compile-cache misses, or why it has none."""
+    if not r.get("repeats_ok"):
+        return MISSING
+    text = warmup_text(r, V.WARMUP_MISS)
+    if text != MISSING:
+        return text
+    return "not compiled" if str(r.get("compile", "off")) == "off" else "no miss"
 
 
 def n_status(r) -> str:
@@ -88,8 +100,10 @@ class Experiment:
 def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
     mem = r.get("max_memory_allocated_bytes")
     div = GIB if unit == "GiB" else MIB
+    ratio = e.ratio(r).get("memory_ratio")
     return [num(float(mem) / div) if not missing(mem) else MISSING,
-            times(e.ratio(r).get("memory_ratio")) if str(r["precision"]) != V.BASELINE
+            times(ratio) if str(r["precision"]) != V.BASELINE and not missing(ratio)
+            else "no fp32" if str(r["precision"]) != V.BASELINE and not missing(mem)
             else "1×" if not missing(mem) else MISSING]
 
 
@@ -98,7 +112,7 @@ def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str
              f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
              f"same setting; first fast step is the time to the end of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
-             INTERVAL_NOTE]
+             INTERVAL_NOTE, WARMUP_NOTE]
     if TP.TOKENS in speeds:
         notes.append(f"A sample is one sequence: tokens/s is samples/s times its "
                      f"{_tokens_text(e.rows)} tokens ({V.metric(TP.TOKENS).definition}).")
@@ -123,15 +137,17 @@ def speed_table(e: Experiment) -> Table:
     unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     has_mem = s["max_memory_allocated_bytes"].notna().any()
     speeds = TP.columns(s)  # samples/s, and tokens/s for a token workload
-    cols = ["setting", "precision", "n", *map(TP.unit, speeds), "× fp32",
-            "first fast step (s)"]
+    misses = has_misses(s)
+    cols = ["setting", "precision", "n", *map(TP.unit, speeds), "× fp32", WARMUP_HEAD]
+    cols += [WARMUP_MISS_HEAD] if misses else []
     cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
                  *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                                  r.get(f"{V.HEADLINE}_n")) for c in speeds),
-                 speedup_text(e.ratio(r), r), num(r.get("time_to_steady_s"))]
+                 speedup_text(e.ratio(r), r), warmup_text(r)]
+        cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit) if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
     return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
@@ -174,15 +190,19 @@ def evidence_table(e: Experiment) -> Table:
                  percent(r.get("gpu_busy_share")), percent(r.get("data_wait_share")),
                  percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
                  diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
-        rows.append([_no_value(r, c) if i > 1 else c for i, c in enumerate(cells)])
-    notes = [f"Result set {e.run}, means over the finished repeats; shares are of GPU kernel "
+        rows.append([_no_value(r, c, "not profiled" if i in (2, 3, 4) else "not measured")
+                     if i > 1 else c for i, c in enumerate(cells)])
+    gpu = pd.to_numeric(e.rows.get("compute_capability"), errors="coerce").notna().any()
+    notes = [f"Result set {e.run}, means over the finished repeats; 'not profiled': "
+             f"{diagnosis.why_unprofiled(gpu)}; shares are of GPU kernel "
              f"time (Tensor Core, matmul) or of wall time (GPU busy: the profile's kernel time "
              f"per step over the timed steps' median step; data wait), from one profiled repeat "
              f"per cell (torch.profiler, after the timed steps). MFU is achieved "
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
              f"NVML's counter over the steady steps.",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
-                                        diagnosis.NAMES.items() if k) + " (tcbench.analysis.diagnosis)."]
+                                        diagnosis.NAMES.items())
+             + " (tcbench.analysis.diagnosis)."]
     if e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any():
         notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
     return Table(e.title("where the time goes"), cols, rows,
@@ -234,77 +254,6 @@ def speedup_table(sp: pd.DataFrame) -> Table:
                  notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
 
 
-def _changed(r) -> str:
-    """What differs from the plain fp32 baseline besides precision, from its value to ours."""
-    if missing(r.get("baseline_experiment")):
-        return MISSING
-    return ", ".join(changes(r, "baseline_")) or "nothing"
-
-
-def _fair(r) -> tuple[str, str]:
-    """The fastest against its one baseline at the same setting, and the claim."""
-    if not missing(r.get("fair_baseline")):
-        text = with_interval(r.get("fair_ratio"), r.get("fair_low"), r.get("fair_high"),
-                             r.get("fair_n"), fmt=times) + f" {r['fair_baseline']}"
-        if str(r["fair_baseline"]) != V.BASELINE and not missing(r.get("speedup")):
-            text += "; " + with_interval(r["speedup"], r.get("speedup_low"),
-                                         r.get("speedup_high"), r.get("speedup_n"),
-                                         fmt=times) + f" {V.BASELINE}"
-        return text, stats.CLAIM_SHORT[str(r["fair_claim"])]
-    if str(r["precision"]) != V.BASELINE:
-        return f"{MISSING} (no {V.BASELINE} cell at this setting)", ""
-    return (f"{MISSING} (no reduced precision was faster)" if _true(r.get("reduced_ran"))
-            else f"{MISSING} (only {V.BASELINE} ran)"), ""
-
-
-def _true(v) -> bool:
-    return v is True or str(v) == "True"
-
-
-def _overall(r) -> str:
-    if missing(r.get("baseline_experiment")):
-        return f"{MISSING} (no plain {V.BASELINE} cell)"
-    if str(r["precision"]) == V.BASELINE and _changed(r) == "nothing":
-        return f"{MISSING} (it is the baseline)"
-    text = with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
-                         r.get("gain_n"), fmt=times)
-    # where other knobs changed too, the overall ratio gets its own claim
-    return text if _changed(r) == "nothing" or missing(r.get("gain_claim")) else \
-        f"{text}, {stats.CLAIM_SHORT[str(r['gain_claim'])]}"
-
-
-def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
-    axes = [] if missing(r.get("setting_axes")) else \
-        [a for a in str(r["setting_axes"]).split(",") if a]
-    name = str(r.get("experiment", r["workload"]))
-    name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
-    fair, said = _fair(r)
-    return [name, f"{r['precision']}, {setting_text(r, axes)}",
-            *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
-                            r.get("repeats_ok")) for c in speeds),
-            fair, said, _overall(r),
-            MISSING if missing(r.get("baseline_batch_size")) else
-            f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}", _changed(r),
-            times(r.get("memory_ratio")), num(r.get("time_to_steady_s"))]
-
-
-def best_table(b: pd.DataFrame) -> Table:
-    """Per experiment and model: the fastest configuration, against its baseline at the same
-    setting (the fair figure, ``analysis.best``) and against the plain fp32 one, with what
-    else changed on the way."""
-    speeds = TP.columns(b)
-    cols = ["experiment", "fastest configuration", *map(TP.unit, speeds), "× at the same setting",
-            "claim", "× plain fp32", "plain fp32 baseline", "changed besides precision",
-            "memory × baseline", "first fast step (s)"]
-    return Table("Fastest configuration per experiment: against its baseline at the same "
-                 "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "
-                 "plain fp32 baseline (strict fp32, eager, contiguous, no CUDA graphs; its own "
-                 "experiment's where it has one), which also credits every other change",
-                 cols, [_best_row(r, speeds) for _, r in b.iterrows()],
-                 align="ll" + "r" * len(speeds) + "rlrllrr",
-                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
-
-
 # ----------------------------------------------------------------------------------- driver
 def write_experiment(summary, speedup, experiment: str, paths: dict[str, Path]) -> list[Path]:
     """One experiment's tables, in each format of ``paths`` (md / tex / html)."""
@@ -320,7 +269,7 @@ def write_combined(summary, speedup, md: Path | None, tex: Path | None) -> list[
         written.append(atomic.write_text(md, "".join(to_markdown(t, "##") + "\n"
                                                      for t in built)))
     if tex is not None:
-        written.append(atomic.write_text(tex, "\n".join(to_latex(t) for t in built)))
+        written.append(atomic.write_text(tex, to_latex_all(built)))
     return written
 
 

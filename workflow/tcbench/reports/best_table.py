@@ -1,0 +1,86 @@
+"""The set's best table (``best.md``): per experiment and model, the fastest configuration
+against its baseline at the same setting (the fair figure, ``analysis.best``) and against the
+plain fp32 one, with what else changed on the way."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+from ..analysis import throughput as TP
+from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, missing, times,
+                              warmup_text, with_interval)
+from ..render.settings import changes, setting_text
+from ..render.table import Table
+
+
+def _changed(r) -> str:
+    """What differs from the plain fp32 baseline besides precision, from its value to ours."""
+    if missing(r.get("baseline_experiment")):
+        return MISSING
+    return ", ".join(changes(r, "baseline_")) or "nothing"
+
+
+def _fair(r) -> tuple[str, str]:
+    """The fastest against its one baseline at the same setting, and the claim."""
+    if not missing(r.get("fair_baseline")):
+        text = with_interval(r.get("fair_ratio"), r.get("fair_low"), r.get("fair_high"),
+                             r.get("fair_n"), fmt=times) + f" {r['fair_baseline']}"
+        if str(r["fair_baseline"]) != V.BASELINE and not missing(r.get("speedup")):
+            text += "; " + with_interval(r["speedup"], r.get("speedup_low"),
+                                         r.get("speedup_high"), r.get("speedup_n"),
+                                         fmt=times) + f" {V.BASELINE}"
+        return text, stats.CLAIM_SHORT[str(r["fair_claim"])]
+    if str(r["precision"]) != V.BASELINE:
+        return f"{MISSING} (no {V.BASELINE} cell at this setting)", ""
+    return (f"{MISSING} (no reduced precision was faster)" if _true(r.get("reduced_ran"))
+            else f"{MISSING} (only {V.BASELINE} ran)"), ""
+
+
+def _true(v) -> bool:
+    return v is True or str(v) == "True"
+
+
+def _overall(r) -> str:
+    if missing(r.get("baseline_experiment")):
+        return f"{MISSING} (no plain {V.BASELINE} cell)"
+    if str(r["precision"]) == V.BASELINE and _changed(r) == "nothing":
+        return f"{MISSING} (it is the baseline)"
+    text = with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
+                         r.get("gain_n"), fmt=times)
+    # where other knobs changed too, the overall ratio gets its own claim
+    return text if _changed(r) == "nothing" or missing(r.get("gain_claim")) else \
+        f"{text}, {stats.CLAIM_SHORT[str(r['gain_claim'])]}"
+
+
+def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
+    axes = [] if missing(r.get("setting_axes")) else \
+        [a for a in str(r["setting_axes"]).split(",") if a]
+    name = str(r.get("experiment", r["workload"]))
+    name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
+    fair, said = _fair(r)
+    return [name, f"{r['precision']}, {setting_text(r, axes)}",
+            *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                            r.get("repeats_ok")) for c in speeds),
+            fair, said, _overall(r),
+            MISSING if missing(r.get("baseline_batch_size")) else
+            f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}", _changed(r),
+            times(r.get("memory_ratio")), warmup_text(r)]
+
+
+def best_table(b: pd.DataFrame) -> Table:
+    """Per experiment and model: the fastest configuration, against its baseline at the same
+    setting (the fair figure, ``analysis.best``) and against the plain fp32 one, with what
+    else changed on the way."""
+    speeds = TP.columns(b)
+    cols = ["experiment", "fastest configuration", *map(TP.unit, speeds), "× at the same setting",
+            "claim", "× plain fp32", "plain fp32 baseline", "changed besides precision",
+            "memory × baseline", WARMUP_HEAD]
+    return Table("Fastest configuration per experiment: against its baseline at the same "
+                 "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "
+                 "plain fp32 baseline (strict fp32, eager, contiguous, no CUDA graphs; its own "
+                 "experiment's where it has one), which also credits every other change",
+                 cols, [_best_row(r, speeds) for _, r in b.iterrows()],
+                 align="ll" + "r" * len(speeds) + "rlrllrr",
+                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE])
