@@ -517,3 +517,15 @@ def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
     # a set without the crossover study or a transformer in FP8 has no such section
     assert not any(s.title == "FP8 on this GPU" for s in build(
         repeats("fast", "fp32", [1000, 1010, 990])).sections)
+
+
+def test_an_old_fp8_record_whose_listed_kernels_hold_none_of_the_split_says_so():
+    rows = [*repeats("fp8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
+            *with_(repeats("fp8", "fp8-tensorwise", [900, 910, 890], tc=0.14, mm=0.15,
+                           busy=0.2),
+                   fp8_gemm_share=0.0, other_tensor_core_share=0.0, fp8_scaling_share=0.0,
+                   kernel_classes_from="top kernels", kernel_classes_coverage=0.39)]
+    text = section(build(rows), "fp8")
+    assert "**FP8 kernel time:** in fp8-tensorwise at batch size 512, not split: none of the " \
+           "kernels the record lists is an FP8 GEMM" in text, text
+    assert "at least 0%" not in text

@@ -100,6 +100,11 @@ def fp8_split(row, what: str) -> str | None:
     tc, mm = _f(row, "tensor_core_share") or 0.0, _f(row, "matmul_share") or 0.0
     partial = str(row.get("kernel_classes_from")) == "top kernels"
     outside = tc - fp8 - (other or 0.0) if partial else 0.0
+    if partial and max(fp8, other or 0.0, scaling or 0.0) < 0.005:
+        # no listed kernel is of the three kinds: lower bounds of 0% would say nothing
+        return (f"**FP8 kernel time:** in {what}, not split: none of the kernels the record "
+                f"lists is an FP8 GEMM, another Tensor Core GEMM or a scaling kernel "
+                f"({SPLIT_NOTE.format(percent(row.get('kernel_classes_coverage')))}).")
     least, least_tc = ("at least " if partial else ""), ("at least " if outside >= 0.005 else "")
     s = (f"**FP8 kernel time:** in {what}, FP8 GEMMs took {least_tc}{percent(fp8)} of GPU "
          f"kernel time, Tensor Core GEMMs in other types (bf16, fp16, tf32) "
