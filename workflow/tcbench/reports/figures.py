@@ -195,14 +195,17 @@ def fig_tensor_cores(s, exp, width="auto", plan=None):
     grouped_bars(bottom, s, "gpu_busy_share", groups=groups, precisions=precisions,
                  absent=plan)
     bottom.set_ylim(0, 105)
-    bottom.set_ylabel("GPU busy\n% of wall time")
-    bottom.axhline(50, color="0.3", lw=0.7, ls=":", zorder=0.5)
+    bottom.set_ylabel("GPU busy\n% of timed steps")
+    # above the bars and the grid (a grid line sits at 50 too and hid it)
+    bottom.axhline(50, color="0.15", lw=0.9, ls="--", zorder=3)
     for ax in (top, bottom):
         ax.yaxis.set_major_formatter(Ticks())
         ax.set_yticks([0, 25, 50, 75, 100])
     bottom.set_xlabel(ONE_REPEAT, fontsize=6)
     legend(fig, precisions, [Line2D([], [], color="0.1", lw=1.0,
-                                    label="all matrix kernels (any unit)")])
+                                    label="all matrix kernels (any unit)"),
+                             Line2D([], [], color="0.15", lw=0.9, ls="--",
+                                    label="50% busy")])
     return fig
 
 
