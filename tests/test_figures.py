@@ -407,3 +407,16 @@ def test_a_figure_with_nothing_to_draw_keeps_its_axes_and_says_why(gpu_tables):
     assert texts.count("no fp32") == len(sp) and any("no fp32 run finished" in t for t in texts)
     assert fig.legends and figure_text.problems(fig) == []
     P.plt.close("all")
+
+
+def test_an_fp32_only_experiment_draws_no_speedup_bar(gpu_tables):
+    """fp32 over fp32 is 1.00 by definition: an experiment that ran only fp32 (zoo_timm) gets
+    its axes and the reason, not one 1.00 bar that looks like a result."""
+    P.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    sp = sp[sp["precision"].astype(str) == "fp32"]
+    fig = F.fig_speedup(sp, "only_fp32")
+    assert not [p for p in fig.axes[0].patches if p.get_height() > 0]
+    assert any("only strict fp32 ran" in t for t in _texts(fig))
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")

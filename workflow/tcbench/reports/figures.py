@@ -139,6 +139,12 @@ def fig_speedup(sp, exp, width="auto", plan=None):
     (a knobs study), over the plain fp32 baseline instead (``analysis.speedup.plain_baselines``),
     which the axis label names."""
     sp = sp.copy()
+    if (sp["precision"].astype(str) == V.BASELINE).all():
+        # fp32 against itself is 1.00 by definition: a bar of it would only look like a result
+        return nothing_to_plot(groups_of(sp), present_precisions(sp), "the baseline",
+                               "no speedup to draw: only strict fp32 ran in this experiment, "
+                               "so there is no reduced precision to compare",
+                               f"{exp}: speedup over fp32 (throughput)", width)
     same = sp["speedup"].notna() & (sp["precision"].astype(str) != V.BASELINE)
     if same.any() or not sp["gain"].notna().any():
         col, ylabel, what = "speedup", "× fp32, same setting", "speedup over fp32"
