@@ -395,12 +395,19 @@ def test_best_compares_like_with_like():
     assert only["× plain fp32"] == "– (no plain fp32 cell)"
 
 
+def fp8_against_bf16(exp, mode, thrs, split, source, coverage, *, tc, busy, mm=None):
+    """An amp-bf16 cell and an FP8 one whose kernel split (FP8 GEMM, other Tensor Core,
+    scaling) came from ``source`` ("all kernels", or an older record's "top kernels")."""
+    return [*repeats(exp, "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
+            *with_(repeats(exp, mode, thrs, tc=tc, mm=tc if mm is None else mm, busy=busy),
+                   **dict(zip(("fp8_gemm_share", "other_tensor_core_share",
+                               "fp8_scaling_share"), split)),
+                   kernel_classes_from=source, kernel_classes_coverage=coverage)]
+
+
 def test_an_fp8_cell_splits_its_kernel_time_three_ways():
-    rows = [*repeats("fp8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
-            *with_(repeats("fp8", "fp8-rowwise", [1300, 1310, 1290], tc=0.52, mm=0.52,
-                           busy=0.95),
-                   fp8_gemm_share=0.47, other_tensor_core_share=0.05, fp8_scaling_share=0.2,
-                   kernel_classes_from="all kernels", kernel_classes_coverage=1.0)]
+    rows = fp8_against_bf16("fp8", "fp8-rowwise", [1300, 1310, 1290], (0.47, 0.05, 0.2),
+                            "all kernels", 1.0, tc=0.52, busy=0.95)
     text = section(build(rows), "fp8")
     assert "**FP8 kernel time:** in fp8-rowwise at batch size 512, FP8 GEMMs took 47% of GPU " \
            "kernel time, Tensor Core GEMMs in other types (bf16, fp16, tf32) 5% and the " \
@@ -427,11 +434,8 @@ def test_the_bottleneck_uses_the_busy_share_of_the_timed_steps():
 def test_an_old_fp8_record_splits_its_listed_kernels_and_says_so():
     # the record lists its longest kernels (80% of kernel time): every Tensor Core kernel is
     # among them (FP8 GEMMs 50% = the Tensor Core share), scaling kernels may hide in the rest
-    rows = [*repeats("old8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
-            *with_(repeats("old8", "fp8-tensorwise", [1300, 1310, 1290], tc=0.5, mm=0.5,
-                           busy=0.95),
-                   fp8_gemm_share=0.5, other_tensor_core_share=0.0, fp8_scaling_share=0.2,
-                   kernel_classes_from="top kernels", kernel_classes_coverage=0.8)]
+    rows = fp8_against_bf16("old8", "fp8-tensorwise", [1300, 1310, 1290], (0.5, 0.0, 0.2),
+                            "top kernels", 0.8, tc=0.5, busy=0.95)
     text = section(build(rows), "old8")
     assert "FP8 GEMMs took 50% of GPU kernel time, Tensor Core GEMMs in other types (bf16, " \
            "fp16, tf32) 0% and the scaling around the FP8 GEMMs (amax, scale and cast kernels) " \
@@ -520,11 +524,8 @@ def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
 
 
 def test_an_old_fp8_record_whose_listed_kernels_hold_none_of_the_split_says_so():
-    rows = [*repeats("fp8", "amp-bf16", [1000, 1010, 990], tc=0.75, mm=0.75, busy=0.95),
-            *with_(repeats("fp8", "fp8-tensorwise", [900, 910, 890], tc=0.14, mm=0.15,
-                           busy=0.2),
-                   fp8_gemm_share=0.0, other_tensor_core_share=0.0, fp8_scaling_share=0.0,
-                   kernel_classes_from="top kernels", kernel_classes_coverage=0.39)]
+    rows = fp8_against_bf16("fp8", "fp8-tensorwise", [900, 910, 890], (0.0, 0.0, 0.0),
+                            "top kernels", 0.39, tc=0.14, mm=0.15, busy=0.2)
     text = section(build(rows), "fp8")
     assert "**FP8 kernel time:** in fp8-tensorwise at batch size 512, not split: none of the " \
            "kernels the record lists is an FP8 GEMM" in text, text
