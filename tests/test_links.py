@@ -35,3 +35,10 @@ def test_a_link_outside_the_clone_is_caught(tmp_path):
     (tmp_path / "a.md").write_text("see [the seeds](../shared/seeds/) and ![f](figs/x.svg)\n"
                                    "```\n[in code](nowhere.md)\n```\n[web](https://x.org/a)\n")
     assert list(broken(tmp_path / "a.md")) == ["../shared/seeds/", "figs/x.svg"]
+
+
+def test_docs_index_names_every_test_file():
+    """tests/README.md's table says what each test file covers: a new file must be named."""
+    index = (REPO / "tests" / "README.md").read_text()
+    missing = [p.name for p in sorted((REPO / "tests").glob("test_*.py")) if p.name not in index]
+    assert not missing, f"tests/README.md does not name {missing}"
