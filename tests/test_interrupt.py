@@ -3,6 +3,7 @@ the missing records while the finished ones stay as they are, byte for byte and 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import re
@@ -157,13 +158,17 @@ def test_ctrl_c_to_snakemake_alone_then_a_plain_rerun_completes(workflow_copy):
     incomplete. The default profile's rerun-incomplete makes the plain rerun make it again
     instead of refusing with IncompleteFilesException."""
     wd = workflow_copy
-    (wd / "config" / "kill.yaml").write_text(yaml.safe_dump(CONFIG))
+    # each job times >= 2 s: a forked job is otherwise over in a fraction of a second, and the
+    # signal would land between jobs (whichever Snakemake starts first: the order is its own)
+    config = copy.deepcopy(CONFIG)
+    config["experiments"][0]["params"]["min_timed_s"] = 2.0
+    (wd / "config" / "kill.yaml").write_text(yaml.safe_dump(config))
     records = wd / "results" / "kill" / "records"
-    first_log = wd / "logs" / "kill" / "train" / "tiny" / "fp32_bs8_r1.log"
+    logs = wd / "logs" / "kill" / "train" / "tiny"
     proc = start_snakemake(wd, "--cores", "1", "--configfile", "config/kill.yaml", env={})
     try:
         deadline = time.monotonic() + 240
-        while not first_log.exists():  # the first job has started (its shell opened the log)
+        while not list(logs.glob("*.log")):  # the first job has started (its shell opened its log)
             assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()
             time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
