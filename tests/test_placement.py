@@ -18,7 +18,7 @@ def test_slices_per_gpu_are_disjoint_and_prefer_the_gpus_own_cpus():
 
 def test_pinned_puts_the_training_thread_alone_and_helpers_elsewhere_then_releases():
     before = os.sched_getaffinity(0)
-    where = PL.place("pinned")
+    where = PL.place("pinned", "cuda")  # a GPU job: its training thread alone
     try:
         assert os.sched_getaffinity(0) == set(where["training_thread_cpus"])
         seen = []
@@ -38,7 +38,7 @@ def test_a_cpu_jobs_training_thread_keeps_the_whole_set_for_its_intra_op_threads
     """On the CPU the training thread's intra-op pool does the work, and threads inherit the
     affinity of the thread that starts them: one CPU for it would leave the job one core."""
     before = os.sched_getaffinity(0)
-    where = PL.place("pinned", host_compute=True)
+    where = PL.place("pinned", "cpu")
     try:
         assert where["training_thread_cpus"] == where["cpu_set"] == where["helper_cpus"]
         assert os.sched_getaffinity(0) == set(where["cpu_set"])

@@ -110,12 +110,12 @@ def neighbours(directory: Path | None = None, locks_text: str | None = None) -> 
     return out
 
 
-def place(mode: str, host_compute: bool = False) -> dict:
+def place(mode: str, device: str = "auto") -> dict:
     """Pin this job (``mode`` ``pinned``) or leave it (``os``); the record's ``placement``.
 
-    ``host_compute``: the job trains on the CPU itself (no GPU). Its training thread then keeps
-    the whole CPU set: torch's intra-op threads, which do the work, start from it and inherit
-    its affinity, so one CPU for it would leave a CPU job a single core."""
+    A job that trains on the CPU itself (``device`` cpu, or auto on a host without a GPU) keeps
+    the whole CPU set for its training thread: torch's intra-op threads, which do its work,
+    start from it and inherit its affinity, so one CPU for it would leave the job one core."""
     if mode not in PLACEMENTS:
         raise ValueError(f"cpu_placement={mode!r}; choose one of {', '.join(PLACEMENTS)}")
     held = gpus.held()
@@ -132,7 +132,7 @@ def place(mode: str, host_compute: bool = False) -> dict:
         cpus = slot_cpus(allowed, gpu_local_cpus(index), slot, max(len(found), 1))
         pin_process(cpus)
         global _HELPERS
-        if host_compute:
+        if device == "cpu" or (device == "auto" and not found):
             _HELPERS = set(cpus)
             training = helpers = cpus
         else:

@@ -335,12 +335,8 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
 
     phases.mark("imports")
     spec = parse_spec(spec)
-    # before CUDA starts its threads; a CPU job's training thread keeps every CPU of its set
-    # (NVML's discovery, not torch.cuda, decides: asking torch would initialise the driver)
-    from . import gpus
-
-    on_host = spec["device"] == "cpu" or not gpus.discover()
-    where = placement.place(spec["params"]["cpu_placement"], host_compute=on_host)
+    # before CUDA starts its threads
+    where = placement.place(spec["params"]["cpu_placement"], spec["device"])
     phases.mark("cpu_placement")
     try:
         job = Job(spec, phases)
