@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import stats
+from .. import vocabulary as V
 from ..analysis.noisy import noisy_cells
 from ..render.settings import shown_axes
 from .findings import Section, config
@@ -17,7 +18,7 @@ TITLE = "How precise the numbers are"
 def section(summary: pd.DataFrame) -> Section | None:
     """None where there is no ok cell at all; else the count of precise cells and one sentence
     per experiment naming its noisy cells."""
-    ok = summary[summary["status"] == "ok"]
+    ok = summary[summary["status"] == V.OK]
     if ok.empty:
         return None
     found = noisy_cells(summary)
@@ -26,8 +27,9 @@ def section(summary: pd.DataFrame) -> Section | None:
         return Section(TITLE, [f"Every one of the {len(ok)} finished configurations has its "
                                f"throughput within {limit} (95% CI)."])
     out = [f"{len(ok) - len(found)} of the {len(ok)} finished configurations have their "
-           f"throughput within {limit} (95% CI); the other {len(found)} are too noisy to be "
-           "precise, and a claim about them holds only where its own interval clears it:"]
+           f"throughput within {limit} (95% CI); the other {len(found)} have no interval "
+           "(n < 3) or a wider one, so a claim about them holds only where its own interval "
+           "clears it:"]
     for exp in dict.fromkeys(found["experiment"]):
         cells = found[found["experiment"] == exp]
         axes = shown_axes(summary[summary["experiment"] == exp])
