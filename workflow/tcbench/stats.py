@@ -214,6 +214,11 @@ def relative_range(values: Iterable) -> float:
     return float((x.max() - x.min()) / x.mean()) if len(x) > 1 else 0.0
 
 
+def flag(v) -> bool:
+    """A yes/no column as read back from a CSV (True, or the text "True")."""
+    return v is True or str(v) == "True"
+
+
 def finite(v) -> float | None:
     try:
         f = float(v)

@@ -29,6 +29,7 @@ cell can run its GEMMs on Tensor Cores and still spend most of its kernel time a
 from __future__ import annotations
 
 from ..stats import finite as _num
+from ..stats import flag
 
 BUSY_LOW = 0.5       # GPU-busy share of the timed steps below which the host sets the pace
 CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
@@ -47,10 +48,6 @@ SHORT = {"input": "input", "host": "host/launch", "tensor": "Tensor Cores",
          None: "not profiled"}
 
 
-def _true(v) -> bool:
-    return v is True or str(v) == "True"
-
-
 def kernel_kinds(row) -> dict[str, float] | None:
     """The kernel time split three ways (``tensor``, ``simt``, ``non_matrix``); None without
     a profile. Without a matrix share, the Tensor Core share and the rest."""
@@ -63,7 +60,7 @@ def kernel_kinds(row) -> dict[str, float] | None:
 
 
 def bottleneck(row) -> str | None:
-    if _true(row.get("input_bound")):
+    if flag(row.get("input_bound")):
         return "input"
     busy, kinds = _num(row.get("gpu_busy_share")), kernel_kinds(row)
     if busy is None or kinds is None:

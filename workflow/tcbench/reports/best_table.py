@@ -34,12 +34,8 @@ def _fair(r) -> tuple[str, str]:
         return text, stats.CLAIM_SHORT[str(r["fair_claim"])]
     if str(r["precision"]) != V.BASELINE:
         return f"{MISSING} (no {V.BASELINE} cell at this setting)", ""
-    return (f"{MISSING} (no reduced precision was faster)" if _true(r.get("reduced_ran"))
+    return (f"{MISSING} (no reduced precision was faster)" if stats.flag(r.get("reduced_ran"))
             else f"{MISSING} (only {V.BASELINE} ran)"), ""
-
-
-def _true(v) -> bool:
-    return v is True or str(v) == "True"
 
 
 def _overall(r) -> str:
