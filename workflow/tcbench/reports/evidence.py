@@ -11,6 +11,7 @@ from __future__ import annotations
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..render.numbers import missing, percent
+from ..stats import finite
 
 # matrix kernels the classifier does not place on Tensor Cores: SIMT ones, and ones whose
 # (mangled or truncated) names do not show the unit
@@ -19,14 +20,10 @@ SPLIT_NOTE = ("the record lists only its longest kernels ({} of kernel time), so
               "kernels among the rest are not counted")
 
 
-def _f(row, col) -> float | None:
-    v = row.get(col)
-    return None if missing(v) else float(v)
-
-
 def busy_text(row) -> str:
     """The GPU's busy share, said as the figure it is."""
-    busy, under = _f(row, "gpu_busy_share"), _f(row, "gpu_busy_share_under_profiler")
+    busy = finite(row.get("gpu_busy_share"))
+    under = finite(row.get("gpu_busy_share_under_profiler"))
     source = row.get("gpu_busy_share_source")
     if not missing(source) and str(source).startswith("profiled"):
         return (f"{percent(busy)} of the profiled steps' wall time (the record has no figure "
@@ -93,11 +90,11 @@ def fp8_split(row, what: str) -> str | None:
     types, the FP8 scaling (amax, scale, cast) and the rest. From an older record's listed
     kernels the two Tensor Core shares are exact where the listed Tensor Core kernels hold all
     of its Tensor Core time; the scaling share is a lower bound, the rest an upper one."""
-    fp8, other = _f(row, "fp8_gemm_share"), _f(row, "other_tensor_core_share")
-    scaling = _f(row, "fp8_scaling_share")
+    fp8, other = finite(row.get("fp8_gemm_share")), finite(row.get("other_tensor_core_share"))
+    scaling = finite(row.get("fp8_scaling_share"))
     if str(row["precision"]) not in claims.FP8 or fp8 is None:
         return None
-    tc, mm = _f(row, "tensor_core_share") or 0.0, _f(row, "matmul_share") or 0.0
+    tc, mm = finite(row.get("tensor_core_share")) or 0.0, finite(row.get("matmul_share")) or 0.0
     partial = str(row.get("kernel_classes_from")) == "top kernels"
     outside = tc - fp8 - (other or 0.0) if partial else 0.0
     if partial and max(fp8, other or 0.0, scaling or 0.0) < 0.005:
