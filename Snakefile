@@ -59,9 +59,11 @@ localrules:
     figures,
     table,
     tables_combined,
+    set_tables,
     verdict,
     crossover,
     compare,
+    capacity_report,
 
 
 rule all:
