@@ -26,8 +26,9 @@ import socket
 from pathlib import Path
 
 from . import gpus
+from . import vocabulary as V
 
-PLACEMENTS = ("pinned", "os")
+PLACEMENTS = V.CPU_PLACEMENTS
 _HELPERS: set[int] | None = None   # where helper threads and worker processes go, once pinned
 
 

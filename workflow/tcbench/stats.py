@@ -22,6 +22,13 @@ The rules (a reviewer's, not a convenience):
   afresh): it is summarised by its **median and range** (``spread``), never a Student-t
   interval (which can reach below zero), and a cell's misses are summarised apart from its
   other runs (``warmup``).
+* A **paired ratio** from an interleaved comparison (every precision arm of one setting in
+  one process, alternated in rounds: ``tcbench.interleave``) is the **median of the per-round
+  ratios** arm / baseline, with a **95% percentile bootstrap interval of that median**
+  (``scipy.stats.bootstrap``, 10,000 resamples, a fixed seed) over at least ``MIN_CI_N``
+  rounds (``paired_ratio``). Host drift hits every arm of a round alike, so the paired ratio
+  resolves what processes run minutes apart cannot; it is a confidence interval, and claims
+  are made from it as from a t interval.
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
   lies wholly beyond its threshold. The claims a report makes about a throughput ratio
   (``claim``: pays off / faster / slower / equivalent within the stated margin, an
@@ -46,8 +53,12 @@ MIN_CI_N = 3
 # what an interval is, by how many runs it rests on
 CI, RANGE, SINGLE, NONE = "ci95", "range", "single", "none"
 SPREAD = "median-range"   # a median with the min and max of the runs (``spread``)
+PAIRED = "paired-bootstrap"   # median of per-round paired ratios, bootstrap 95% CI
+CONFIDENCE_METHODS = (CI, PAIRED)   # the intervals a claim may be made from
 METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run",
-               SPREAD: "median, range"}
+               SPREAD: "median, range", PAIRED: "interleaved, 95% bootstrap CI"}
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
 
 
 def method(n: int) -> str:
@@ -160,6 +171,34 @@ def ratio(numerator: Iterable, denominator: Iterable) -> Estimate:
     return Estimate(r, r * math.exp(-half), r * math.exp(half), n, CI)
 
 
+def paired_ratio(numerator: Iterable, denominator: Iterable) -> Estimate:
+    """The median of the per-round ratios ``numerator[i] / denominator[i]`` (two arms of one
+    interleaved comparison, round by round) with a 95% percentile bootstrap interval of that
+    median; ``n`` is the number of rounds with both values. Fewer than ``MIN_CI_N`` rounds give
+    the range of the ratios (or a single ratio), labelled as such."""
+    a, b = np.asarray(list(numerator), dtype=float), np.asarray(list(denominator), dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired_ratio: {len(a)} and {len(b)} values do not pair")
+    keep = np.isfinite(a) & np.isfinite(b) & (b > 0) & (a > 0)
+    r = a[keep] / b[keep]
+    n = len(r)
+    if n == 0:
+        return EMPTY
+    mid = float(np.median(r))
+    if n == 1:
+        return Estimate(mid, None, None, 1, SINGLE)
+    if n < MIN_CI_N:
+        return Estimate(mid, float(r.min()), float(r.max()), n, RANGE)
+    if float(r.min()) == float(r.max()):
+        return Estimate(mid, mid, mid, n, PAIRED)
+    from scipy.stats import bootstrap
+
+    ci = bootstrap((r,), np.median, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
+                   method="percentile", random_state=np.random.default_rng(BOOTSTRAP_SEED),
+                   vectorized=True).confidence_interval
+    return Estimate(mid, float(ci.low), float(ci.high), n, PAIRED)
+
+
 def difference(x: Mapping | Iterable, y: Mapping | Iterable) -> Estimate:
     """mean(x) - mean(y). Mappings (seed -> value) are paired on their common keys."""
     if isinstance(x, Mapping) and isinstance(y, Mapping):
@@ -192,7 +231,7 @@ def difference(x: Mapping | Iterable, y: Mapping | Iterable) -> Estimate:
 def clears(e: Estimate, threshold: float, above: bool = True) -> bool | None:
     """Whether a confidence interval lies wholly above (or below) ``threshold``; None when
     there is no confidence interval to decide with (fewer than three runs on a side)."""
-    if e.method != CI or e.low is None:
+    if e.method not in CONFIDENCE_METHODS or e.low is None:
         return None
     return e.low > threshold if above else e.high < threshold
 
@@ -244,7 +283,7 @@ def from_row(row: Mapping, stem: str) -> Estimate:
 def relative_halfwidth(e: Estimate) -> float | None:
     """Half the width of a 95% confidence interval over its value (None without one: a range
     or a single run has no half-width)."""
-    if e.method != CI or not e.value:
+    if e.method not in CONFIDENCE_METHODS or not e.value:
         return None
     return (e.high - e.low) / 2 / abs(e.value)
 

@@ -157,6 +157,21 @@ def onoff(value):
     return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
 
+# --------------------------------------------------------------------------- the host's part
+# A cell is *host-bound* when the GPU is busy less than this share of its timed steps (the
+# record's gpu_busy_share, tcbench.tensorcores): the CPU thread that issues its kernels sets its
+# pace. Such a cell's precision ratios come from an interleaved comparison (tcbench.interleave),
+# not from processes run minutes apart, and it gets no repeats added to chase the host's drift.
+HOST_BOUND_BUSY_SHARE = 0.9
+# where a job's threads run (workload parameter cpu_placement, tcbench.placement): "pinned",
+# the training thread on the fastest core of the job's CPU set by a probe at the job's start
+# (helpers off it); "first", on the set's first CPU, as `taskset -c N` puts a plain script;
+# "os", wherever the operating system puts it
+CPU_PLACEMENTS: tuple[str, ...] = ("pinned", "first", "os")
+# an interleaved comparison's arms are judged against these, each where it is an arm
+INTERLEAVED_BASELINES: tuple[str, ...] = ("fp32", "tf32", "amp-bf16")
+
+
 # -------------------------------------------------------------------------------------- cells
 # A cell: everything that defines one configuration, except the repeat. ``data`` is derived
 # from the workload's parameters (what it trains on), ``model`` is the workload's model.

@@ -54,7 +54,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "min_timed_steps": None,        # timed steps (20 on a GPU, 0 on a CPU)
     "max_timed_s": None,            # an unsteady window is extended up to this (4 x min_timed_s)
     "steady_tolerance": 0.02,       # the window's two halves' medians must agree within this
-    "cpu_placement": "pinned",      # pinned: the job's own CPU set (tcbench.placement) | os
+    "cpu_placement": "pinned",      # pinned: training thread on the fastest core of the job's set | first | os
 }
 
 
