@@ -87,3 +87,68 @@ def test_a_held_lock_is_seen_in_proc_locks(tmp_path):
         assert held.get((tmp_path / "gpu-GPU-x.lock").stat().st_ino) == os.getpid()
     finally:
         claim.release()
+
+
+# ------------------------------------------------------------------ the training thread's core
+def test_the_fastest_probed_core_trains_and_cpu0_is_never_chosen_where_the_set_has_another():
+    assert PL.choose_core([0, 1, 2, 3], {0: 900e3, 1: 400e3, 2: 600e3, 3: 550e3})[0] == 2
+    assert PL.choose_core([0], {0: 300e3})[0] == 0                      # nothing else to take
+    assert PL.choose_core([4, 5], {4: 500e3, 5: 500e3})[0] == 4           # a tie: the lower CPU
+    cpu, why = PL.choose_core([0, 1, 2], {0: 300e3, 1: 520e3, 2: 610e3})
+    assert cpu == 2 and "CPU 2 at 610,000 ops/s" in why and "slowest CPU 0" in why
+    assert "CPU 0 not a candidate" in why
+    assert PL.choose_core([3, 7], None) == (3, "the set's first CPU (nothing probed)")
+
+
+class FakeHost:
+    """A host of ``speeds`` (CPU -> probe ops/s) on which sched_setaffinity only remembers where
+    the calling thread was put: the core choice runs on any machine, whatever its CPUs."""
+
+    def __init__(self, speeds):
+        self.speeds, self.at, self.probed = speeds, None, []
+
+    def setaffinity(self, pid, cpus):
+        if pid == 0:
+            self.at = set(cpus)
+
+    def measure(self, ops):
+        (cpu,) = self.at
+        self.probed.append(cpu)
+        return self.speeds[cpu]
+
+
+def test_pinned_probes_every_core_of_the_set_and_records_the_choice(monkeypatch):
+    host = FakeHost({0: 370e3, 1: 580e3, 2: 600e3, 3: 420e3})
+    monkeypatch.setattr(PL, "allowed_cpus", lambda: {0, 1, 2, 3})
+    monkeypatch.setattr(PL, "pin_process", lambda cpus: None)
+    monkeypatch.setattr(PL.os, "sched_setaffinity", host.setaffinity)
+    monkeypatch.setattr(gpus, "discover", lambda: [])
+    where = PL.place("pinned", "cuda", measure=host.measure)
+    core = where["training_core"]
+    assert where["training_thread_cpus"] == [2] and core["cpu"] == 2 and host.at == {2}
+    assert core["chosen_by"] == "probe" and "fastest of 3 CPU(s)" in core["reason"]
+    assert core["probe"]["ops_per_s"] == {"0": 370e3, "1": 580e3, "2": 600e3, "3": 420e3}
+    assert sorted(host.probed) == sorted([0, 1, 2, 3] * PL.hoststate.CORE_PROBE_REPEATS)
+    assert where["helper_cpus"] == [0, 1, 3]
+    PL._HELPERS = None
+
+
+def test_the_median_probe_decides_so_one_interrupted_probe_does_not(monkeypatch):
+    runs = {0: iter([1e3, 300e3, 300e3]), 1: iter([900e3, 400e3, 400e3])}
+    host = FakeHost({})
+    host.measure = lambda ops: next(runs[next(iter(host.at))])
+    monkeypatch.setattr(PL.os, "sched_setaffinity", host.setaffinity)
+    assert PL.probe_cores([0, 1], measure=host.measure) == {0: 300e3, 1: 400e3}
+
+
+def test_first_takes_the_sets_first_cpu_without_probing(monkeypatch):
+    host = FakeHost({0: 1.0, 1: 2.0})
+    monkeypatch.setattr(PL, "allowed_cpus", lambda: {0, 1})
+    monkeypatch.setattr(PL, "pin_process", lambda cpus: None)
+    monkeypatch.setattr(PL.os, "sched_setaffinity", host.setaffinity)
+    monkeypatch.setattr(gpus, "discover", lambda: [])
+    where = PL.place("first", "cuda", measure=host.measure)
+    assert where["training_core"] == {"cpu": 0, "chosen_by": "first", "probe": None,
+                                      "reason": "the set's first CPU (cpu_placement: first)"}
+    assert host.probed == [] and where["helper_cpus"] == [1]
+    PL._HELPERS = None

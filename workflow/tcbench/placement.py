@@ -1,9 +1,13 @@
-"""Where a job runs: its CPU set, the jobs beside it, the host and the GPU. Provenance for the
-record (key ``placement``) and the pinning that keeps host noise down.
+"""Where a job runs: its CPU set, the core its training thread runs on, the jobs beside it, the
+host and the GPU. Provenance for the record (key ``placement``) and the pinning that keeps host
+noise down.
 
-A host-bound training step measures the host's scheduler as much as the GPU when the process
-may wander across cores. By default (workload parameter ``cpu_placement: pinned``) every thread
-of the job is pinned with ``os.sched_setaffinity`` to one CPU set:
+A host-bound training step runs at the speed of the one thread that issues its kernels, so it
+measures the host as much as the GPU when that thread may wander across cores, and it measures
+the core it lands on: on a virtualised host the cores differ (on one H200 host a recipe step
+issued from CPU 0 ran ~1.5x slower than from most others, and interrupt counts did not predict
+which core was fast). Every thread of the job is pinned with ``os.sched_setaffinity`` to one
+CPU set:
 
 * the CPUs the job may use (its inherited affinity: a SLURM or container allotment stays in
   force), intersected with the CPUs NVML names as close to the job's GPU (its NUMA node), where
@@ -12,11 +16,17 @@ of the job is pinned with ``os.sched_setaffinity`` to one CPU set:
   (the job takes the slice of its GPU's index), so concurrent jobs never share a core.
 
 Within the set, the training thread (and what it starts itself: autograd's device threads,
-CUDA's helper threads) runs on the set's first CPU alone, as ``taskset -c N`` would put a plain
-script; the helpers move off it: the NVML sampling thread and DataLoader workers call
-``to_helpers()`` as they start (with a one-CPU set they share it). ``cpu_placement: os`` leaves
-placement to the operating system, as a user's own training may run; the record says which
-was used.
+CUDA's helper threads) runs on one CPU alone; the helpers move off it: the NVML sampling thread
+and DataLoader workers call ``to_helpers()`` as they start (with a one-CPU set they share it).
+Which CPU, by the workload parameter ``cpu_placement`` (``vocabulary.CPU_PLACEMENTS``):
+
+* ``pinned`` (the default): the fastest core of the set by a CPU dispatch probe run on each
+  candidate as the job starts (``tcbench.hoststate.probe``, the median of a few short probes a
+  core), never CPU 0 where the set has another (the core the kernel's housekeeping favours);
+* ``first``: the set's first CPU, as ``taskset -c N`` puts a plain script;
+* ``os``: placement left to the operating system, as a user's own training may run.
+
+The record names the set, the training core, why it was chosen and every probe's figure.
 """
 
 from __future__ import annotations
@@ -25,7 +35,7 @@ import os
 import socket
 from pathlib import Path
 
-from . import gpus
+from . import gpus, hoststate
 from . import vocabulary as V
 
 PLACEMENTS = V.CPU_PLACEMENTS
@@ -111,12 +121,43 @@ def neighbours(directory: Path | None = None, locks_text: str | None = None) -> 
     return out
 
 
-def place(mode: str, device: str = "auto") -> dict:
-    """Pin this job (``mode`` ``pinned``) or leave it (``os``); the record's ``placement``.
+def probe_cores(cpus: list[int], ops: int = hoststate.CORE_PROBE_OPS,
+                repeats: int = hoststate.CORE_PROBE_REPEATS, measure=hoststate.probe) -> dict[int, float]:
+    """The dispatch probe's operations per second on each CPU of ``cpus`` (the median of
+    ``repeats`` probes, the rounds interleaved across the CPUs so that a drift of the host's
+    speed while probing hits every CPU alike). Moves the calling thread; the caller pins it
+    afterwards."""
+    runs: dict[int, list[float]] = {c: [] for c in cpus}
+    for _ in range(repeats):
+        for c in cpus:
+            os.sched_setaffinity(0, {c})
+            runs[c].append(measure(ops))
+    return {c: sorted(v)[len(v) // 2] for c, v in runs.items()}
+
+
+def choose_core(cpus: list[int], speeds: dict[int, float] | None) -> tuple[int, str]:
+    """(the training thread's CPU, why): the fastest probed CPU of ``cpus``, CPU 0 left out
+    where the set has another; the first CPU where nothing was probed."""
+    if not speeds:
+        return cpus[0], "the set's first CPU (nothing probed)"
+    candidates = [c for c in cpus if c in speeds and (c != 0 or len(cpus) == 1)]
+    best = max(candidates, key=lambda c: (speeds[c], -c))
+    slowest = min(speeds, key=lambda c: speeds[c])
+    why = (f"fastest of {len(candidates)} CPU(s) probed: CPU {best} at {speeds[best]:,.0f} ops/s "
+           f"(slowest CPU {slowest} at {speeds[slowest]:,.0f})")
+    if 0 in cpus and len(cpus) > 1:
+        why += "; CPU 0 not a candidate (the set has others)"
+    return best, why
+
+
+def place(mode: str, device: str = "auto", measure=hoststate.probe) -> dict:
+    """Pin this job (``mode`` ``pinned`` or ``first``) or leave it (``os``); the record's
+    ``placement``.
 
     A job that trains on the CPU itself (``device`` cpu, or auto on a host without a GPU) keeps
     the whole CPU set for its training thread: torch's intra-op threads, which do its work,
-    start from it and inherit its affinity, so one CPU for it would leave the job one core."""
+    start from it and inherit its affinity, so one CPU for it would leave the job one core.
+    ``measure`` is the probe (a test passes a fake one)."""
     if mode not in PLACEMENTS:
         raise ValueError(f"cpu_placement={mode!r}; choose one of {', '.join(PLACEMENTS)}")
     held = gpus.held()
@@ -124,27 +165,43 @@ def place(mode: str, device: str = "auto") -> dict:
     index = held.gpu.index if held else None
     uuid = held.gpu.uuid if held else os.environ.get("CUDA_VISIBLE_DEVICES") or None
     allowed = allowed_cpus()
-    if mode == "pinned" and not hasattr(os, "sched_setaffinity"):
-        raise ValueError("cpu_placement=pinned needs os.sched_setaffinity (Linux); "
+    if mode != "os" and not hasattr(os, "sched_setaffinity"):
+        raise ValueError(f"cpu_placement={mode} needs os.sched_setaffinity (Linux); "
                          "use cpu_placement: os here")
-    if mode == "pinned":
+    core = {"cpu": None, "chosen_by": "os", "reason": "left to the operating system",
+            "probe": None}
+    if mode == "os":
+        cpus = sorted(allowed)
+        training = helpers = cpus
+    else:
         slot = sorted(g.index for g in found).index(index) if index is not None and found \
             else 0
         cpus = slot_cpus(allowed, gpu_local_cpus(index), slot, max(len(found), 1))
-        pin_process(cpus)
         global _HELPERS
         if device == "cpu" or (device == "auto" and not found):
+            pin_process(cpus)
             _HELPERS = set(cpus)
             training = helpers = cpus
+            core = {"cpu": None, "chosen_by": "cpu-job", "probe": None,
+                    "reason": "a CPU job: its intra-op threads do the work, so the training "
+                              "thread keeps the whole set"}
         else:
-            _HELPERS = set(cpus[1:]) or set(cpus)
-            os.sched_setaffinity(0, {cpus[0]})   # the calling (training) thread only
-            training, helpers = [cpus[0]], sorted(_HELPERS)
-    else:
-        cpus = sorted(allowed)
-        training = helpers = cpus
+            speeds = probe_cores(cpus, measure=measure) if mode == "pinned" and len(cpus) > 1 \
+                else None
+            cpu, why = choose_core(cpus, speeds) if mode == "pinned" else \
+                (cpus[0], "the set's first CPU (cpu_placement: first)")
+            pin_process(cpus)
+            _HELPERS = set(cpus) - {cpu} or set(cpus)
+            os.sched_setaffinity(0, {cpu})   # the calling (training) thread only
+            training, helpers = [cpu], sorted(_HELPERS)
+            core = {"cpu": cpu, "chosen_by": "probe" if speeds else "first", "reason": why,
+                    "probe": None if not speeds else {
+                        "what": hoststate.describe(hoststate.CORE_PROBE_OPS) + ", the median of "
+                                f"{hoststate.CORE_PROBE_REPEATS} a CPU",
+                        "ops": hoststate.CORE_PROBE_OPS,
+                        "ops_per_s": {str(c): v for c, v in sorted(speeds.items())}}}
     return {"cpu_placement": mode, "cpu_set": cpus, "training_thread_cpus": training,
-            "helper_cpus": helpers, "cpus_allowed": sorted(allowed),
+            "helper_cpus": helpers, "training_core": core, "cpus_allowed": sorted(allowed),
             "host": socket.gethostname(), "gpu_index": index, "gpu_uuid": uuid,
             "gpus_on_host": len(found), "neighbours": neighbours()}
 
@@ -153,7 +210,7 @@ def release(where: dict) -> None:
     """Give this process back the CPUs it was allowed before ``place`` (for a caller that goes
     on after the job, e.g. a test process running jobs in turn)."""
     global _HELPERS
-    if where["cpu_placement"] == "pinned":
+    if where["cpu_placement"] != "os":
         pin_process(where["cpus_allowed"])
         _HELPERS = None
 

@@ -53,6 +53,7 @@ class Job:
         self.timer = measure.StepTimer(self.device)
         self.budget = memlimit.Budget(spec.get("memory_limit_bytes"), self.device)
         self.phase = "building"
+        self.training_cpu = None   # the training thread's CPU, once placed (tcbench.placement)
         # read before anything compiles: Inductor writes its default into the environment
         self.compile_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         self.record = {
@@ -65,7 +66,7 @@ class Job:
                                                     if k != "run"}),
             "status": "ok", "status_reason": None,
             "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
-            "tensor_cores": None, "error": None,
+            "tensor_cores": None, "error": None, "host_state": None,
             "environment": environment.collect(self.device),
             "harness": None,
         }
@@ -194,7 +195,7 @@ class Job:
     def train_and_measure(self) -> None:
         """Build; train the workload's own schedule (the seed's wall clock around exactly that);
         evaluate on held-out data; fill the timed window with measurement steps; profile."""
-        from . import measure, telemetry, train as T, window
+        from . import hoststate, measure, telemetry, train as T, window
 
         params, device = self.params, self.device
         self.channels_last = params["memory_format"] == "channels_last"
@@ -203,12 +204,18 @@ class Job:
             return
         clock = measure.WallClock(device)
         sampler = telemetry.NvmlSampler(device, params["telemetry_interval_s"])
+        host = hoststate.Window(self.training_cpu)
+
+        def at_steady():   # the timed window starts: the host's state, then the energy mark
+            host.start()
+            sampler.mark_steady()
+
         self.enter("training")
         clock.start()
         with sampler:
             loop = T.train(w, step, device, self.timer, self.scaler, self.channels_last,
                            params["sync_loss_every_step"], params["warmup_steps"],
-                           at_steady=sampler.mark_steady)
+                           at_steady=at_steady)
             clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
             sampler.pause()
             self.schedule_steps = loop.log.steps
@@ -219,6 +226,8 @@ class Job:
             self.phases.mark("evaluating")
             self.enter("measuring")
             timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
+            host.stop()   # after fill_window's last synchronisation: the window has ended
+        self.record["host_state"] = host.result()
         self.phases.mark("measurement_steps")
         self.record_metrics(loop, clock, memory, sampler, timed, held_out)
         self.phases.mark("measuring")
@@ -340,6 +349,7 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
     phases.mark("cpu_placement")
     try:
         job = Job(spec, phases)
+        job.training_cpu = where["training_core"]["cpu"]
         job.record["placement"] = where | {"torch_gpu_uuid": placement.device_uuid(job.device)}
         return job.run()
     finally:
