@@ -118,6 +118,7 @@ class Job:
             "autocast_dtype": str(self.mode.autocast_dtype).replace("torch.", "")
             if self.mode.autocast_dtype else None,
             "grad_scaler": self.mode.use_scaler, "memory_format": self.params["memory_format"],
+            "fused_optimizer": self.params["fused_optimizer"],
             "compile": self.params["compile"]}
         try:
             with self.budget:
@@ -176,6 +177,12 @@ class Job:
         model = w.model if params["compile"] == "off" else torch.compile(
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
+        if params["fused_optimizer"] == "on":
+            try:
+                w.optimizer = T.fused(w.optimizer)
+            except ValueError as exc:
+                record |= {"status": "unsupported", "status_reason": str(exc)}
+                return w, None
         self.scaler = self.mode.scaler(device)
         step = T.eager_step(model, w, self.scaler, self.mode, device)
         graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
@@ -186,7 +193,8 @@ class Job:
                 return w, None
             self.enter("capturing a CUDA graph")
             step = T.GraphedStep(model, w, self.mode, device,
-                                 T.to_device(w.example_batch, device, False, self.channels_last))
+                                 T.to_device(w.example_batch, device, False, self.channels_last),
+                                 self.scaler)
             graphs["captured"] = True
         record["precision_flags"]["cuda_graphs"] = graphs
         self.phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")

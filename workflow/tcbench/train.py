@@ -121,12 +121,36 @@ def eager_step(model, w: Workload, scaler, precision: Precision, device):
     return step
 
 
+def fused(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+    """The same optimiser (class, parameter groups, hyperparameters) in its fused
+    implementation: one kernel for the whole update, and, where a GradScaler is enabled, the
+    scaler's inf/NaN check consumed on the device (``_step_supports_amp_scaling``) instead of
+    read on the host. Workload parameter ``fused_optimizer: on``; ValueError naming the class
+    where it has no fused implementation."""
+    strip = ("fused", "foreach")
+    groups = [{k: v for k, v in g.items() if k not in strip} for g in optimizer.param_groups]
+    defaults = {k: v for k, v in optimizer.defaults.items() if k not in strip}
+    try:
+        return type(optimizer)(groups, **defaults, fused=True)
+    except (TypeError, RuntimeError, ValueError) as exc:
+        raise ValueError(f"fused_optimizer=on: {type(optimizer).__name__} has no fused "
+                         f"implementation here ({exc})") from None
+
+
+def scaler_on_device(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether GradScaler hands this optimiser its inf/NaN flag as a device tensor (fused
+    optimisers): no host synchronisation in ``scaler.step``, so the step can be captured."""
+    return bool(getattr(optimizer, "_step_supports_amp_scaling", False))
+
+
 def graphs_supported(w: Workload, precision: Precision, device) -> tuple[bool, str | None]:
     if device.type != "cuda":
         return False, "CUDA graphs need a CUDA device"
-    if precision.use_scaler:
-        return False, ("GradScaler checks gradients for inf/NaN on the host every step; that "
-                       "synchronisation cannot be captured in a CUDA graph")
+    if precision.use_scaler and not scaler_on_device(w.optimizer):
+        return False, ("GradScaler checks gradients for inf/NaN on the host every step with "
+                       f"{type(w.optimizer).__name__}'s own implementation; that "
+                       "synchronisation cannot be captured in a CUDA graph (fused_optimizer: on "
+                       "keeps the check on the GPU where the optimiser has a fused version)")
     return True, None
 
 
@@ -139,13 +163,16 @@ class GraphedStep:
     (they train on the first batch, before the timed region), gradients set to None, then one
     captured iteration. The optimiser is made capturable (its step counters live on the device)
     and a learning rate that a scheduler changes becomes a device tensor updated in place, so the
-    replayed graph sees the schedule. A batch of another shape (an epoch's last, smaller batch)
-    runs eagerly.
+    replayed graph sees the schedule. With an enabled GradScaler (amp-fp16) the optimiser must
+    be a fused one (``scaler_on_device``): the captured step then scales the loss, unscales and
+    checks the gradients, skips the update on inf/NaN and updates the scale, all on the GPU, as
+    the eager step does. A batch of another shape (an epoch's last, smaller batch) runs eagerly.
     """
 
     def __init__(self, model, w: Workload, precision: Precision, device, example: tuple,
-                 warmup: int = 3):
+                 scaler: torch.amp.GradScaler | None = None, warmup: int = 3):
         self.model, self.w, self.precision, self.device = model, w, precision, device
+        scaler = scaler if scaler is not None and scaler.is_enabled() else None
         for group in w.optimizer.param_groups:
             if "capturable" in group:
                 group["capturable"] = True
@@ -153,7 +180,8 @@ class GraphedStep:
                 group["lr"] = torch.tensor(group["lr"], device=device)
         x, y = example
         self.x, self.y = x.clone(memory_format=torch.preserve_format), y.clone()
-        self.eager = eager_step(model, w, torch.amp.GradScaler(device.type, enabled=False),
+        self.eager = eager_step(model, w, scaler or torch.amp.GradScaler(device.type,
+                                                                        enabled=False),
                                 precision, device)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
@@ -166,8 +194,13 @@ class GraphedStep:
         with torch.cuda.graph(self.graph):
             with precision.autocast(device, cache_enabled=False):
                 self.loss = w.loss_fn(model(self.x), self.y)
-            self.loss.backward()
-            w.optimizer.step()
+            if scaler is not None:
+                scaler.scale(self.loss).backward()
+                scaler.step(w.optimizer)
+                scaler.update()
+            else:
+                self.loss.backward()
+                w.optimizer.step()
 
     def __call__(self, data, target):
         if data.shape != self.x.shape or target.shape != self.y.shape:

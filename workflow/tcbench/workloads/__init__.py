@@ -45,6 +45,9 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "memory_format": "contiguous",  # or channels_last (4-D inputs only)
     "compile": "off",               # off | default | reduce-overhead | max-autotune
     "cuda_graphs": "off",           # on: capture the whole training step once, then replay
+    # on: the workload's optimiser in its fused implementation (one kernel; with GradScaler, the
+    # inf/NaN check stays on the GPU, so amp-fp16 steps can be captured in a CUDA graph)
+    "fused_optimizer": "off",
     "profile_steps": 5,             # steps profiled after the timed region for kernel evidence
     "evidence_repeats": "first",    # kernel profile + FLOP count: in a cell's first repeat | all
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
@@ -110,6 +113,10 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     if params["evidence_repeats"] not in EVIDENCE_REPEATS:
         raise ValueError(f"workload {name!r}: evidence_repeats={params['evidence_repeats']!r}; "
                          f"choose one of {', '.join(EVIDENCE_REPEATS)}")
+    params["fused_optimizer"] = V.onoff(params["fused_optimizer"])
+    if params["fused_optimizer"] not in ("off", "on"):
+        raise ValueError(f"workload {name!r}: fused_optimizer={params['fused_optimizer']!r}; "
+                         "choose off or on")
     window.check(name, params)
     if params["cpu_placement"] not in placement.PLACEMENTS:
         raise ValueError(f"workload {name!r}: cpu_placement={params['cpu_placement']!r}; "
