@@ -197,6 +197,29 @@ def test_a_killed_job_loses_its_own_cell_only(tmp_path, owner, how):
     assert R.read(tmp_path / "next.json")["harness"]["process"]["server_pid"] == server
 
 
+def test_a_server_killed_mid_job_costs_that_job_a_fresh_rerun_not_its_record(tmp_path, owner):
+    """The server dies (kill -9) while its child trains: the child dies with it, the client
+    runs the job again in a fresh interpreter (its record says why), and the next job starts a
+    new server."""
+    env = env_for(tmp_path, owner.pid)
+    medium = TINY | {"params": TINY["params"] | {"min_timed_s": 3.0}}   # ~3 s of training
+    err = (tmp_path / "m.err").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "tcbench.forkclient", "--spec",
+                             json.dumps(medium), "--out", str(tmp_path / "m.json")],
+                            env=env, stdout=err, stderr=err, cwd=tmp_path)
+    wait_until(lambda: FORKED.search((tmp_path / "m.err").read_text()), "the fork")
+    child, server = map(int, FORKED.search((tmp_path / "m.err").read_text()).groups())
+    os.kill(server, signal.SIGKILL)
+    assert proc.wait() == 0, (tmp_path / "m.err").read_text()
+    wait_until(lambda: not alive(child), "the child to end with its server")
+    said = R.read(tmp_path / "m.json")["harness"]["process"]
+    assert said["start"] == "fresh_interpreter" and "ended before the job did" in said["because"]
+    after = client(TINY, tmp_path / "next.json", env)
+    assert after.returncode == 0, after.stderr
+    again = R.read(tmp_path / "next.json")["harness"]["process"]
+    assert again["start"] == "forked" and again["server_pid"] != server
+
+
 def test_a_stale_socket_and_changed_source_get_a_new_server(tmp_path, owner):
     src = tmp_path / "src"
     for part in ("tcbench", "schemas"):

@@ -4,9 +4,9 @@
     python -m tcbench.forkclient --module tcbench.calibrate --out results/x/calibration.json ...
 
 takes exactly the arguments of ``python -m tcbench.run`` (or, after ``--module``, of another of
-``ENTRIES``: the calibration, which would otherwise pay the import of torch on its own, and
-which takes ``--compile-cache`` only so that it is keyed to the training jobs' server) and has
-the same effect: one job, one record, the same exit status. It imports no torch. It asks a server (tcbench.forkserver: an
+``ENTRIES``: the interleaved comparison, or the calibration, which would otherwise pay the
+import of torch on its own, and which takes ``--compile-cache`` only so that it is keyed to the
+training jobs' server) and has the same effect: one job, one record, the same exit status. It imports no torch. It asks a server (tcbench.forkserver: an
 interpreter that has imported torch, torch._dynamo, torchvision and tcbench's job modules, and
 never touched CUDA) to fork one child for the job; the child gets this process's argv, working
 directory, environment, umask, CPU affinity and its stdin/stdout/stderr (the descriptors
@@ -24,8 +24,9 @@ themselves, passed over the socket), so it writes to the job's log as a fresh pr
   when idle (``TCBENCH_FORK_IDLE_S``, default 120 s) or when its owner process is gone. A
   socket whose server is dead is replaced.
 - Anything that keeps the server from answering (it failed to start, it died) makes the job a
-  fresh ``python -m tcbench.run``, said on stderr; the record says how its process began
-  (``harness.process``).
+  fresh ``python -m tcbench.run``, said on stderr; a server that dies while its child runs the
+  job takes the child with it, and the job is then run again, once, fresh. The record says how
+  its process began and why (``harness.process``).
 
 The owner is ``$TCBENCH_WORKFLOW_PID`` (the workflow's Snakemake process exports it), else this
 process's parent.
@@ -56,7 +57,7 @@ PER_JOB_ENV = ("CUDA_VISIBLE_DEVICES", "PWD", "OLDPWD", "SHLVL", "_")
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 PACKAGE = Path(__file__).resolve().parent
 # the modules a forked child may run (their main(argv)): the first is the default
-ENTRIES = ("tcbench.run", "tcbench.calibrate")
+ENTRIES = ("tcbench.run", "tcbench.calibrate", "tcbench.interleave")
 HEADER = struct.Struct("!Q")
 
 
@@ -205,9 +206,13 @@ def server(key: str) -> socket.socket | None:
 
 # ------------------------------------------------------------------------------------ the job
 def fresh(argv: list[str], why: str, module: str = ENTRIES[0]):
-    """Run the job as a fresh interpreter instead (this process becomes it)."""
+    """Run the job as a fresh interpreter instead (this process becomes it); its record says
+    why (``harness.process.because``)."""
+    from .process import FRESH_BECAUSE_ENV
+
     print(f"tcbench.forkclient: {why}; running the job in a fresh interpreter", file=sys.stderr)
     sys.stderr.flush()
+    os.environ[FRESH_BECAUSE_ENV] = why
     os.execv(sys.executable, [sys.executable, "-m", module, *argv])
 
 
@@ -260,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--compile-cache" in argv[:-1]:
         at = argv.index("--compile-cache")
         use_compile_cache(Path(argv[at + 1]))
-        if module != ENTRIES[0]:  # the client's alone: it keys the training jobs' server
+        if module == "tcbench.calibrate":  # the client's alone: it keys the jobs' server
             argv = argv[:at] + argv[at + 2:]
     try:
         sock = server(server_key())
@@ -286,8 +291,11 @@ def main(argv: list[str] | None = None) -> int:
                 break
     if not started:
         fresh(argv, "the fork server closed the connection before forking", module)
-    print("tcbench.forkclient: the fork server ended before the job did", file=sys.stderr)
-    return 1
+    # The server died mid-job and took the child with it (PR_SET_PDEATHSIG): the job is run
+    # again, once, in a fresh interpreter; its record is written only at its end, so nothing
+    # of the lost run remains. A later job starts a new server (a dead socket is replaced).
+    fresh(argv, "the fork server ended before the job did; the job was run again", module)
+    return 1  # not reached: fresh() replaces this process
 
 
 if __name__ == "__main__":

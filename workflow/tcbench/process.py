@@ -11,11 +11,15 @@ from pathlib import Path
 ORIGIN: dict | None = None  # set by tcbench.forkserver in a forked child (see origin())
 
 
+FRESH_BECAUSE_ENV = "TCBENCH_FRESH_BECAUSE"   # set by tcbench.forkclient when it falls back
+
+
 def origin() -> dict:
     """``harness.process`` of a record: how this job's process began."""
     if ORIGIN is not None:
         return ORIGIN
-    return {"start": "fresh_interpreter"}
+    because = os.environ.get(FRESH_BECAUSE_ENV)
+    return {"start": "fresh_interpreter"} | ({"because": because} if because else {})
 
 
 def descendants(pid: int | None = None) -> list[int]:

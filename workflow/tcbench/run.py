@@ -42,7 +42,11 @@ class Job:
     step timer, the memory budget, the harness phases and the phase it is in (which an
     out-of-memory record names)."""
 
-    def __init__(self, spec: dict, phases: Phases):
+    def __init__(self, spec: dict, phases: Phases, describe: bool = True,
+                 evidence: bool | None = None):
+        """``describe``: collect the environment for the record (an interleaved comparison's
+        arms share their comparison's); ``evidence``: profile and count FLOPs (None: as
+        ``evidence_repeats`` says)."""
         from . import environment, measure, memlimit, precision as P
 
         self.spec, self.params, self.phases = spec, spec["params"], phases
@@ -53,6 +57,7 @@ class Job:
         self.timer = measure.StepTimer(self.device)
         self.budget = memlimit.Budget(spec.get("memory_limit_bytes"), self.device)
         self.phase = "building"
+        self._evidence = evidence
         self.training_cpu = None   # the training thread's CPU, once placed (tcbench.placement)
         # read before anything compiles: Inductor writes its default into the environment
         self.compile_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
@@ -67,7 +72,7 @@ class Job:
             "status": "ok", "status_reason": None,
             "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
             "tensor_cores": None, "error": None, "host_state": None,
-            "environment": environment.collect(self.device),
+            "environment": environment.collect(self.device) if describe else None,
             "harness": None,
         }
         phases.mark("device_and_environment")
@@ -84,6 +89,8 @@ class Job:
     @property
     def collects_evidence(self) -> bool:
         """Kernel profile and FLOP count: per cell, so by default in the first repeat only."""
+        if self._evidence is not None:
+            return self._evidence
         return self.params["evidence_repeats"] == "all" or self.spec["repeat"] == 1
 
     def enter(self, phase: str) -> None:
