@@ -47,6 +47,37 @@ def test_a_tight_cell_gets_no_more_repeats():
     assert RP.decide(recs(*values), SETTINGS)["status"] == RP.TIGHT
 
 
+def profiled(record, kernel_s_per_step, step_s):
+    """``record`` as a cell's evidence repeat: kernels busy ``kernel_s_per_step`` of a timed
+    step of ``step_s``."""
+    record["metrics"]["step_time_median_s"] = step_s
+    record["tensor_cores"] = {"profiled": True, "gpu_busy_share_source": "timed steps",
+                              "gpu_busy_share": kernel_s_per_step / step_s}
+    return record
+
+
+def test_a_host_bound_cell_gets_no_added_repeats_and_its_decision_says_why():
+    """Bimodal, as host-bound cells on a drifting host are: wide, yet more repeats would only
+    sample the host's moods again."""
+    values = [354e3, 356e3, 565e3]
+    records = recs(*values)
+    profiled(records[0], 0.0006, 0.0014)       # busy 43%
+    got = RP.look(records, SETTINGS, 1, interleaved=True)
+    assert got["status"] == RP.HOST_BOUND and not got["more"] and got["n_planned"] == 3
+    assert "busy 43% of the timed steps (< 90%)" in got["reason"]
+    assert "interleaved comparison decides its ratios" in got["reason"]
+    final = RP.decide(records, SETTINGS)
+    assert final["status"] == RP.HOST_BOUND and "no interleaved comparison" in final["reason"]
+    row = next(csv.DictReader(RP.summary([final | {"experiment": "e", "cell": "c",
+                                                    "n_initial": 3}]).splitlines()))
+    assert row["status"] == "host-bound" and float(row["gpu_busy_share"]) == pytest.approx(0.4286,
+                                                                                         rel=1e-3)
+    # the same spread with the GPU busy is a wide cell like any other
+    busy = recs(*values)
+    profiled(busy[0], 0.00139, 0.0014)
+    assert RP.look(busy, SETTINGS, 1)["status"] == RP.WIDE
+
+
 def test_a_wide_cell_gets_as_many_as_steins_rule_asks():
     values = [1000.0, 1030.0, 970.0]           # sd 30, cv 3%: half-width 7.5%
     got = RP.look(recs(*values), SETTINGS, 1)

@@ -17,6 +17,7 @@ rule aggregate:
         calibration=calibration_paths(),
         # the adaptive cells' decisions (tight, noisy, not ok), for the reports to read
         repeats=lambda wc: expand(rules.repeats_summary.output, run=wc.run) if ADAPTIVE else [],
+        comparisons=lambda wc: comparison_files(rules.interleave.output[0], wc.run),
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         **{name: f"{SET_DIR}/{file}" for name, file in V.SET_TABLES.items()},
@@ -34,4 +35,6 @@ rule aggregate:
         "--benchmarks {input.benchmarks:q} {input.other_benchmarks:q} "
         "--metrics {output.metrics:q} --summary {output.summary:q} --speedup {output.speedup:q} "
         "--best {output.best:q} --overhead {output.overhead:q} {params.calibration:q} "
+        "--interleaved {output.interleaved:q} --interleaved_rounds {output.interleaved_rounds:q} "
+        "--comparisons {input.comparisons:q} "
         "> {log:q} 2>&1"

@@ -20,6 +20,8 @@ try:
     # cells whose repeats adapt (adaptive_repeats; repeats.smk), and every repeat they may get
     # beyond their initial ones: jobs the train rule can make once a look asks for them
     ADAPTIVE = tcrepeats.cells(config, JOBS)
+    # the interleaved comparisons (interleave: {enabled: true}): one per setting, all its modes
+    COMPARISONS = matrix.comparisons(config, JOBS)
 except ConfigError as exc:
     raise WorkflowError(f"invalid configuration: {exc}") from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
@@ -81,6 +83,34 @@ def job_spec(wildcards):
 
 def job_inputs(wildcards):
     return [ancient(p) for p in job_of(wildcards).inputs()]
+
+
+def comparison_of(wildcards):
+    key = f"{wildcards.experiment}/{wildcards.setting}"
+    if key not in COMPARISONS:
+        raise WorkflowError(f"{key} is not an interleaved comparison of this study")
+    return COMPARISONS[key]
+
+
+def comparison_spec(wildcards):
+    return json.dumps(comparison_of(wildcards).spec(wildcards.run), sort_keys=True)
+
+
+def comparison_inputs(wildcards):
+    return [ancient(p) for p in comparison_of(wildcards).inputs()]
+
+
+def comparison_files(pattern, run):
+    """``pattern`` (the interleave rule's output) for every comparison of this study, and the
+    comparisons other studies left in the result set (found when the DAG is built)."""
+    mine = [expand(pattern, run=run, experiment=c.experiment, setting=c.setting)[0]
+            for c in COMPARISONS.values()]
+    if FOREIGN_SET:
+        mine = [p for p in mine if Path(p).exists()]
+    found = glob_wildcards(pattern.replace("{run}", run))
+    others = expand(pattern, zip, run=[run] * len(found.experiment),
+                    experiment=found.experiment, setting=found.setting)
+    return [*mine, *sorted(p for p in others if p not in mine and not Path(p).name.startswith("."))]
 
 
 def for_each_job(pattern, run):
@@ -169,6 +199,7 @@ def all_targets():
         # of another device's set, those it has
         *(study_files(rules.train.output[0], RUN) if FOREIGN_SET
           else for_each_job(rules.train.output[0], RUN)),
+        *comparison_files(rules.interleave.output[0], RUN),
         *expand(rules.aggregate.output, run=RUN),
         *expand(rules.set_tables.output, run=RUN),
         *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
@@ -343,8 +374,10 @@ def repeats_args(wildcards):
     """The rule's settings and the cell's name, as words for :q."""
     cell = adaptive_cell(wildcards)
     s = cell.settings
+    interleaved = any(c.experiment == cell.experiment for c in COMPARISONS.values())
     return ["--target", s.target, "--max", s.max, "--looks", s.looks,
-            "--experiment", cell.experiment, "--cell", cell.group, "--n-initial", cell.initial]
+            "--experiment", cell.experiment, "--cell", cell.group, "--n-initial", cell.initial,
+            *(["--interleaved"] if interleaved else [])]
 
 
 def look_records(wildcards):
@@ -372,6 +405,14 @@ def job_launcher(wildcards=None):
 
 # one torch.compile cache per result set: its jobs compile the same graphs
 COMPILE_CACHE = "resources/compile-cache/{run}"
+
+
+def interleave_launcher(wildcards):
+    """``python -m`` words for an interleaved comparison: forked like a training job where
+    those are, else fresh."""
+    if job_launcher() == "tcbench.forkclient":
+        return ["tcbench.forkclient", "--module", "tcbench.interleave"]
+    return ["tcbench.interleave"]
 
 
 def calibrate_launcher(wildcards):

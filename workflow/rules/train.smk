@@ -28,6 +28,34 @@ rule train:
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
+# One interleaved comparison per setting of an experiment that asks for it (interleave in the
+# config): every precision of the setting in one process, alternated in rounds.
+rule interleave:
+    message:
+        "interleave the precisions of {wildcards.experiment}/{wildcards.setting} (log: {log})"
+    input:
+        comparison_inputs,
+        ancient(IMAGE_PYTHON_READY),
+    output:
+        f"results/{{run}}/{V.INTERLEAVED_DIR}/{{experiment}}/{{setting}}.json",
+    log:
+        "logs/{run}/interleave/{experiment}/{setting}.log",
+    benchmark:
+        "results/{run}/benchmarks/interleave/{experiment}/{setting}.tsv"
+    params:
+        spec=comparison_spec,
+        src=TCBENCH_SRC,
+        launcher=interleave_launcher,
+        compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),
+    wildcard_constraints:
+        setting=r"[A-Za-z0-9][A-Za-z0-9._+-]*",
+    resources:
+        gpu=1,
+    shell:
+        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
+        "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
+
+
 rule calibrate:
     message:
         "calibrate: this device's matmul ceilings (log: {log})"

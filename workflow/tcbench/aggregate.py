@@ -13,7 +13,10 @@ workflow's rule does)
 * ``speedup.csv``: each cell against fp32 at the same setting (``analysis.speedup``);
 * ``best.csv``: per experiment and model, the fastest configuration (``analysis.best``);
 * ``overhead.csv`` (with ``--benchmarks``): each job's wall time against the time it measured
-  (``analysis.overhead``).
+  (``analysis.overhead``);
+* ``interleaved.csv`` and ``interleaved_rounds.csv`` (with ``--comparisons``, the interleaved
+  comparisons' records; empty tables without): each arm's paired ratio against each baseline
+  arm, and every segment of every round (``analysis.interleaved``).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import pandas as pd
 from . import record as R
 from . import resultset as RS
 from . import vocabulary as V
+from .analysis import interleaved as IL
 from .analysis.best import best
 from .analysis.overhead import overhead
 from .analysis.speedup import speedup
@@ -50,7 +54,8 @@ def _check(paths: list[Path], records, expected) -> None:
 
 
 def tables(records, calibration: Path | None = None, expected: list[Path] | None = None,
-           benchmarks: Path | list[Path] | None = None) -> dict[str, pd.DataFrame]:
+           benchmarks: Path | list[Path] | None = None,
+           comparisons: list[Path] | None = None) -> dict[str, pd.DataFrame]:
     """Every table of a result set, by ``V.SET_TABLES`` key. ``records``: a result set's
     records folder (every record in it: studies run with other configs on the same device add
     to it), or the list of record files."""
@@ -65,14 +70,17 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
     result = {"metrics": df, "summary": summary, "speedup": table, "best": best(summary, table)}
     if benchmarks is not None:
         result["overhead"] = overhead(df, benchmarks)
+    compared = IL.load(sorted(map(Path, comparisons or [])))
+    result |= {"interleaved": IL.ratios(compared), "interleaved_rounds": IL.rounds(compared)}
     return result
 
 
 def aggregate(records, out: Path | dict[str, Path], calibration: Path | None = None,
               expected: list[Path] | None = None,
-              benchmarks: Path | list[Path] | None = None) -> dict[str, pd.DataFrame]:
+              benchmarks: Path | list[Path] | None = None,
+              comparisons: list[Path] | None = None) -> dict[str, pd.DataFrame]:
     """``tables`` written to ``out``: a folder (``V.SET_TABLES`` names) or a path per table."""
-    result = tables(records, calibration, expected, benchmarks)
+    result = tables(records, calibration, expected, benchmarks, comparisons)
     paths = out if isinstance(out, dict) else {k: Path(out) / name
                                                for k, name in V.SET_TABLES.items()}
     for key, df in result.items():
@@ -94,6 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--benchmarks", type=Path, nargs="*",
                     help="Snakemake's benchmark folder of the train jobs, or its TSV files, "
                          "for overhead.csv")
+    ap.add_argument("--comparisons", type=Path, nargs="*", default=[],
+                    help="the interleaved comparisons' records (tcbench.interleave), for "
+                         "interleaved.csv and interleaved_rounds.csv; a folder: every one in it")
     args = ap.parse_args(argv)
     if (args.records is None) == (args.record_files is None):
         ap.error("give the records folder or --records FILE..., one of the two")
@@ -106,8 +117,11 @@ def main(argv=None) -> int:
     bench = args.benchmarks
     if bench is not None and len(bench) == 1 and bench[0].is_dir():
         bench = bench[0]
+    comparisons = [q for p in args.comparisons
+                   for q in (RS.find_records(p) if p.is_dir() else [p])]
     try:
-        aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench)
+        aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,
+                  comparisons)
     except R.RecordError as exc:
         print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
         return 2

@@ -68,6 +68,73 @@ class Job:
         return []
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """One interleaved comparison (tcbench.interleave): every precision of one setting of an
+    experiment that asks for it (``interleave: {enabled: true}``), in one process. Its arms are
+    built as the cells' first repeats are (the same parameters, the same seed)."""
+
+    experiment: str
+    setting: str       # the cells' name without precision and repeat, e.g. bs512_graphs-on
+    workload: str
+    batch_size: int
+    precisions: tuple
+    params: tuple      # the first repeat's, sorted (key, value) pairs
+    interleave: tuple  # the comparison's settings, sorted (key, value) pairs
+
+    @property
+    def id(self) -> str:
+        return f"{self.experiment}/{self.setting}"
+
+    def spec(self, run: str) -> dict:
+        return {"run": run, "experiment": self.experiment, "setting": self.setting,
+                "workload": self.workload, "batch_size": self.batch_size,
+                "precisions": list(self.precisions), "params": dict(self.params),
+                "interleave": dict(self.interleave)}
+
+    def inputs(self) -> list[str]:
+        return Job(self.experiment, "", self.workload, self.precisions[0], self.batch_size, 1,
+                   self.params).inputs()
+
+
+def setting_of(job: Job) -> str:
+    """A cell's setting: its name without the precision and the repeat."""
+    return job.group[len(job.precision) + 1:]
+
+
+def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
+    """The interleaved comparisons of the study: for each experiment with ``interleave.enabled``,
+    one per setting that has two or more precisions (its first repeats' jobs). A bad
+    ``interleave`` value is a ConfigError naming it, before any job runs."""
+    from . import interleave
+
+    out: dict[str, Comparison] = {}
+    for i, exp in enumerate(config["experiments"]):
+        given = dict(exp.get("interleave") or {})
+        if not given.pop("enabled", False):
+            continue
+        name = exp.get("name", exp["workload"])
+        try:
+            chosen = interleave.settings(given)
+        except ValueError as exc:
+            raise ConfigError(f"experiments[{i}] ({name}).{exc}") from None
+        firsts: dict[str, list[Job]] = {}
+        for job in jobs.values():
+            if job.experiment == name and job.repeat == 1:
+                firsts.setdefault(setting_of(job), []).append(job)
+        for setting, js in firsts.items():
+            if len(js) < 2:
+                continue
+            c = Comparison(name, setting, js[0].workload, js[0].batch_size,
+                           tuple(j.precision for j in js), js[0].params,
+                           tuple(sorted(chosen.items())))
+            out[c.id] = c
+        if not any(c.experiment == name for c in out.values()):
+            raise ConfigError(f"experiments[{i}] ({name}).interleave: no setting of it has two "
+                              "or more precisions to compare")
+    return out
+
+
 def cell_name(precision: str, batch_size: int, axes: dict, repeat: int) -> str:
     parts = [precision, f"bs{batch_size}",
              *(a.text(axes[a.name]) for a in V.AXES if a.name in axes), f"r{repeat}"]

@@ -20,6 +20,12 @@ then reads the records it has and decides whether it needs more:
   itself uncertain, and the reports pool every repeat.
 * **Cells that did not run** (any repeat unsupported, oom, diverged or error) never get extra
   repeats: more of a failing run answers nothing. They are ``not-ok``.
+* **Host-bound cells** (the GPU busy less than ``vocabulary.HOST_BOUND_BUSY_SHARE`` of the
+  timed steps, by the cell's evidence repeat's profile) get no extra repeats either: their
+  spread is the host's drift over minutes, which clusters in time, so repeats run minutes apart
+  are not independent of it and more of them do not narrow it. Their ratios are decided by the
+  interleaved comparison (``tcbench.interleave``) where the study has one. They are
+  ``host-bound``, and the decision says so with the busy share.
 
 After the last look, the cell's decision (``decide``) says tight, noisy (still wider than the
 target at the cap, or after the last look, with the numbers) or not-ok; ``summary`` puts every
@@ -50,13 +56,14 @@ import numpy as np
 
 from . import atomic
 from . import stats
+from . import vocabulary as V
 from .vocabulary import ConfigError
 
-TIGHT, NOISY, NOT_OK, WIDE = "tight", "noisy", "not-ok", "wide"
+TIGHT, NOISY, NOT_OK, WIDE, HOST_BOUND = "tight", "noisy", "not-ok", "wide", "host-bound"
 METRIC = "throughput_samples_per_s"
 MIN_N = stats.MIN_CI_N  # the reports' interval needs three runs
-SUMMARY_COLUMNS = ["experiment", "cell", "status", "n_initial", "n", "halfwidth", "target",
-                   "max", "looks", "reason"]
+SUMMARY_COLUMNS = ["experiment", "cell", "status", "n_initial", "n", "halfwidth",
+                   "gpu_busy_share", "target", "max", "looks", "reason"]
 
 
 @dataclass(frozen=True)
@@ -144,8 +151,24 @@ def stein_n(values, target: float) -> int:
     return max(MIN_N, math.ceil((q * sd / abs(mean) / target) ** 2))
 
 
-def assess(records: list[dict], s: Settings) -> dict:
-    """Where a cell stands on its records: ok values, interval half-width, status so far."""
+def busy_share(records: list[dict]) -> float | None:
+    """The GPU's busy share of the timed steps, from the first record that has one (the cell's
+    evidence repeat: its kernels are profiled once a cell)."""
+    from . import tensorcores
+
+    for r in records:
+        tc = tensorcores.without_annotations(r.get("tensor_cores") or {})
+        m = r.get("metrics") or {}
+        share = tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s"))[
+            "gpu_busy_share"]
+        if share is not None:
+            return float(share)
+    return None
+
+
+def assess(records: list[dict], s: Settings, interleaved: bool = False) -> dict:
+    """Where a cell stands on its records: ok values, interval half-width, status so far.
+    ``interleaved``: the study compares this cell's precisions interleaved."""
     bad = sorted({r["status"] for r in records if r["status"] != "ok"})
     values = [(r.get("metrics") or {}).get(METRIC) for r in records if r["status"] == "ok"]
     values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
@@ -156,18 +179,29 @@ def assess(records: list[dict], s: Settings) -> dict:
         why = ", ".join(bad) or "no throughput"
         return out | {"status": NOT_OK,
                       "reason": f"repeats {why}: extra repeats would not make it run"}
+    busy = busy_share(records)
+    out["gpu_busy_share"] = busy
     if h is not None and h <= s.target:
         return out | {"status": TIGHT,
                       "reason": f"half-width {_pct(h)} <= target {_pct(s.target)} "
                                 f"with {len(values)} repeats"}
     shown = f"half-width {_pct(h)}" if h is not None else f"no 95% interval from {len(values)}"
+    if busy is not None and busy < V.HOST_BOUND_BUSY_SHARE:
+        decided = ("the interleaved comparison decides its ratios" if interleaved else
+                   "no interleaved comparison in this study to decide its ratios "
+                   "(interleave: {enabled: true} adds one)")
+        return out | {"status": HOST_BOUND,
+                      "reason": f"host-bound: the GPU was busy {busy:.0%} of the timed steps "
+                                f"(< {V.HOST_BOUND_BUSY_SHARE:.0%}), so its {shown} after "
+                                f"{len(values)} repeats is the host's drift, which more repeats "
+                                f"do not narrow; no repeats added; {decided}"}
     return out | {"status": WIDE,
                   "reason": f"{shown} > target {_pct(s.target)} after {len(values)} repeats"}
 
 
-def look(records: list[dict], s: Settings, number: int) -> dict:
+def look(records: list[dict], s: Settings, number: int, interleaved: bool = False) -> dict:
     """Look ``number``: how many repeats the cell needs in all (``n_planned``), and why."""
-    a = assess(records, s)
+    a = assess(records, s, interleaved)
     n = a["n"]
     planned = n
     if a["status"] == WIDE and n < s.max:
@@ -178,9 +212,10 @@ def look(records: list[dict], s: Settings, number: int) -> dict:
     return a | {"look": number, "n_planned": planned, "more": planned > n, "reason": why}
 
 
-def decide(records: list[dict], s: Settings) -> dict:
-    """The cell's last word after its last look: tight, noisy (with the numbers) or not-ok."""
-    a = assess(records, s)
+def decide(records: list[dict], s: Settings, interleaved: bool = False) -> dict:
+    """The cell's last word after its last look: tight, noisy (with the numbers), host-bound
+    or not-ok."""
+    a = assess(records, s, interleaved)
     if a["status"] == WIDE:
         where = f"at the cap of {s.max} repeats" if a["n"] >= s.max \
             else f"after {s.looks} look(s)"
@@ -205,7 +240,9 @@ def summary(decisions: list[dict]) -> str:
     w = csv.DictWriter(buf, SUMMARY_COLUMNS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
     for d in decisions:
-        w.writerow(d | {"halfwidth": "" if d["halfwidth"] is None else f"{d['halfwidth']:.6g}"})
+        busy = d.get("gpu_busy_share")
+        w.writerow(d | {"halfwidth": "" if d["halfwidth"] is None else f"{d['halfwidth']:.6g}",
+                        "gpu_busy_share": "" if busy is None else f"{busy:.4g}"})
     return buf.getvalue()
 
 
@@ -222,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--experiment", default="")
     ap.add_argument("--cell", default="")
     ap.add_argument("--n-initial", type=int)
+    ap.add_argument("--interleaved", action="store_true",
+                    help="the study compares this cell's precisions interleaved")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
     if args.what == "summary":
@@ -230,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     s = Settings(args.target, args.max, args.looks)
     records = read_records(args.records)
-    result = look(records, s, args.look) if args.what == "look" else decide(records, s)
+    result = look(records, s, args.look, args.interleaved) if args.what == "look" \
+        else decide(records, s, args.interleaved)
     cell = {"experiment": args.experiment, "cell": args.cell, "n_initial": args.n_initial,
             "records": [str(p) for p in args.records]}
     write(result, args.out, cell)

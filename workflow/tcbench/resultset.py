@@ -74,6 +74,16 @@ def compile_cache(m: dict) -> str:
     return cache.get("outcome") or V.compile_cache_outcome(cache.get("counters") or {})
 
 
+def setting(r: dict) -> dict:
+    """What a record (or an interleaved comparison's record) ran besides its precision: the
+    model, the input pipeline, the execution axes and the data, defaults filled."""
+    p = r["params"]
+    return {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
+            **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
+               ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
+            "data": data_kind(r)}
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
@@ -83,10 +93,7 @@ def _row(r: dict) -> dict:
                              "batch_size", "repeat", "status", "status_reason")}
     row["seed"] = r.get("seed", p.get("seed"))
     row["repeat_reason"] = r.get("repeat_reason", V.REPEAT_INITIAL)
-    row |= {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
-            **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
-               ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
-            "data": data_kind(r)}
+    row |= setting(r)
     row |= {k: m.get(k) for k in RECORD_METRICS}
     # what one sample is in tokens (a token workload's sequence length), for tokens/s
     # (tcbench.analysis.throughput)
@@ -109,8 +116,29 @@ def _row(r: dict) -> dict:
     row["harness_process_start_s"] = h.get("process_start_to_main_s")
     row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in V.HARNESS_PHASES}
     row |= conditions(r)
+    row |= host_columns(r)
+    row["steady"] = (m.get("timed_window") or {}).get("steady")
     row["record"] = r.get("_path")
     return row
+
+
+def host_columns(r: dict) -> dict:
+    """The host's part in a record (tcbench.hoststate, tcbench.placement): the training core
+    and how it was chosen, the dispatch probe around the timed window, what disturbed it; None
+    where the record predates the fields."""
+    core = (r.get("placement") or {}).get("training_core") or {}
+    hs = r.get("host_state") or {}
+    probe = hs.get("probe") or {}
+    before, after = probe.get("before_ops_per_s"), probe.get("after_ops_per_s")
+    cpu = hs.get("training_cpu") or {}
+    return {"training_cpu": core.get("cpu"), "training_cpu_chosen_by": core.get("chosen_by"),
+            "host_probe_before_ops_per_s": before, "host_probe_after_ops_per_s": after,
+            "host_probe_ops_per_s": (before + after) / 2 if before and after else None,
+            "host_probe_change": after / before - 1 if before and after else None,
+            "involuntary_ctx_switches": (hs.get("training_thread") or {}).get(
+                "involuntary_ctx_switches"),
+            "host_steal_s": cpu.get("steal_s"),
+            "host_irq_s": cpu["irq_s"] + cpu["softirq_s"] if cpu else None}
 
 
 def _cpus(cpus) -> str | None:

@@ -315,7 +315,13 @@ TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 # tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)
 SET_TABLES: dict[str, str] = {"metrics": "metrics.csv", "summary": "summary.csv",
                               "speedup": "speedup.csv", "best": "best.csv",
-                              "overhead": "overhead.csv"}
+                              "overhead": "overhead.csv",
+                              # the interleaved comparisons (tcbench.interleave): their paired
+                              # ratios, and every segment of every round
+                              "interleaved": "interleaved.csv",
+                              "interleaved_rounds": "interleaved_rounds.csv"}
+# where a result set keeps its interleaved comparisons' records (beside records/)
+INTERLEAVED_DIR = "interleaved"
 SET_VIEWS: dict[str, str] = {"speedup": "speedup.md", "best": "best.md"}
 VERDICT_FILES: dict[str, str] = {"md": "summary.md", "html": "summary.html"}
 COMBINED_STEM = "tables"                  # every experiment's tables in tables.{md,tex}
