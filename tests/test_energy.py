@@ -5,11 +5,14 @@ import copy
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from tcbench import aggregate as A
 from tcbench import energy as E
 from tcbench import record as R
+from tcbench import resultset as RS
 from tcbench import telemetry as T
 
 
@@ -196,3 +199,56 @@ def test_records_made_before_the_rule_are_judged_by_it():
     f = E.figures(passing)
     assert f["steady_energy_j"] == 1600 and f["steady_energy_per_sample_j"] == 0.002
     assert f["steady_energy_excluded"] is None
+
+
+# ------------------------------------------------------------ the result set's energy ratio
+def planted(template, precision, repeat, counter_w, sampled_w, source=E.POWER_INSTANT):
+    """A record as the earlier job wrote it: the counter's energy kept even where its
+    cross-check failed (only a note said so)."""
+    r = copy.deepcopy(template)
+    r |= {"precision": precision, "repeat": repeat, "cell": f"{precision}_bs8_r{repeat}",
+          "experiment": "cnn", "run": "user"}
+    r["metrics"] |= {"throughput_samples_per_s": 1000.0 * (2 if precision != "fp32" else 1)}
+    t = window(counter_w, sampled_w, source=source)
+    ratio = counter_w / sampled_w
+    r["telemetry"] |= t | {
+        "steady_energy_per_sample_j": t["steady_energy_j"] / 4000,
+        "steady_energy_cross_check_ratio": ratio,
+        "steady_energy_cross_check_ok": abs(ratio - 1) <= 0.15,
+        "steady_energy_note": None if abs(ratio - 1) <= 0.15 else
+        f"counter energy is {ratio:.2f}x the sampled power integrated over the window "
+        "(tolerance 15%)", "telemetry_samples": 40, "power_max_w": 700.0}
+    return r
+
+
+def aggregate(tmp_path, template, fp32_counter_w):
+    for rep, w in enumerate(fp32_counter_w, 1):
+        R.write(planted(template, "fp32", rep, w, 400), tmp_path / "rec" / f"fp32_{rep}.json")
+    for rep, w in enumerate((204, 200, 196), 1):
+        R.write(planted(template, "amp-bf16", rep, w, 200), tmp_path / "rec" / f"bf_{rep}.json")
+    out = A.aggregate(tmp_path / "rec", tmp_path / "out")
+    return out["metrics"], out["speedup"].set_index("precision").loc["amp-bf16"]
+
+
+def test_failing_fp32_records_give_no_energy_ratio(tmp_path, tiny_record):
+    """The user-CNN case: fp32's records read 1.33x (fail), amp-bf16's pass: the ratio must
+    not rest on the failing ones."""
+    m, sp = aggregate(tmp_path, tiny_record, (532, 530, 535))
+    fp32, bf16 = m[m["precision"] == "fp32"], m[m["precision"] == "amp-bf16"]
+    assert fp32["steady_energy_per_sample_j"].isna().all()
+    assert fp32["steady_energy_excluded"].str.contains(r"1\.3\dx the instant power").all()
+    assert bf16["steady_energy_per_sample_j"].notna().all()
+    assert bf16["steady_energy_excluded"].isna().all()
+    assert pd.isna(sp["energy_ratio"]) and sp["energy_ratio_n"] == 0
+
+
+def test_the_energy_ratio_uses_only_the_records_that_pass(tmp_path, tiny_record):
+    m, sp = aggregate(tmp_path, tiny_record, (410, 532, 284))     # r1 passes, r2 r3 fail
+    fp32 = m[m["precision"] == "fp32"].set_index("repeat")
+    assert fp32["steady_energy_per_sample_j"].notna().tolist() == [True, False, False]
+    bf16 = np.mean([204, 200, 196]) * 4.0 / 4000
+    assert sp["energy_ratio"] == pytest.approx(bf16 / (410 * 4.0 / 4000))
+    assert sp["energy_ratio_n"] == 1
+    written = RS.read(tmp_path / "out" / "metrics.csv")
+    assert written["power_source"].eq("instant").all()
+
