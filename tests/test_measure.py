@@ -111,8 +111,9 @@ def fake_sampler(counter=True, interval=0.01):
 
 
 class PowerNvml(FakeNvml):
-    """A GPU drawing ``watts`` steadily: its energy counter follows the clock, its power reads
-    ``sampled_w``."""
+    """A GPU drawing ``watts`` steadily: its energy counter follows the clock, its instant
+    power (NVML's field) reads ``sampled_w``."""
+    NVML_FI_DEV_POWER_INSTANT, NVML_SUCCESS = 186, 0
 
     def __init__(self, watts=200.0, sampled_w=210.0):
         super().__init__()
@@ -121,8 +122,10 @@ class PowerNvml(FakeNvml):
     def nvmlDeviceGetTotalEnergyConsumption(self, h):
         return int(self.watts * 1e3 * (time.perf_counter() - self.t0))
 
-    def nvmlDeviceGetPowerUsage(self, h):
-        return int(self.sampled_w * 1e3)
+    def nvmlDeviceGetFieldValues(self, h, fields):
+        assert fields == [186]
+        value = type("Value", (), {"uiVal": int(self.sampled_w * 1e3)})()
+        return [type("Field", (), {"nvmlReturn": 0, "valueType": 1, "value": value})()]
 
 
 def test_steady_energy_is_the_counter_over_the_steady_segments_only():
@@ -142,6 +145,7 @@ def test_steady_energy_is_the_counter_over_the_steady_segments_only():
     assert r["steady_energy_per_sample_j"] == pytest.approx(r["steady_energy_j"] / 40)
     assert r["steady_energy_counter_updates"] >= 10 and r["steady_energy_cross_check_ok"]
     assert r["steady_energy_note"] is None and r["energy_j"] is not None
+    assert r["power_source"] == "instant" and r["power_max_w"] == pytest.approx(210)
 
 
 def samples(t, watts_counter, watts_sampled, step_s=0.1):
@@ -158,25 +162,31 @@ def segment(t0, t1, w):
 
 
 def test_energy_of_a_window_the_counter_cannot_resolve_is_null_with_the_reason():
-    r = T.window_energy([segment(0.0, 0.4, 300)], samples(2.0, 300, 300))
+    r = T.window_energy([segment(0.0, 0.4, 300)], samples(2.0, 300, 300),
+                        power_source="instant")
     assert r["steady_energy_j"] is None and r["steady_energy_counter_updates"] < 10
     assert "too short" in r["steady_energy_note"]
 
 
 def test_energy_implying_more_power_than_was_sampled_is_null():
     """The issue's case: a counter implying 367-572 W while sampled power stayed below 141 W."""
-    r = T.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140))
+    r = T.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140),
+                        power_source="instant")
     assert r["steady_energy_j"] is None
     assert r["steady_energy_implied_power_w"] == pytest.approx(500)
     assert "more than the 140 W sampled" in r["steady_energy_note"]
 
 
-def test_counter_and_sampled_power_that_disagree_are_flagged():
-    r = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 140))
-    assert r["steady_energy_j"] == pytest.approx(200)
+def test_counter_and_sampled_power_that_disagree_give_no_energy():
+    r = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 140),
+                        power_source="instant")
+    assert r["steady_energy_j"] is None
+    assert r["steady_energy_implied_power_w"] == pytest.approx(100)
     assert r["steady_energy_sampled_j"] == pytest.approx(280)
     assert r["steady_energy_cross_check_ok"] is False and "0.71x" in r["steady_energy_note"]
-    agree = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 104))
+    agree = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 104),
+                            power_source="instant")
+    assert agree["steady_energy_j"] == pytest.approx(200)
     assert agree["steady_energy_cross_check_ok"] and agree["steady_energy_note"] is None
 
 

@@ -29,6 +29,7 @@ Writes ``host_fidelity.json`` and ``host_fidelity.md`` under ``--out``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -213,6 +214,19 @@ def ab(device: str, precisions: list[str], pairs: int, min_s: float, deadline: f
 
 
 # ------------------------------------------------------------------------------------ ablation
+# the loop with the NVML thread sampling beside it, as in a job: one sampler started before the
+# variant's timed steps and stopped after them (a job starts one before training), so the row
+# measures the thread's cost per step, not nvmlInit and a thread start spread over 50 steps
+NVML_VARIANT = "tcbench loop + NVML thread"
+
+
+def beside(name: str, device):
+    """What runs beside a variant's timed steps: the NVML sampler for ``NVML_VARIANT``."""
+    if name == NVML_VARIANT:
+        return telemetry.NvmlSampler(device, W.COMMON_DEFAULTS["telemetry_interval_s"])
+    return contextlib.nullcontext()
+
+
 def variants(device, precision: str) -> dict:
     net, opt, loss_fn, batches, mode = recipe(device, precision)
     w = W.Workload("amp_recipe", net, loss_fn, opt, 1, batches, batches[0], {})
@@ -271,25 +285,15 @@ def variants(device, precision: str) -> dict:
     def tc_more():
         loop.more(len(batches))
 
-    def tc_loop(sampler=False):
-        def loop():
-            timer = M.StepTimer(device)
-            s = telemetry.NvmlSampler(device, W.COMMON_DEFAULTS["telemetry_interval_s"]) \
-                if sampler else None
-            step = T.eager_step(net, w, scaler, mode, device)
-            if s is not None:
-                with s:
-                    T.train(w, step, device, timer, scaler)
-            else:
-                T.train(w, step, device, timer, scaler)
-        return loop
+    def tc_loop():
+        T.train(w, T.eager_step(net, w, scaler, mode, device), device, M.StepTimer(device),
+                scaler)
 
     return {"plain": with_(plain), "+step events": with_(ev), "+loss log": with_(logged),
             "+to_device": with_(to_dev), "+GradScaler wrappers": with_(scaled),
             "+autocast(enabled=dtype is not None)": with_(autocast_off),
-            "tcbench train_step": with_(tc_step), "tcbench loop (schedule steps)": tc_loop(),
-            "tcbench loop + NVML thread": tc_loop(True),
-            "tcbench measurement steps": tc_more}
+            "tcbench train_step": with_(tc_step), "tcbench loop (schedule steps)": tc_loop,
+            NVML_VARIANT: tc_loop, "tcbench measurement steps": tc_more}
 
 
 def ablation_job(device_name: str, precision: str, rounds: int) -> dict:
@@ -302,12 +306,13 @@ def ablation_job(device_name: str, precision: str, rounds: int) -> dict:
     times = {name: [] for name in loops}
     for _ in range(rounds):
         for name, fn in loops.items():
-            sync(device)
-            t0 = time.perf_counter()
-            for _ in range(4):
-                fn()
-            sync(device)
-            times[name].append((time.perf_counter() - t0) / (4 * steps))
+            with beside(name, device):
+                sync(device)
+                t0 = time.perf_counter()
+                for _ in range(4):
+                    fn()
+                sync(device)
+                times[name].append((time.perf_counter() - t0) / (4 * steps))
     base = statistics.median(times["plain"])
     return {"precision": precision, "rounds": rounds, "steps_per_timing": 4 * steps,
             "us_per_step": {k: statistics.median(v) * 1e6 for k, v in times.items()},

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import atomic
+from . import energy
 from . import record as R
 from . import tensorcores
 from . import vocabulary as V
@@ -30,7 +31,8 @@ RECORD_METRICS = ["total_time_s", "max_memory_allocated_bytes", "max_memory_rese
 RECORD_TELEMETRY = ["energy_j", "energy_per_sample_j", "steady_energy_j",
                     "steady_energy_per_sample_j", "steady_energy_window_s", "power_mean_w",
                     "power_max_w", "sm_clock_mean_mhz", "temperature_max_c",
-                    "nvml_memory_used_max_bytes", "energy_source"]
+                    "nvml_memory_used_max_bytes", "energy_source", "power_source",
+                    "steady_energy_counter_updates"]
 RECORD_ENVIRONMENT = ["device_name", "gpu_uuid", "gpu_index", "compute_capability",
                       "driver_version", "cuda_runtime_version", "torch_cuda_version",
                       "cudnn_version", "torch_version", "hostname", "timestamp_utc",
@@ -100,6 +102,9 @@ def _row(r: dict) -> dict:
     row["tokens_per_sample"] = (r.get("data") or {}).get("tokens_per_sample")
     row["compile_cache"] = compile_cache(m)
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
+    # an energy figure only where the counter passes its check (tcbench.energy), judged
+    # again here so that a record made before the rule gives none its job would withhold
+    row |= energy.figures(t)
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             **tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s")),
             "matmul_share": tc.get("matmul_share"),

@@ -1,19 +1,19 @@
 """GPU telemetry from NVML: power, SM clock, temperature, memory, clock-event reasons, energy.
 
-A background thread samples while the job trains. The job marks its segments: the warm-up
-boundary (``mark_steady``), the end of the workload's own schedule (``pause``: held-out
-evaluation follows, which is no training step), the start of the measurement steps
-(``resume``). The steady-state energy is the GPU's cumulative energy counter over the steady
-segments only, and it is reported only where the counter resolves it:
+A background thread samples while the job trains; one sampler runs for the whole job (its
+start, ``nvmlInit`` and the handle lookup, happens once, before training). The job marks its
+segments: the warm-up boundary (``mark_steady``), the end of the workload's own schedule
+(``pause``: held-out evaluation follows, which is no training step), the start of the
+measurement steps (``resume``). The steady-state energy is the GPU's cumulative energy counter
+over the steady segments only.
 
-* the counter must have moved at least ``MIN_COUNTER_UPDATES`` times within the steady
-  segments (the thread reads it with every sample, so the count is measured, not assumed);
-* the energy it implies over the window must not exceed the highest power sampled in it (a
-  window shorter than the counter's update period can imply several times the board's power);
-* it is cross-checked against the sampled power integrated over the same segments; a
-  disagreement beyond ``CROSS_CHECK_TOLERANCE`` is flagged in the record.
-
-Otherwise the figure is null and the record says why.
+Power is NVML's instant reading (``NVML_FI_DEV_POWER_INSTANT`` through
+``nvmlDeviceGetFieldValues``) where the driver and GPU answer it, else
+``nvmlDeviceGetPowerUsage``, which on Ampere and newer is the mean of the last second and so
+lags the counter; the record says which (``power_source``). Whether a window's counter
+reading becomes an energy figure is ``tcbench.energy.check``: the counter must resolve the
+window, imply no more power than was sampled, and agree with the sampled power integrated over
+the same window. Otherwise the figure is null and the record says why.
 """
 
 from __future__ import annotations
@@ -25,16 +25,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from . import energy as E
 from . import placement
 
-MIN_COUNTER_UPDATES = 10        # counter steps a window needs before its energy is reported
-CROSS_CHECK_TOLERANCE = 0.15    # |counter / sampled - 1| beyond which the two disagree
+# re-exported where scripts and tests look for them
+MIN_COUNTER_UPDATES = E.MIN_COUNTER_UPDATES
+CROSS_CHECK_TOLERANCE = E.CROSS_CHECK_TOLERANCE
 
-
-STEADY_KEYS = ("steady_energy_j", "steady_energy_window_s", "steady_energy_counter_updates",
-               "steady_energy_implied_power_w", "steady_energy_sampled_j",
-               "steady_energy_cross_check_ratio", "steady_energy_cross_check_ok",
-               "steady_energy_note")
+STEADY_KEYS = tuple(f"{E.STEADY}{f}" for f in E.FIELDS)
+RUN_KEYS = tuple(f"{E.RUN}{f}" for f in E.FIELDS)
+# a field value's union member, by NVML's value type (nvmlValueType_t's order)
+_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 
 
 @dataclass
@@ -48,59 +49,65 @@ class _Samples:
     throttle: int = 0
 
 
-def _in_segments(t: np.ndarray, segments: list[tuple[float, float]]) -> np.ndarray:
-    keep = np.zeros(len(t), dtype=bool)
-    for a, b in segments:
-        keep |= (t >= a) & (t <= b)
-    return keep
+def _integral(t: np.ndarray, p: np.ndarray, a: float, b: float) -> tuple[float, float]:
+    """Sampled power over exactly ``[a, b]`` (the counter's window is the marks', not the first
+    and last sample's): trapezoids over the samples inside, the edges interpolated from their
+    neighbours (held beyond the first and last sample). Returns (joules, highest watts)."""
+    grid = np.concatenate([[a], t[(t > a) & (t < b)], [b]])
+    watts = np.interp(grid, t, p)
+    return float(np.trapezoid(watts, grid)), float(watts.max())
+
+
+def _updates(a_mj, readings: np.ndarray, b_mj) -> int:
+    """How often the counter moved between the segment's end reads, counting every read."""
+    seq = np.concatenate([[a_mj], readings, [b_mj]]).astype(float)
+    return int(np.count_nonzero(np.diff(seq)))
 
 
 def window_energy(segments: list[tuple[tuple[float, float | None], tuple[float, float | None]]],
-                  samples: _Samples) -> dict:
-    """Energy over ``segments`` ((t, counter mJ) at each end), if the counter resolves it."""
-    out = dict.fromkeys(STEADY_KEYS)
+                  samples: _Samples, prefix: str = E.STEADY, *,
+                  power_source: str | None) -> dict:
+    """The counter's energy over ``segments`` ((t, counter mJ) at each end) with what
+    ``energy.check`` judges it by; the energy itself only where the check passes."""
+    out = dict.fromkeys(f"{prefix}{f}" for f in E.FIELDS)
     if any(e is None for (_, e), _ in segments) or any(e is None for _, (_, e) in segments):
-        return out | {"steady_energy_note": "this GPU has no NVML total-energy counter"}
+        return out | {f"{prefix}note": "this GPU has no NVML total-energy counter"}
     window = sum(b[0] - a[0] for a, b in segments)
     energy = sum(b[1] - a[1] for a, b in segments) / 1e3
-    t = np.asarray(samples.t)
-    spans = [(a[0], b[0]) for a, b in segments]
-    keep = _in_segments(t, spans) if len(t) else np.zeros(0, dtype=bool)
-    e = np.asarray(samples.energy_mj, dtype=float)[keep] if len(samples.energy_mj) == len(t) \
-        else np.zeros(0)
-    updates = int(np.count_nonzero(np.diff(e))) if len(e) > 1 else 0
-    power = np.asarray(samples.power_w, dtype=float)[keep] if len(samples.power_w) == len(t) \
-        else np.zeros(0)
-    sampled = sum(float(np.trapezoid(np.asarray(samples.power_w)[m], t[m]))
-                  for m in (_in_segments(t, [s]) for s in spans) if m.sum() > 1) \
-        if len(power) > 1 else None
-    implied = energy / window if window > 0 else None
-    out |= {"steady_energy_window_s": window, "steady_energy_counter_updates": updates,
-            "steady_energy_implied_power_w": implied, "steady_energy_sampled_j": sampled}
-    if updates < MIN_COUNTER_UPDATES:
-        return out | {"steady_energy_note": f"the energy counter moved {updates} time(s) in "
-                      f"the {window:.3f} s steady window (< {MIN_COUNTER_UPDATES}): too short "
-                      "for the counter to resolve"}
-    if implied is not None and len(power) and implied > float(power.max()):
-        return out | {"steady_energy_note": f"the counter implies {implied:.0f} W over the "
-                      f"window, more than the {float(power.max()):.0f} W sampled in it"}
-    out["steady_energy_j"] = energy
-    if sampled:
-        ratio = energy / sampled
-        ok = abs(ratio - 1) <= CROSS_CHECK_TOLERANCE
-        out |= {"steady_energy_cross_check_ratio": ratio, "steady_energy_cross_check_ok": ok}
-        if not ok:
-            out["steady_energy_note"] = (f"counter energy is {ratio:.2f}x the sampled power "
-                                         f"integrated over the window (tolerance "
-                                         f"{CROSS_CHECK_TOLERANCE:.0%})")
-    return out
+    t = np.asarray(samples.t, dtype=float)
+    counted = len(samples.energy_mj) == len(t)
+    e = np.asarray([np.nan if v is None else v for v in samples.energy_mj], dtype=float) \
+        if counted else np.full(len(t), np.nan)
+    updates = 0
+    for (ta, ea), (tb, eb) in segments:
+        inside = (t >= ta) & (t <= tb) & np.isfinite(e)
+        updates += _updates(ea, e[inside], eb)
+    p = np.asarray(samples.power_w, dtype=float)
+    sampled = peak = None
+    if len(p) == len(t) and len(t) > 1:
+        parts = [_integral(t, p, a[0], b[0]) for a, b in segments]
+        sampled, peak = sum(j for j, _ in parts), max(w for _, w in parts)
+    out |= {f"{prefix}window_s": window, f"{prefix}counter_updates": updates,
+            f"{prefix}implied_power_w": energy / window if window > 0 else None,
+            f"{prefix}power_max_w": peak, f"{prefix}sampled_j": sampled}
+    c = E.check(out | {"power_source": power_source}, prefix)
+    return out | {f"{prefix}j": energy if c.ok else None,
+                  f"{prefix}cross_check_ratio": c.ratio,
+                  f"{prefix}cross_check_tolerance": c.tolerance,
+                  f"{prefix}cross_check_ok": c.agrees, f"{prefix}note": c.reason}
+
+
+def _field_value(v) -> float:
+    return float(getattr(v.value, _VALUE_MEMBERS[v.valueType]))
 
 
 class NvmlSampler:
     """Samples power, the energy counter and the SM clock every ``interval_s`` from a background
     thread, the slow quantities (temperature, memory, throttle reasons) every ``slow_every``-th
     sample. The thread holds the GIL only for the Python around each NVML call, but every call
-    must get the GIL back from the training loop; so it makes few calls."""
+    must get the GIL back from the training loop; so it makes few calls. Made and entered once
+    per job: ``nvmlInit``, the handle lookup and the thread's start cost milliseconds, which a
+    sampler started every few steps would put on those steps."""
 
     def __init__(self, device: torch.device, interval_s: float = 0.1, slow_every: int = 5):
         self.interval_s = interval_s
@@ -110,6 +117,8 @@ class NvmlSampler:
         self._stop = threading.Event()
         self._samples = _Samples()
         self._marks: dict[str, tuple[float, float | None]] = {}
+        self.power_source: str | None = None
+        self._power_mw = None
         if device.type != "cuda":
             self.reason = "no CUDA device: NVML telemetry does not apply"
             return
@@ -130,6 +139,29 @@ class NvmlSampler:
         except Exception:  # noqa: BLE001 - counter absent on older GPUs
             return None
 
+    def _choose_power(self) -> None:
+        """Instant power where this NVML has the field and the GPU answers it; else the
+        averaged reading. Asked once, before the thread starts, so that every sample of a job
+        reads the same quantity."""
+        nv, h = self.nvml, self.handle
+        fid = getattr(nv, "NVML_FI_DEV_POWER_INSTANT", None)
+        ok = getattr(nv, "NVML_SUCCESS", 0)
+
+        def instant():
+            v = nv.nvmlDeviceGetFieldValues(h, [fid])[0]
+            if v.nvmlReturn != ok:
+                raise RuntimeError(f"NVML field {fid} returned {v.nvmlReturn}")
+            return _field_value(v)
+        if isinstance(fid, int):
+            try:
+                instant()
+                self.power_source, self._power_mw = E.POWER_INSTANT, instant
+                return
+            except Exception:  # noqa: BLE001 - an older driver or GPU: the averaged reading
+                pass
+        self.power_source = E.POWER_AVERAGE
+        self._power_mw = lambda: nv.nvmlDeviceGetPowerUsage(h)
+
     def _throttle(self):
         fn = getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
             self.nvml.nvmlDeviceGetCurrentClocksThrottleReasons
@@ -141,7 +173,7 @@ class NvmlSampler:
         n = 0
         while not self._stop.is_set():
             try:
-                t, p, e = time.perf_counter(), nv.nvmlDeviceGetPowerUsage(h), self._energy_mj()
+                t, p, e = time.perf_counter(), self._power_mw(), self._energy_mj()
                 clock = nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)
                 s.t.append(t)
                 s.power_w.append(p / 1e3)
@@ -162,6 +194,7 @@ class NvmlSampler:
 
     def __enter__(self):
         if self.handle is not None:
+            self._choose_power()
             self._mark("start")
             self._thread = threading.Thread(target=self._run, daemon=True,
                                             name="tcbench-nvml")
@@ -197,40 +230,40 @@ class NvmlSampler:
 
     def steady_energy(self, steady_samples: int | None) -> dict:
         """Energy of the steady steps (warm-up boundary to the end of the schedule, and the
-        measurement steps), from the counter where it resolves the window; else null + why."""
+        measurement steps), from the counter where ``energy.check`` passes; else null + why."""
         null = dict.fromkeys(STEADY_KEYS) | {"steady_energy_per_sample_j": None}
         if self.handle is None:
             return null | {"steady_energy_note": self.reason}
         if "steady" not in self._marks:
             return null | {"steady_energy_note": "no warm-up boundary was marked (no steady steps)"}
-        out = window_energy(self._steady_segments(), self._samples)
+        out = window_energy(self._steady_segments(), self._samples, E.STEADY,
+                            power_source=self.power_source)
         e = out["steady_energy_j"]
         return out | {"steady_energy_per_sample_j": e / steady_samples
                       if e is not None and steady_samples else None}
 
-    def run_energy(self) -> tuple[float | None, str | None, str | None]:
-        """The workload's own loop (warm-up included), under the same rules as the steady
-        window: (energy J, source, note)."""
+    def run_energy(self, samples: int | None) -> dict:
+        """The workload's own loop (warm-up included), under the same rule as the steady
+        window (one segment)."""
         m = self._marks
         end = m.get("schedule_end", m.get("end"))
-        out = window_energy([(m["start"], end)], self._samples)
-        if out["steady_energy_j"] is None:
-            return None, None, out["steady_energy_note"]
-        return out["steady_energy_j"], "nvml_total_energy_counter", out["steady_energy_note"]
+        out = window_energy([(m["start"], end)], self._samples, E.RUN,
+                            power_source=self.power_source)
+        e = out["energy_j"]
+        return out | {"energy_source": "nvml_total_energy_counter" if e is not None else None,
+                      "energy_per_sample_j": e / samples if e is not None and samples else None}
 
     def result(self, samples: int | None = None, steady_samples: int | None = None) -> dict:
-        keys = ("energy_j", "energy_source", "energy_note", "power_mean_w", "power_max_w",
+        keys = ("energy_source", "power_mean_w", "power_max_w", "power_source",
                 "sm_clock_mean_mhz", "temperature_max_c", "nvml_memory_used_max_bytes",
                 "throttle_reasons", "energy_per_sample_j", "telemetry_samples")
         steady = self.steady_energy(steady_samples)
         if self.handle is None:
-            return dict.fromkeys(keys) | {"telemetry_note": self.reason} | steady
+            return dict.fromkeys(keys) | dict.fromkeys(RUN_KEYS) | {
+                "energy_note": self.reason, "telemetry_note": self.reason} | steady
         s = self._samples
-        energy, source, note = self.run_energy()
         return {
-            "energy_j": energy,
-            "energy_source": source,
-            "energy_note": note,
+            "power_source": self.power_source,
             "power_mean_w": float(np.mean(s.power_w)) if s.power_w else None,
             "power_max_w": float(np.max(s.power_w)) if s.power_w else None,
             "sm_clock_mean_mhz": float(np.mean(s.sm_clock_mhz)) if s.sm_clock_mhz else None,
@@ -238,10 +271,9 @@ class NvmlSampler:
             "nvml_memory_used_max_bytes": int(np.max(s.memory_used_bytes))
             if s.memory_used_bytes else None,
             "throttle_reasons": throttle_names(s.throttle, self.nvml),
-            "energy_per_sample_j": energy / samples if energy is not None and samples else None,
             "telemetry_samples": len(s.t),
             "telemetry_note": None,
-        } | steady
+        } | self.run_energy(samples) | steady
 
 
 def throttle_names(mask: int, nvml) -> list[str]:

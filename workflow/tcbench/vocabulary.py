@@ -258,7 +258,8 @@ METRICS: tuple[Metric, ...] = (
            "torch.cuda.max_memory_allocated over the training loop"),
     Metric("steady_energy_per_sample_j", "energy per sample", "energy/sample", "J", False,
            "GPU energy (NVML's cumulative counter, read where the steady steps start and end) "
-           "over the samples of the steady steps"),
+           "over the samples of the steady steps, where the counter passes its check "
+           "(tcbench.energy)"),
     Metric("energy_per_sample_j", "energy per sample, whole run", "energy/sample (run)", "J",
            False, "GPU energy over the whole training loop, warm-up included, per sample"),
     Metric("test_accuracy", "test accuracy", "accuracy", "", True,

@@ -226,7 +226,8 @@ def energy(x: Findings) -> list[str]:
         return []
     return [f"**Energy:** {num(float(f['steady_energy_per_sample_j']) * 1e3)} mJ per "
             f"sample over the steady steps, {times(ratio)} that of fp32 at the same setting "
-            f"(NVML energy counter)."]
+            f"(NVML's energy counter, only from repeats where it resolves the window and "
+            f"agrees with the power sampled over it)."]
 
 
 def tensor_cores(x: Findings) -> list[str]:

@@ -199,7 +199,8 @@ def evidence_table(e: Experiment) -> Table:
              f"per step over the timed steps' median step; data wait), from one profiled repeat "
              f"per cell (torch.profiler, after the timed steps). MFU is achieved "
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
-             f"NVML's counter over the steady steps.",
+             f"NVML's counter over the steady steps, from the repeats where it resolves the "
+             f"window and agrees with the power sampled over it (tcbench.energy).",
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
                                         diagnosis.NAMES.items())
              + " (tcbench.analysis.diagnosis)."]
