@@ -69,7 +69,7 @@ def test_summary_shares_and_top_kernels():
 
 
 def test_collected_h200_kernels_classify_as_labelled():
-    """tests/data/kernel_names.csv: kernels profiled on an H200 (scripts/device/
+    """tests/data/kernel_names.csv: kernels profiled on an H200 (scripts/remote/
     collect_kernels.py). Labels, by column label_source: ``ncu`` = Nsight Compute's matrix-MMA
     pipe counter (sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active) was > 0;
     ``strict-fp32-mode`` = profiled with TF32 off and no autocast, where no kernel may use
