@@ -99,7 +99,7 @@ def workflow_copy(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> Path:
-    """The CPU smoke study, run once per test session in a temporary copy; returns its
+    """The CPU smoke study, run once per pytest run in a temporary copy; returns its
     result-set folder (results/<run>)."""
     wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
     proc = snakemake(wd, "--cores", "2", "--configfile", "config/smoke.yaml", "--config",
