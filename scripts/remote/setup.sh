@@ -16,7 +16,8 @@ fi
 python3 -c "import snakemake, jsonschema" || {
   echo "setup.sh: no Snakemake here; pip install -e . or bring .whl/ (scripts/remote/wheels.sh)" >&2
   exit 1; }
-TCBENCH_BIN=$(mktemp -d "${TMPDIR:-/tmp}/tcbench-bin.XXXXXX")
+TCBENCH_BIN=${TMPDIR:-/tmp}/tcbench-bin-$(id -u)
+mkdir -p "$TCBENCH_BIN"
 printf '#!/bin/sh\nexec python3 "$@"\n' > "$TCBENCH_BIN/python" && chmod +x "$TCBENCH_BIN/python"
 export PATH=$TCBENCH_BIN:$PATH PYTHONUNBUFFERED=1
 if [ -z "${TCBENCH_GIT_COMMIT:-}" ] && [ -f .tcbench-tree.json ]; then
