@@ -24,8 +24,8 @@ PACKAGE = ("__init__.py", "sourcetree.py", "atomic.py")
 
 
 def git(repo: Path, *args: str) -> str:
-    env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-                        "GIT_COMMITTER_EMAIL": "t@t"}
+    env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           check=True, env=env).stdout.strip()
 

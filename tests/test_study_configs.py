@@ -2,7 +2,6 @@
 what its report needs (a plain fp32 baseline, the FP8 roof, the seed's training), a header
 that tells a user what it answers and costs, and only the values that are its point."""
 
-import copy
 import re
 from collections import Counter
 
