@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# 1 GPU vs 2 GPUs of one host (issue #4, part 2): the same matrix (config/multigpu.yaml) run
+# 1 GPU vs 2 GPUs of one host: the same matrix (config/multigpu.yaml) run
 # with --resources gpu=1 and with gpu=2, wall time of each, per-job throughputs compared.
 #
 #   scripts/multigpu_check.sh [PREFIX]      # from the repo root, project environment active

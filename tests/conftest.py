@@ -26,6 +26,20 @@ def smoke_jobs() -> int:
     return len(matrix.expand(tcconfig.check(cfg)))
 
 
+def tracked_files(root: Path = REPO) -> list[str]:
+    """The repository's tracked files (``git ls-files``), relative to ``root``; in a copy
+    without git, every file under it but the folders a run or an install writes."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True,
+                             text=True, check=True, timeout=60).stdout
+        return sorted(filter(None, out.split("\0")))
+    except (OSError, subprocess.SubprocessError):
+        skip = {".git", ".venv", ".snakemake", ".pytest_cache", ".whl", "logs", "resources",
+                "data", "__pycache__"}
+        return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")
+                      if p.is_file() and not skip & set(p.relative_to(root).parts))
+
+
 def copy_workflow(dest: Path) -> Path:
     """The workflow, configs and profiles copied to ``dest`` (results and logs stay behind)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -85,7 +99,7 @@ def workflow_copy(tmp_path) -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory) -> Path:
-    """The CPU smoke study, run once per test session in a temporary copy; returns its
+    """The CPU smoke study, run once per pytest run in a temporary copy; returns its
     result-set folder (results/<run>)."""
     wd = copy_workflow(tmp_path_factory.mktemp("smoke") / "wf")
     proc = snakemake(wd, "--cores", "2", "--configfile", "config/smoke.yaml", "--config",

@@ -20,7 +20,7 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import REPO, copy_workflow, smoke_jobs, snakemake
+from conftest import REPO, copy_workflow, smoke_jobs, snakemake, tracked_files
 from tcbench import atomic, container, environment, imagedeps, sourcetree
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
@@ -64,13 +64,36 @@ def test_constraints_pin_everything_installed_on_top_within_range():
     assert not {"numpy", "pillow", "torch", "torchvision"} & set(pins)
 
 
+def base_image_digests(root: Path = REPO) -> dict[str, set[str]]:
+    """Every digest pinned to a pytorch/pytorch reference in a tracked file outside results/
+    (the records and reports there say what ran then, not what the workflow pins now)."""
+    found = {}
+    for rel in tracked_files(root):
+        if rel.startswith("results/"):
+            continue
+        try:
+            text = (root / rel).read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        pinned = set(re.findall(r"pytorch/pytorch[:\w.-]*@(sha256:[0-9a-f]{64})", text))
+        if pinned:
+            found[rel] = pinned
+    return found
+
+
 def test_one_pinned_base_image_everywhere():
+    """The schema's default is the base image's one home: no config restates it, and every
+    file that must name it (the image definitions) names the same digest."""
     image = default_image()
     assert image.startswith("docker://pytorch/pytorch@sha256:")
     digest = container.image_digest(image)
     assert digest and DIGEST.fullmatch(digest)
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    assert config["container"] == image
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        assert "container" not in (yaml.safe_load(path.read_text()) or {}), path.name
+    pinned = base_image_digests()
+    assert {"workflow/schemas/config.schema.yaml", "containers/Dockerfile",
+            "containers/tcbench.def"} <= set(pinned)
+    assert {rel: d for rel, d in pinned.items() if d != {digest}} == {}
     dockerfile = (REPO / "containers/Dockerfile").read_text()
     base = re.search(r"^ARG BASE_IMAGE=(\S+)$", dockerfile, re.M).group(1)
     assert base.startswith("pytorch/pytorch:") and base.endswith("@" + digest)
@@ -80,10 +103,19 @@ def test_one_pinned_base_image_everywhere():
     assert re.search(r"^From: (\S+)$", definition, re.M).group(1) == image.removeprefix(
         "docker://")
     assert f"TCBENCH_BASE_IMAGE={base}" in definition
+    assert f"org.opencontainers.image.base.name {base}" in definition
     for text in (dockerfile, definition):  # the same packages, from the same files
         assert "-r /opt/tcbench/containers/requirements.txt" in text
         assert "-c /opt/tcbench/containers/constraints.txt" in text
         assert "/opt/tcbench/workflow" in text
+
+
+def test_a_second_base_image_digest_is_found(tmp_path):
+    (tmp_path / "notes.md").write_text("FROM pytorch/pytorch:2.7.1-cuda12.8-cudnn9-runtime@sha256:"
+                                       + "ab" * 32 + "\nsee docker://r/x@sha256:" + "cd" * 32)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "old.md").write_text("pytorch/pytorch@sha256:" + "ef" * 32)
+    assert base_image_digests(tmp_path) == {"notes.md": {"sha256:" + "ab" * 32}}
 
 
 def test_dockerfile_lint():

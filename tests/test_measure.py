@@ -169,7 +169,7 @@ def test_energy_of_a_window_the_counter_cannot_resolve_is_null_with_the_reason()
 
 
 def test_energy_implying_more_power_than_was_sampled_is_null():
-    """The issue's case: a counter implying 367-572 W while sampled power stayed below 141 W."""
+    """A case seen on an H200: a counter implying 367-572 W while sampled power stayed below 141 W."""
     r = T.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140),
                         power_source="instant")
     assert r["steady_energy_j"] is None

@@ -1,4 +1,4 @@
-"""Cells too noisy to be precise (issue 20): each ok cell wider than +-3% is named, with the
+"""Cells too noisy to be precise: each ok cell wider than +-3% is named, with the
 reason its own repeats give; tight cells, failed cells and single-run ones are told apart."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ DATA = Path(__file__).parent / "data" / "kernel_names.csv"
 
 
 @pytest.mark.parametrize("name,expected", [
-    # the two H200 traps named in the issue
+    # two H200 kernel names that mislead a naive name-based classifier
     ("sm90_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_kernel__5x_cublas", False),
     ("nvjet_sm90_hsh_128x256_64x4_1x2_h_bz_coopA_NNT", True),
     ("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNN", True),
@@ -69,7 +69,7 @@ def test_summary_shares_and_top_kernels():
 
 
 def test_collected_h200_kernels_classify_as_labelled():
-    """tests/data/kernel_names.csv: kernels profiled on an H200 (scripts/device/
+    """tests/data/kernel_names.csv: kernels profiled on an H200 (scripts/remote/
     collect_kernels.py). Labels, by column label_source: ``ncu`` = Nsight Compute's matrix-MMA
     pipe counter (sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active) was > 0;
     ``strict-fp32-mode`` = profiled with TF32 off and no autocast, where no kernel may use

@@ -200,7 +200,7 @@ def ab(device: str, precisions: list[str], pairs: int, min_s: float, deadline: f
                 job = plain_job if kind == "plain" else tcbench_job
                 runs[p][kind].append(forked(job, device, p, min_s))
             runs[p]["order"].append(order[0])
-        partial.write_text(json.dumps(runs) + "\n")   # what ran so far, should the call end
+        partial.write_text(json.dumps(runs) + "\n")   # what ran so far, should the run be stopped
     out = []
     for p, r in runs.items():
         tc = [x["samples_per_s"] for x in r["tcbench"]]

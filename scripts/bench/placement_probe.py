@@ -1,7 +1,7 @@
 """Which CPU should a host-bound job's training thread run on? A probe of the host's noise.
 
-host_fidelity.py found the recipe's plain loop (tf32, batch 512) bimodal between processes on the
-lent H200 VM: ~600k samples/s in most, ~390-480k in some, with the training thread pinned to
+host_fidelity.py found the recipe's plain loop (tf32, batch 512) bimodal between processes on an
+H200 VM: ~600k samples/s in most, ~390-480k in some, with the training thread pinned to
 the job's first CPU (CPU 0) in both arms. This probe runs that same plain loop (host_fidelity's
 ``plain_job``) in fresh processes with the training thread on different CPUs, interleaved
 round by round so that a drift of the host hits every variant alike, and prints each run's

@@ -94,8 +94,8 @@ def container_info() -> dict:
     """How the job ran: ``execution`` is ``workflow-image`` when the workflow ran it in its
     configured image (``--use-singularity``; then ``container_image`` names that image and
     ``container_image_digest`` its digest when pinned), ``native`` otherwise; natively,
-    ``host_containerised`` says whether the host happens to be a container itself (the lent
-    H200 is one), so "no image" and "a container anyway" are told apart.
+    ``host_containerised`` says whether the host happens to be a container itself (the H200
+    host of the committed set is one), so "no image" and "a container anyway" are told apart.
 
     Apptainer/Singularity export the path of the image file they run (a cache file, under
     Snakemake); the workflow adds the reference it was configured with (``TCBENCH_IMAGE``, see

@@ -1,4 +1,4 @@
-"""Repeats until the interval is tight (issue 20, item 6): how many repeats a cell gets.
+"""Repeats until the interval is tight: how many repeats a cell gets.
 
 A cell starts with its ``repeats`` fresh processes. With ``adaptive_repeats.enabled`` a *look*
 then reads the records it has and decides whether it needs more:

@@ -1,5 +1,6 @@
 """The code that ran: its commit and whether the tree was clean, read from git or, in a copy
-without a usable .git (the lent GPU machine's), from a manifest written here beforehand.
+without a usable .git (a GPU host's copy: scripts/remote/README.md), from a manifest written
+in the checkout beforehand.
 
     python -m tcbench.sourcetree manifest     # writes .tcbench-tree.json for HEAD
 """
@@ -75,7 +76,7 @@ def _blob_sha(path: Path) -> str | None:
 
 def tree_manifest(repo: Path = REPO) -> dict:
     """HEAD's commit and the object name of every code file in it: shipped with a copy of the
-    tree that has no usable .git (``python -m tcbench.environment manifest``), it lets a job
+    tree that has no usable .git (``python -m tcbench.sourcetree manifest``), it lets a job
     there prove its files are the commit's (``git_info``)."""
     head = _git_status(repo)
     listing = run_quiet(["git", "-C", str(repo), "ls-tree", "-r", "-z", "--full-tree", "HEAD"])
@@ -123,7 +124,7 @@ def git_info(repo: Path = REPO) -> dict:
     - a copy without a usable .git (a container, a remote machine whose copy carries a stale
       .git) names what was shipped in ``TCBENCH_GIT_COMMIT``, which wins over such a .git. Its
       files are checked against a manifest of that commit (``.tcbench-tree.json`` at the root
-      or ``$TCBENCH_TREE_MANIFEST``, written by ``python -m tcbench.environment manifest``);
+      or ``$TCBENCH_TREE_MANIFEST``, written by ``python -m tcbench.sourcetree manifest``);
       without one, ``TCBENCH_GIT_DIRTY=1`` is taken at its word (dirty), anything else is
       unknown (None): the shipper's "clean" is a claim, not evidence.
     - no git at all: HEAD's commit is read from the .git files; cleanliness is unknown.
@@ -192,7 +193,7 @@ def check_clean(allow_dirty: bool, repo: Path = REPO) -> str | None:
             (f": {shown}" if shown else " (TCBENCH_GIT_DIRTY)")
     else:
         what = ("whether the code is that of a commit cannot be told (no git checkout, and no "
-                f"{MANIFEST} for TCBENCH_GIT_COMMIT; python -m tcbench.environment manifest "
+                f"{MANIFEST} for TCBENCH_GIT_COMMIT; python -m tcbench.sourcetree manifest "
                 "writes one)")
     return (f"{what}. A GPU study records the commit it ran; commit the changes, or set "
             "allow_dirty: true (--config allow_dirty=True) and the records will say so.")

@@ -1,5 +1,5 @@
-"""Which cells are too noisy to be precise, and why (issue 20: every cell's throughput interval
-within +-3%, or the verdict says why that cell cannot get there).
+"""Which cells are too noisy to be precise, and why (every cell's throughput interval within
++-3%, or the verdict says why that cell cannot get there).
 
 A cell is precise when its throughput's 95% interval has a half-width of at most
 ``stats.PRECISE_HALFWIDTH`` of its mean. Every ok cell that is not gets one reason, from its

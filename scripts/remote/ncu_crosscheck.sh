@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Nsight Compute cross-check of the kernel classifier: one training step per (workload, mode),
-# every kernel's duration and matrix-MMA tensor-pipe cycles. Writes $1/ncu_steps.csv.
+# every kernel's duration and matrix-MMA tensor-pipe cycles, into the CSV file named:
+#   scripts/remote/ncu_crosscheck.sh CSV
 set -uo pipefail
-out=$1; : > "$out"
+csv=$1; : > "$csv"
 m=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum
 for run in "mnist_cnn fp32 512" "mnist_cnn tf32 512" "mnist_cnn amp-bf16 512" "mnist_cnn amp-fp16 512" \
            "resnet50 fp32 32" "resnet50 tf32 32" "resnet50 amp-bf16 32"; do
   set -- $run
-  echo "# $run" >> "$out"
+  echo "# $run" >> "$csv"
   timeout 150 ncu --profile-from-start off --clock-control none --csv --metrics "$m" \
-    python3 scripts/device/ncu_step.py $run >> "$out" 2>/dev/null || echo "# failed: $run" >> "$out"
+    python3 scripts/remote/ncu_step.py $run >> "$csv" 2>/dev/null || echo "# failed: $run" >> "$csv"
 done

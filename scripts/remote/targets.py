@@ -1,8 +1,8 @@
-"""Print the targets of some experiments of a config, to split a study across calls: each
-cell's records and, for a cell whose repeats adapt (adaptive_repeats), its decision, which makes
-Snakemake run the looks and the repeats they add in the same call.
+"""Print the targets of some experiments of a config, to split a study into runs bounded in time:
+each cell's records and, for a cell whose repeats adapt (adaptive_repeats), its decision, which
+makes Snakemake run the looks and the repeats they add in the same run.
 
-    python3 scripts/device/targets.py config/config.yaml [--only a,b] [--skip c] [--run NAME]
+    python3 scripts/remote/targets.py config/config.yaml [--only a,b] [--skip c] [--run NAME]
 
 The config is read as the Snakefile reads it: config/config.yaml, then the given file over it.
 """

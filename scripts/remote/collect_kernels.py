@@ -3,7 +3,7 @@
 Run on a GPU machine; writes a CSV (mode, workload, kernel, time_us, calls, tensor_core, rule)
 that becomes tests/data/kernel_names.csv, the test corpus of tcbench.tensorcores.classify.
 
-    python3 scripts/device/collect_kernels.py OUT.csv
+    python3 scripts/remote/collect_kernels.py OUT.csv
 """
 
 import csv

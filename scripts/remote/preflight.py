@@ -1,8 +1,8 @@
-"""Four tiny jobs on the GPU before a study call spends its minutes: stop early if the harness
-itself fails there (CUDA graphs, NVML telemetry, FLOP counting, kernel classification, pinning,
-FP8 through torchao, a torchvision model by name).
+"""Four tiny jobs on the GPU before a study spends its time there: stop early if the harness
+itself fails on that host (CUDA graphs, NVML telemetry, FLOP counting, kernel classification,
+pinning, FP8 through torchao, a torchvision model by name).
 
-    python3 scripts/device/preflight.py OUTDIR      # exit 1 when a job is not status ok
+    python3 scripts/remote/preflight.py OUTDIR      # exit 1 when a job is not status ok
 """
 
 import json

@@ -3,7 +3,7 @@ cudaProfilerStart/Stop so that `ncu --profile-from-start off` measures exactly t
 
     ncu --profile-from-start off --clock-control none --csv \
         --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum \
-        python3 scripts/device/ncu_step.py resnet50 amp-bf16 32
+        python3 scripts/remote/ncu_step.py resnet50 amp-bf16 32
 """
 
 import sys

@@ -10,7 +10,7 @@
     per-row scales, bf16 out) next to bf16, fp16, tf32 and fp32; and the kernels each FP8
     product runs.
 
-    python3 scripts/device/fp8_probe.py --out OUT_DIR [--batch-size 8192] [--budget-s 75]
+    python3 scripts/remote/fp8_probe.py --out OUT_DIR [--batch-size 8192] [--budget-s 75]
 
 Writes OUT_DIR/fp8_kernels.csv (mode, workload, kernel, time_us, calls, tensor_core, rule) and
 OUT_DIR/fp8_probe.json (versions, device, ceilings, step times, FP8 conversion, shares); prints

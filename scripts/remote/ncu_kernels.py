@@ -1,5 +1,6 @@
 """A handful of GEMMs and convolutions per precision mode, for Nsight Compute to count
-tensor-pipe activity on: run under `ncu --clock-control none --metrics ...` (see device script).
+tensor-pipe activity on: run under `ncu --clock-control none --metrics ...` (as
+ncu_crosscheck.sh runs ncu_step.py).
 Each op is launched once after a warm-up that ncu skips via NVTX-free launch counting."""
 
 import sys

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Runs a study, or part of one, on a GPU host, bounded in time, and packs what it made into
+# DIR/results.tgz (records, job timings, logs: unpack it at the repository root back home):
+#
+#   scripts/remote/study.sh --out DIR CONFIGFILE SECONDS [snakemake targets...]
+#
+# SECONDS bounds the whole script, install included: give the batch job or the remote command
+# that runs it at least 60 s more, because a run killed at its own time limit may return
+# nothing at all. When the time is up the job in flight is stopped (its record is never
+# half-written: records are written atomically) and what finished is packed. Snakemake makes
+# only what is missing, so a study too long for one run is finished by the next, once the
+# records of the earlier ones are back in results/. Targets (scripts/remote/targets.py) name
+# the part to run; none: the whole study.
+# Optional steps first: PREFLIGHT=1 (four tiny jobs; stop if the harness fails on this GPU),
+# KERNELS=1 (kernel names per precision), NCU=1 (Nsight Compute cross-check). GPUS=N overrides
+# the number of GPUs used (default: every GPU of the host, one job each).
+set -uo pipefail
+usage="usage: scripts/remote/study.sh --out DIR CONFIGFILE SECONDS [snakemake targets...]"
+if [ "${1:-}" != --out ] || [ $# -lt 4 ]; then echo "$usage" >&2; exit 2; fi
+dest=$(realpath -m "$2"); cfg=$3; budget=$4; shift 4
+cd "$(dirname "$0")/../.."   # paths below, CONFIGFILE's too, are the repository root's
+case $budget in ''|*[!0-9]*) echo "study.sh: SECONDS=$budget is not a whole number; $usage" >&2; exit 2 ;; esac
+[ -f "$cfg" ] || { echo "study.sh: $cfg: no such config (a path from the repository root)" >&2; exit 2; }
+t0=$(date +%s)
+left() { echo $(( budget - ($(date +%s) - t0) )); }
+mkdir -p "$dest" logs
+pack() {  # small on purpose: only results (records, job timings) and logs travel back
+  tar czf "$dest/results.tgz" results logs 2>/dev/null
+  ls -la "$dest"
+}
+trap pack EXIT
+source scripts/remote/setup.sh
+python -c "import numpy, torch" || exit 1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
+  --format=csv | tee "$dest/nvidia-smi.csv"
+if [ "${PREFLIGHT:-0}" = 1 ]; then
+  PYTHONPATH=workflow timeout 300 python3 scripts/remote/preflight.py "${TMPDIR:-/tmp}/tcbench-preflight" \
+    || exit 1
+fi
+if [ "${KERNELS:-0}" = 1 ]; then
+  timeout "$(left)" python3 scripts/remote/collect_kernels.py "$dest/kernel_names.csv" 2>&1 | tail -20
+fi
+if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
+  timeout "$(left)" bash scripts/remote/ncu_crosscheck.sh "$dest/ncu_steps.csv"
+fi
+# every GPU of the host, one job each (tcbench.gpus pins each job to its own)
+gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
+log="$dest/snakemake-$(basename "$cfg" .yaml).log"
+# targets first: --rerun-triggers takes several values and would swallow them
+timeout -k 10 "$(( $(left) - 15 ))" snakemake "$@" --cores "$(nproc)" --resources gpu="$gpus" \
+  --configfile "$cfg" --keep-going --rerun-triggers mtime > "$log" 2>&1
+echo "snakemake exit $? after $(( $(date +%s) - t0 )) s"
+grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$log" | tail -5

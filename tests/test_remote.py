@@ -1,0 +1,128 @@
+"""scripts/remote/: the tarball a GPU host gets holds HEAD's code and a manifest that lets the
+copy, which has no .git, prove its files are HEAD's; the host-side scripts refuse to start
+without --out; the guide names the scripts there are."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+REMOTE = REPO / "scripts" / "remote"
+SCRIPTS = sorted(p.name for p in REMOTE.iterdir() if p.suffix in (".sh", ".py"))
+# what a temporary checkout needs for bundle.sh and setup.sh: the manifest's writer and reader
+PACKAGE = ("__init__.py", "sourcetree.py", "atomic.py")
+
+
+def git(repo: Path, *args: str) -> str:
+    env = os.environ | {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True, env=env).stdout.strip()
+
+
+def shell_env(tmp_path: Path) -> dict:
+    """This interpreter as python3 first on PATH, temporary files under tmp_path, and git kept
+    from finding a repository above it."""
+    folder = tmp_path / "bin"
+    folder.mkdir(exist_ok=True)
+    (folder / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    (folder / "python3").chmod(0o755)
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return os.environ | {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}",
+                         "TMPDIR": str(tmp_path / "tmp"), "GIT_CEILING_DIRECTORIES": str(tmp_path)}
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A small git checkout with tcbench's manifest code and the remote scripts, one commit."""
+    repo = tmp_path / "repo"
+    (repo / "workflow" / "tcbench").mkdir(parents=True)
+    for name in PACKAGE:
+        shutil.copy2(REPO / "workflow" / "tcbench" / name, repo / "workflow" / "tcbench" / name)
+    shutil.copytree(REMOTE, repo / "scripts" / "remote")
+    (repo / "Snakefile").write_text("# committed\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "one")
+    return repo
+
+
+@pytest.mark.parametrize("name", [n for n in SCRIPTS if n.endswith(".sh")])
+def test_every_shell_script_parses(name):
+    proc = subprocess.run(["bash", "-n", str(REMOTE / name)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["study.sh"], ["study.sh", "config/config.yaml", "60"],
+    ["study.sh", "--out", "{out}", "config/no-such-study.yaml", "60"],
+    ["study.sh", "--out", "{out}", "config/config.yaml", "ten"],
+    ["checks.sh", "60", "server"], ["checks.sh", "--out", "{out}", "60", "everything"],
+    ["plan.sh", "a"], ["plan.sh", "--out", "{out}", "e"], ["bundle.sh"]])
+def test_a_host_script_refuses_bad_arguments_before_it_does_anything(args, tmp_path):
+    out = tmp_path / "out"
+    argv = [a.replace("{out}", str(out)) for a in args]
+    proc = subprocess.run(["bash", str(REMOTE / argv[0]), *argv[1:]], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "usage:" in proc.stderr or "no such config" in proc.stderr
+    assert not out.exists()
+
+
+def test_the_bundle_holds_heads_files_and_a_manifest_that_proves_them(checkout, tmp_path):
+    env = shell_env(tmp_path)
+    head = git(checkout, "rev-parse", "HEAD")
+    (checkout / "Snakefile").write_text("# changed, not committed\n")
+    (checkout / "results" / "gpu").mkdir(parents=True)
+    (checkout / "results" / "gpu" / "record.json").write_text("{}\n")
+    (checkout / ".whl").mkdir()
+    (checkout / ".whl" / "x-1-py3-none-any.whl").write_bytes(b"wheel")
+    tarball = tmp_path / "t.tgz"
+    proc = subprocess.run(["bash", "scripts/remote/bundle.sh", str(tarball), "results/gpu"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "differs from HEAD" in proc.stderr and "Snakefile" in proc.stderr
+    with tarfile.open(tarball) as tar:
+        names = set(tar.getnames())
+        copy = tmp_path / "copy"
+        tar.extractall(copy)
+    assert not any(n == ".git" or n.startswith(".git/") for n in names)
+    assert {"results/gpu/record.json", ".whl/x-1-py3-none-any.whl", ".tcbench-tree.json"} <= names
+    assert (copy / "Snakefile").read_text() == "# committed\n"        # HEAD's, not the tree's
+    manifest = json.loads((copy / ".tcbench-tree.json").read_text())
+    assert manifest["commit"] == head and "workflow/tcbench/sourcetree.py" in manifest["files"]
+
+    # there: no .git; setup.sh names the manifest's commit, and every job proves its files
+    shutil.rmtree(copy / ".whl")  # the fake wheel would not install
+    probe = ("source scripts/remote/setup.sh && echo \"$TCBENCH_GIT_COMMIT\" && "
+             "command -v python && PYTHONPATH=workflow python -c 'from tcbench import sourcetree "
+             "as s; i = s.git_info(); print(i[\"git_dirty\"], i[\"git_source\"])'")
+    there = subprocess.run(["bash", "-c", probe], cwd=copy, env=env, capture_output=True,
+                           text=True, timeout=120)
+    assert there.returncode == 0, there.stderr
+    commit, python, info = there.stdout.split("\n")[:3]
+    assert commit == head and Path(python).parent.name.startswith("tcbench-bin")
+    assert info == "False manifest"
+    (copy / "workflow" / "tcbench" / "atomic.py").write_text("# edited on the host\n")
+    edited = subprocess.run(["bash", "-c", probe], cwd=copy, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert edited.stdout.split("\n")[2] == "True manifest"
+
+
+def test_the_guide_names_every_script_and_only_those():
+    guide = (REMOTE / "README.md").read_text()
+    named = set(re.findall(r"scripts/remote/([\w.-]+\.(?:sh|py))", guide))
+    table = guide[guide.index("## The scripts"):]
+    listed = set(re.findall(r"`([\w-]+\.(?:sh|py))\b", table))
+    assert named <= set(SCRIPTS), sorted(named - set(SCRIPTS))
+    assert listed == set(SCRIPTS), (sorted(set(SCRIPTS) - listed), sorted(listed - set(SCRIPTS)))
