@@ -328,6 +328,8 @@ def markdown(report: dict) -> str:
              "| mode | pairs | tcbench median | plain median | ratio | interval |",
              "|---|---|---|---|---|---|"]
     for r in report["ab"]:
+        if not r["pairs"]:   # --pairs 0: the ablation alone
+            continue
         ci = r.get("interval")
         lines.append(f"| {r['precision']} | {r['pairs']} | {r['tcbench_median']:,.0f} | "
                      f"{r['plain_median']:,.0f} | {r['ratio_of_medians']:.4f} | "
