@@ -107,6 +107,9 @@ def comparison(out: Path, name: str, params: dict, deadline: float, rounds: int 
 def run(out: Path, max_seconds: float) -> None:
     from tcbench import forkclient
 
+    # the jobs' interpreters find tcbench as the workflow's do (its rules set PYTHONPATH)
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT / "workflow"), *filter(None, [os.environ.get("PYTHONPATH")])])
     t0 = time.monotonic()
     deadline = t0 + max_seconds
     os.environ[forkclient.OWNER_ENV] = str(os.getpid())   # the fork server ends with this run
