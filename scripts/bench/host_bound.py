@@ -11,8 +11,8 @@ ran comes back whole):
    old placement (``cpu_placement: first``: the training thread on the job's first CPU, CPU 0)
    and the new (``pinned``: the fastest core by a probe), the two alternating job by job, the
    order flipped every repeat; each job a forked ``tcbench.run`` as the workflow runs it;
-2. **interleaved**: the four modes alternated in one process (``tcbench.interleave``, 30
-   rounds), once with the new placement and once with the old;
+2. **interleaved**: the four modes alternated in one process (``tcbench.interleave``, its
+   default rounds), once with the new placement and once with the old;
 3. **graphs**: the recipe with its training step captured as a CUDA graph (``cuda_graphs: on``,
    ``fused_optimizer: on``, so amp-fp16's GradScaler stays on the GPU), 3 repeats of each mode,
    and the four graphed modes interleaved;
@@ -83,14 +83,16 @@ def job(out: Path, experiment: str, precision: str, repeat: int, params: dict,
     return r
 
 
-def comparison(out: Path, name: str, params: dict, deadline: float, rounds: int = 30) -> None:
+def comparison(out: Path, name: str, params: dict, deadline: float,
+               rounds: int | None = None) -> None:
     if time.monotonic() > deadline:
         print(f"  interleaved/{name}: skipped (time)", flush=True)
         return
     spec = {"run": "host-bound", "experiment": "interleaved", "setting": name,
             "workload": "amp_recipe", "batch_size": BATCH, "precisions": list(MODES),
             "params": EXTRA.get("params", {}) | params,
-            "interleave": {"rounds": EXTRA.get("rounds", rounds)}}
+            "interleave": {"rounds": EXTRA.get("rounds", rounds)} if EXTRA.get(
+                "rounds", rounds) else {}}
     if "device" in EXTRA:
         spec["device"] = EXTRA["device"]
     path = out / "interleaved" / f"{name}.json"
@@ -104,7 +106,10 @@ def comparison(out: Path, name: str, params: dict, deadline: float, rounds: int 
     print(f"  interleaved/{name}: exit {rc}, {time.monotonic() - t0:.1f} s", flush=True)
 
 
-def run(out: Path, max_seconds: float) -> None:
+PARTS = ("placement", "interleaved", "graphs", "ablation")
+
+
+def run(out: Path, max_seconds: float, parts=PARTS) -> None:
     from tcbench import forkclient
 
     # the jobs' interpreters find tcbench as the workflow's do (its rules set PYTHONPATH)
@@ -114,23 +119,29 @@ def run(out: Path, max_seconds: float) -> None:
     deadline = t0 + max_seconds
     os.environ[forkclient.OWNER_ENV] = str(os.getpid())   # the fork server ends with this run
     out.mkdir(parents=True, exist_ok=True)
-    print("1. placement: old (first CPU) against new (fastest core), alternating", flush=True)
-    for repeat in range(1, REPEATS + 1):
-        for mode in MODES:
-            order = PLACEMENTS if (repeat + MODES.index(mode)) % 2 else PLACEMENTS[::-1]
-            for pl in order:
-                job(out, "placement", mode, repeat, {"cpu_placement": pl}, deadline)
-    print("2. interleaved: the four modes in one process", flush=True)
-    comparison(out, "eager_pinned", {"cpu_placement": "pinned"}, deadline)
-    comparison(out, "eager_first", {"cpu_placement": "first"}, deadline)
-    print("3. graphs: the training step as one CUDA graph", flush=True)
-    for repeat in range(1, REPEATS + 1):
-        for mode in MODES:
-            job(out, "graphs", mode, repeat, GRAPHS, deadline)
-    comparison(out, "graphs_pinned", GRAPHS, deadline)
+    if "placement" in parts:
+        print("1. placement: old (first CPU) against new (fastest core), alternating",
+              flush=True)
+        for repeat in range(1, REPEATS + 1):
+            for mode in MODES:
+                order = PLACEMENTS if (repeat + MODES.index(mode)) % 2 else PLACEMENTS[::-1]
+                for pl in order:
+                    job(out, "placement", mode, repeat, {"cpu_placement": pl}, deadline)
+    if "interleaved" in parts:
+        print("2. interleaved: the four modes in one process", flush=True)
+        comparison(out, "eager_pinned", {"cpu_placement": "pinned"}, deadline)
+        comparison(out, "eager_first", {"cpu_placement": "first"}, deadline)
+    if "graphs" in parts:
+        print("3. graphs: the training step as one CUDA graph", flush=True)
+        for repeat in range(1, REPEATS + 1):
+            for mode in MODES:
+                job(out, "graphs", mode, repeat, GRAPHS, deadline)
+    if "graphs" in parts or "interleaved" in parts:
+        comparison(out, "graphs_pinned", GRAPHS, deadline)
     left = deadline - time.monotonic()
-    print(f"4. ablation ({left:.0f} s left)", flush=True)
-    if left > 100 and "device" not in EXTRA:
+    if "ablation" in parts:
+        print(f"4. ablation ({left:.0f} s left)", flush=True)
+    if "ablation" in parts and left > 100 and "device" not in EXTRA:
         subprocess.call([sys.executable, str(ROOT / "scripts/bench/host_fidelity.py"),
                          "--pairs", "0", "--ablate", "12", "--precisions", "tf32,amp-bf16",
                          "--out", str(out / "ablation")], cwd=ROOT)
@@ -244,13 +255,15 @@ def main(argv=None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--max-seconds", type=float, default=450)
     r.add_argument("--smoke", action="store_true", help="a dry run on the CPU, shrunk")
+    r.add_argument("--parts", default=",".join(PARTS),
+                   help=f"which parts, comma-separated (default: {','.join(PARTS)})")
     s = sub.add_parser("report")
     s.add_argument("folder", type=Path)
     args = ap.parse_args(argv)
     if args.what == "run":
         if args.smoke:
             EXTRA.update(device="cpu", rounds=3, params=SMOKE | {"min_timed_s": 0.0})
-        run(args.out, args.max_seconds)
+        run(args.out, args.max_seconds, args.parts.split(","))
     else:
         text = report(args.folder)
         (args.folder / "summary.md").write_text(text)

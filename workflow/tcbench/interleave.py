@@ -15,12 +15,14 @@ two arms' throughputs *within* a round cancels it; the per-round ratios give a p
 (``tcbench.stats.paired_ratio``: their median with a bootstrap 95% interval).
 
 A segment: the arm's backend flags set (TF32 is a process-wide switch), ``lead_in_steps``
-untimed steps (the other arm's weights leave the caches), then its timed steps between two
-marks: CUDA events on the training stream (the host clock on a CPU). The device is synchronised
-between segments, never inside one. Segments last about ``segment_s`` seconds each (the step
+untimed steps (the other arm's weights leave the caches), a short CPU dispatch probe (the
+host's speed right then), then its timed steps between two marks: CUDA events on the training
+stream (the host clock on a CPU). The device is synchronised between segments, never inside
+one. Short segments and many rounds (by default 60 rounds of 0.1 s a segment) keep most rounds
+within one state of a host whose speed changes every few seconds. Segments last about ``segment_s`` seconds each (the step
 count fixed per arm from its warm-up, so every round times the same steps). The record holds
-every segment's steps, samples and seconds, and a short CPU dispatch probe at each round's start
-(``tcbench.hoststate``), so the ratios can be recomputed and the drift seen.
+every segment's steps, samples, seconds and host probe (``tcbench.hoststate``), so the ratios
+can be recomputed and the drift seen.
 
 What it does not measure: memory (the arms share one process) and warm-up (each arm warms
 before the rounds); the per-process jobs (``tcbench.run``) give those, and absolute throughput
@@ -41,10 +43,10 @@ from .harness import Phases, process_age_s, use_compile_cache
 from .process import exit_now
 from . import vocabulary as V
 
-DEFAULTS = {"rounds": 30, "segment_s": 0.25, "lead_in_steps": 2, "warmup_rounds": 1}
+DEFAULTS = {"rounds": 60, "segment_s": 0.1, "lead_in_steps": 2, "warmup_rounds": 1}
 LIMITS = {"rounds": (3, 10_000), "segment_s": (0.0, 60.0), "lead_in_steps": (0, 1000),
           "warmup_rounds": (0, 100)}
-ROUND_PROBE_OPS = 2_000        # the host probe at each round's start: about 5-10 ms
+ROUND_PROBE_OPS = 2_000        # the host probe before each segment: about 5-15 ms
 CALIBRATE_S = 0.05             # an arm's step time is measured over at least this long
 SPEC_KEYS = {"run", "experiment", "setting", "workload", "batch_size", "params", "device",
              "precisions", "interleave"}
@@ -286,6 +288,11 @@ def compare(spec: dict, phases: Phases | None = None) -> dict:
                 for position, arm in enumerate(rotated(live, k)):
                     arm.flags()
                     arm.run(s["lead_in_steps"])
+                    marks.sync()
+                    # the host's speed right before this segment: the host can change state
+                    # within a round, and a segment's throughput follows it where it is
+                    # host-bound
+                    host_speed = hoststate.probe(ROUND_PROBE_OPS)
                     a = marks.mark()
                     samples, loss = arm.run(arm.steps_per_segment)
                     b = marks.mark()
@@ -294,7 +301,7 @@ def compare(spec: dict, phases: Phases | None = None) -> dict:
                     entry["segments"].append({
                         "precision": arm.precision, "position": position,
                         "steps": arm.steps_per_segment, "samples": samples,
-                        "seconds": marks.seconds(a, b)})
+                        "seconds": marks.seconds(a, b), "host_probe_ops_per_s": host_speed})
                 rounds.append(entry)
             host.stop()
             phases.mark("measurement_steps")

@@ -21,7 +21,8 @@ from .. import vocabulary as V
 
 KEYS = ("run", "experiment", "workload", "data", "batch_size", *V.AXIS_NAMES)
 ROUND_COLUMNS = [*KEYS, "setting", "round", "position", "precision", "steps", "samples",
-                 "seconds", "throughput_samples_per_s", "host_probe_ops_per_s", "record"]
+                 "seconds", "throughput_samples_per_s", "host_probe_ops_per_s",
+                 "round_host_probe_ops_per_s", "record"]
 RATIO_COLUMNS = [*KEYS, "setting", "precision", "baseline", "ratio", "ratio_low", "ratio_high",
                  "ratio_n", "ratio_interval", "throughput_median", "throughput_cv",
                  "baseline_throughput_median", "rounds", "training_cpu", "status",
@@ -52,7 +53,10 @@ def rounds(records: list[dict]) -> pd.DataFrame:
                     "precision": seg["precision"], "steps": seg["steps"],
                     "samples": seg["samples"], "seconds": seg["seconds"],
                     "throughput_samples_per_s": seg["samples"] / seg["seconds"],
-                    "host_probe_ops_per_s": entry["host_probe_ops_per_s"],
+                    # the segment's own probe (records made before it existed: the round's)
+                    "host_probe_ops_per_s": seg.get("host_probe_ops_per_s",
+                                                    entry["host_probe_ops_per_s"]),
+                    "round_host_probe_ops_per_s": entry["host_probe_ops_per_s"],
                     "record": r.get("_path")})
     return pd.DataFrame(rows, columns=ROUND_COLUMNS)
 
