@@ -313,7 +313,7 @@ class Job:
     def profile(self, step, w) -> dict:
         """Kernel evidence (once per cell by default), and the GPU's busy share of the timed
         steps from it."""
-        from . import tensorcores, train as T
+        from . import profiling, train as T
 
         if not self.collects_evidence:
             return {"profiled": False, "evidence_repeat": self.evidence_repeat,
@@ -321,8 +321,8 @@ class Job:
                                     f"first): see repeat {self.evidence_repeat}'s record"}
         batch = T.to_device(w.example_batch, self.device, False, self.channels_last)
         median = (self.record["metrics"] or {}).get("step_time_median_s")
-        return tensorcores.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
-                                         self.device, median) | {
+        return profiling.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
+                                       self.device, median) | {
             "evidence_repeat": self.evidence_repeat}
 
 
