@@ -50,10 +50,11 @@ import numpy as np
 
 from . import atomic
 from . import stats
+from . import vocabulary as V
 from .vocabulary import ConfigError
 
 TIGHT, NOISY, NOT_OK, WIDE = "tight", "noisy", "not-ok", "wide"
-METRIC = "throughput_samples_per_s"
+METRIC = V.HEADLINE  # the interval the reports give: of the headline throughput
 MIN_N = stats.MIN_CI_N  # the reports' interval needs three runs
 SUMMARY_COLUMNS = ["experiment", "cell", "status", "n_initial", "n", "halfwidth", "target",
                    "max", "looks", "reason"]
@@ -146,8 +147,8 @@ def stein_n(values, target: float) -> int:
 
 def assess(records: list[dict], s: Settings) -> dict:
     """Where a cell stands on its records: ok values, interval half-width, status so far."""
-    bad = sorted({r["status"] for r in records if r["status"] != "ok"})
-    values = [(r.get("metrics") or {}).get(METRIC) for r in records if r["status"] == "ok"]
+    bad = sorted({r["status"] for r in records if r["status"] != V.OK})
+    values = [(r.get("metrics") or {}).get(METRIC) for r in records if r["status"] == V.OK]
     values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     h = halfwidth(values)
     out = {"n": len(records), "n_ok": len(values), "halfwidth": h, "target": s.target,

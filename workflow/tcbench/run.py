@@ -63,7 +63,7 @@ class Job:
             "params": self.params,
             "config_hash": environment.config_hash({k: v for k, v in spec.items()
                                                     if k != "run"}),
-            "status": "ok", "status_reason": None,
+            "status": V.OK, "status_reason": None,
             "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
             "tensor_cores": None, "error": None,
             "environment": environment.collect(self.device),
@@ -98,7 +98,7 @@ class Job:
     def run(self) -> dict:
         ok, reason = self.mode.supported(self.device)
         if not ok:
-            return self.finish("unsupported", reason)
+            return self.finish(V.UNSUPPORTED, reason)
         if (self.budget.limit is not None and self.device.type != "cuda"
                 and self.params["compile"] != "off"):
             raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's "
@@ -168,7 +168,7 @@ class Job:
         w.model, fp8 = self.mode.prepare(w.model, params["compile"], batches)
         record["precision_flags"]["fp8"] = fp8
         if fp8 is not None and fp8["unsupported_reason"]:
-            record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
+            record |= {"status": V.UNSUPPORTED, "status_reason": fp8["unsupported_reason"]}
             return w, None
         if self.channels_last:
             w.model = w.model.to(memory_format=torch.channels_last)
@@ -181,7 +181,7 @@ class Job:
         if graphs["requested"]:
             ok, reason = T.graphs_supported(w, self.mode, device)
             if not ok:
-                record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
+                record |= {"status": V.UNSUPPORTED, "status_reason": f"cuda_graphs=on: {reason}"}
                 return w, None
             self.enter("capturing a CUDA graph")
             step = T.GraphedStep(model, w, self.mode, device,
@@ -302,7 +302,7 @@ class Job:
         }
         self.record["telemetry"] = sampler.result(schedule_samples, steady_samples)
         if bad_step is not None:
-            self.record |= {"status": "diverged",
+            self.record |= {"status": V.DIVERGED,
                             "status_reason": f"loss became NaN/inf at step {bad_step}"}
 
     @property
