@@ -14,7 +14,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "tcbench"
 # the reporting half, bottom to top: a module imports only from its own layer or below (the
 # bottom layers are shared: the job half writes records and classifies its kernels with them)
 LAYERS = (
-    ("vocabulary",),
+    ("vocabulary", "cli"),
     ("stats",),
     ("atomic", "record", "kernels", "closing", "resultset", "references"),
     ("analysis", "aggregate"),

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import cli
 from . import record as R
 from . import resultset as RS
 from . import vocabulary as V
@@ -106,12 +107,11 @@ def main(argv=None) -> int:
     bench = args.benchmarks
     if bench is not None and len(bench) == 1 and bench[0].is_dir():
         bench = bench[0]
-    try:
+
+    def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench)
-    except R.RecordError as exc:
-        print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.aggregate", tables, (R.RecordError,))
 
 
 if __name__ == "__main__":

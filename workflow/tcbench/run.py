@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import traceback
 from pathlib import Path
 
@@ -360,21 +359,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     use_compile_cache(args.compile_cache)  # before torch is imported: it reads these once
 
-    from . import gpus, record as R
+    from . import cli, gpus, record as R
     from .data import DataMissingError  # imports torch
 
     phases.mark("imports")
-    try:
+    ran = []
+
+    def job():
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        record = run_job(spec, phases)
-    except (ValueError, DataMissingError, json.JSONDecodeError) as exc:
-        print(f"tcbench.run: error: {exc}", file=sys.stderr)
-        return 2
+        ran.append(run_job(spec, phases))
+
+    try:
+        if status := cli.main("tcbench.run", job, (ValueError, DataMissingError)):
+            return status
     except Exception:
         traceback.print_exc()
         return 1
+    record = ran[0]
     R.write(record, args.out)
     m = record.get("metrics") or {}
     print(f"{record['workload']} {record['precision']} bs={record['batch_size']}: "

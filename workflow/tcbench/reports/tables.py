@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, kernels, stats
+from .. import atomic, cli, kernels, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
@@ -312,10 +312,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     formats = {ext: getattr(args, ext) for ext in V.TABLE_FORMATS if getattr(args, ext)}
     if formats and not args.experiment:
-        print("tcbench.reports.tables: error: --md/--tex/--html need --experiment",
-              file=sys.stderr)
-        return 2
-    try:
+        return cli.bad_input("tcbench.reports.tables", "--md/--tex/--html need --experiment")
+
+    def write():
         read = {k: RS.read_raw(getattr(args, k)) if getattr(args, k) else None
                 for k in ("summary", "speedup", "best")}
         if formats:
@@ -323,10 +322,8 @@ def main(argv=None) -> int:
         if args.combined_md or args.combined_tex:
             write_combined(read["summary"], read["speedup"], args.combined_md, args.combined_tex)
         write_views(read["speedup"], read["best"], args.speedup_md, args.best_md)
-    except (ValueError, FileNotFoundError, TypeError) as exc:
-        print(f"tcbench.reports.tables: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.tables", write, (ValueError, FileNotFoundError, TypeError))
 
 
 if __name__ == "__main__":

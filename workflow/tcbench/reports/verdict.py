@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, stats
+from .. import atomic, cli, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import conditions as C
@@ -323,12 +323,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.md is None and args.html is None:
         ap.error("give --md, --html or both")
-    try:
+
+    def written():
         write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
-        print(f"tcbench.reports.verdict: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 
 
 if __name__ == "__main__":
