@@ -132,7 +132,7 @@ def tiny(repeat=1, **params):
 
 def test_first_repeat_carries_the_cells_evidence_the_others_name_it(monkeypatch):
     from tcbench import measure
-    from tcbench import tensorcores as TC
+    from tcbench import profiling as TC
 
     profiled = []
     monkeypatch.setattr(TC, "profile_kernels",

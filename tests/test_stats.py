@@ -3,6 +3,7 @@ t-test intervals (an independent implementation), the coverage an interval promi
 a claim may be made."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -178,3 +179,26 @@ def test_compile_cache_misses_are_summarised_apart():
     assert (cold.value, cold.n, cold.method) == (46.2, 1, S.SINGLE)
     warm, cold = S.warmup([1.0, 2.0, 9.0], ["uncompiled", "none", "partial"])
     assert warm.n == 2 and cold.value == 9.0
+
+
+def run_count_texts(source: str) -> list[str]:
+    """Printed texts (string constants that are no docstring) that write the interval's run
+    count as a number of their own ("n < 3", "n >= 3", "n ≥ 3")."""
+    import ast
+    import re
+
+    tree = ast.parse(source)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    count = re.compile(r"n\s*(<|>=|≥)\s*\d")
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docs and count.search(n.value)]
+
+
+def test_the_run_count_an_interval_needs_is_written_from_min_ci_n():
+    assert run_count_texts('"""Where n >= 3."""\nX = "no claim (n < 3)"') == ["no claim (n < 3)"]
+    package = Path(S.__file__).parent
+    wrong = {str(p.relative_to(package)): found for p in sorted(package.rglob("*.py"))
+             if (found := run_count_texts(p.read_text()))}
+    assert wrong == {}

@@ -99,3 +99,43 @@ def test_compile_cache_outcomes_are_the_record_schemas():
     cache = _find(RECORD, "compile_cache")
     assert _find(cache, "outcome")["enum"] == list(V.COMPILE_CACHE_OUTCOMES)
     assert V.UNCOMPILED not in V.COMPILE_CACHE_OUTCOMES
+
+
+# -------------------------------------------------- status words, from the vocabulary only
+PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "tcbench"
+
+
+def status_literals(source: str) -> list[str]:
+    """Where a source writes a record status as a string of its own: the value of a "status"
+    key, an argument of ``finish``, or a comparison with something named status."""
+    import ast
+
+    def word(node):
+        return node.value if isinstance(node, ast.Constant) and node.value in V.STATUSES \
+            else None
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Dict):
+            found += [word(v) for k, v in zip(node.keys, node.values)
+                      if isinstance(k, ast.Constant) and k.value == "status" and word(v)]
+        elif isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            if any("status" in ast.unparse(p) for p in parts):
+                found += [word(p) for p in parts if word(p)]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "finish":
+            found += [word(a) for a in node.args if word(a)]
+    return found
+
+
+def test_the_status_check_finds_a_literal_where_one_is_written():
+    assert status_literals('x = {"status": "oom", "error": None}') == ["oom"]
+    assert status_literals('bad = [r for r in rs if r["status"] != "ok"]') == ["ok"]
+    assert status_literals('job.finish("unsupported", why)') == ["unsupported"]
+    assert status_literals('x = {"status": V.OK}; y = d["error"]; z = r["ok"]') == []
+
+
+def test_no_module_writes_a_status_word_of_its_own():
+    wrong = {str(p.relative_to(PACKAGE)): found for p in sorted(PACKAGE.rglob("*.py"))
+             if p.name != "vocabulary.py" and (found := status_literals(p.read_text()))}
+    assert wrong == {}

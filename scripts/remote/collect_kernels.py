@@ -1,7 +1,7 @@
 """Collect real GPU kernel names per precision mode, with their Tensor Core classification.
 
 Run on a GPU machine; writes a CSV (mode, workload, kernel, time_us, calls, tensor_core, rule)
-that becomes tests/data/kernel_names.csv, the test corpus of tcbench.tensorcores.classify.
+that becomes tests/data/kernel_names.csv, the test corpus of tcbench.kernels.classify.
 
     python3 scripts/remote/collect_kernels.py OUT.csv
 """
@@ -15,7 +15,7 @@ from torchvision.models import resnet50
 
 sys.path.insert(0, "workflow")
 from tcbench import precision as P  # noqa: E402
-from tcbench.tensorcores import classify  # noqa: E402
+from tcbench.kernels import classify  # noqa: E402
 from tcbench.workloads.mnist_cnn import Net  # noqa: E402
 
 

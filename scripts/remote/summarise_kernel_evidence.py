@@ -13,7 +13,7 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, "workflow")
-from tcbench.tensorcores import classify  # noqa: E402
+from tcbench.kernels import classify  # noqa: E402
 
 MMA = "sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum"
 ANY = "sm__pipe_tensor_cycles_active.sum"

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import cli
 from . import record as R
 from . import resultset as RS
 from . import vocabulary as V
@@ -119,13 +120,12 @@ def main(argv=None) -> int:
         bench = bench[0]
     comparisons = [q for p in args.comparisons
                    for q in (RS.find_records(p) if p.is_dir() else [p])]
-    try:
+
+    def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,
                   comparisons)
-    except R.RecordError as exc:
-        print(f"tcbench.aggregate: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.aggregate", tables, (R.RecordError,))
 
 
 if __name__ == "__main__":

@@ -65,7 +65,7 @@ def measure(size: int, iterations: int, device) -> dict:
         # the hardware's roof: FP8 needs no torchao for a bare _scaled_mm
         ok, reason = get(spec.name).device_supported(device)
         if not ok:
-            rows[spec.name] = {"status": "unsupported", "status_reason": reason, "tflops": None}
+            rows[spec.name] = {"status": V.UNSUPPORTED, "status_reason": reason, "tflops": None}
             continue
         torch.backends.cuda.matmul.allow_tf32 = spec.tf32
         g = torch.Generator(device=device).manual_seed(0)
@@ -86,7 +86,7 @@ def measure(size: int, iterations: int, device) -> dict:
             if i >= WARMUP:
                 times.append(t)
         t = statistics.median(times)
-        rows[spec.name] = {"status": "ok", "status_reason": None,
+        rows[spec.name] = {"status": V.OK, "status_reason": None,
                            "tflops": 2 * size ** 3 / t / 1e12, "median_time_s": t,
                            "iterations": iterations, "size": size, **what}
     torch.backends.cuda.matmul.allow_tf32 = False

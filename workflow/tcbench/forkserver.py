@@ -47,7 +47,7 @@ from . import process
 PRELOAD = ("torch", "torch._dynamo", "torchvision", "tcbench.run", "tcbench.train",
            "tcbench.measure", "tcbench.precision", "tcbench.workloads", "tcbench.data",
            "tcbench.environment", "tcbench.record", "tcbench.gpus", "tcbench.memlimit",
-           "tcbench.tensorcores", "tcbench.placement", "tcbench.hoststate", "tcbench.interleave")
+           "tcbench.profiling", "tcbench.placement", "tcbench.hoststate", "tcbench.interleave")
 PR_SET_PDEATHSIG = 1
 
 # ------------------------------------------------------------------------------------ preload

@@ -29,7 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import atomic
+from . import atomic, cli
 
 # Never installed on top of an image: they are what the image is chosen for.
 IMAGE_PROVIDED = ("torch", "torchvision")
@@ -189,17 +189,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--image", help="the image reference, for the messages and the manifest")
     ap.add_argument("--out", type=Path, required=True, help="the manifest (JSON)")
     args = ap.parse_args(argv)
-    try:
+
+    def install():
         manifest = ensure(args.requirements, args.constraints, args.user_base.resolve(),
                           args.image)
-    except ImageDepsError as exc:
-        print(f"tcbench.imagedeps: error: {exc}", file=sys.stderr)
-        return 2
-    atomic.write_json(args.out, manifest)
-    print(f"python {manifest['python']}: "
-          + (f"installed {manifest['installed']}" if manifest["installed"]
-             else "the image has every requirement, nothing installed"))
-    return 0
+        atomic.write_json(args.out, manifest)
+        print(f"python {manifest['python']}: "
+              + (f"installed {manifest['installed']}" if manifest["installed"]
+                 else "the image has every requirement, nothing installed"))
+
+    return cli.main("tcbench.imagedeps", install, (ImageDepsError,))
 
 
 if __name__ == "__main__":

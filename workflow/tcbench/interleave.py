@@ -224,13 +224,83 @@ def rotated(arms: list, k: int) -> list:
     return arms[s:] + arms[:s]
 
 
+def header(spec: dict, device, where: dict) -> dict:
+    """The record's fields that do not depend on how the rounds went."""
+    from . import environment, placement
+
+    return {
+        "schema_version": 1, "kind": "interleaved",
+        **{k: spec[k] for k in ("run", "experiment", "setting", "workload", "batch_size")},
+        "seed": spec["params"]["seed"], "params": spec["params"],
+        "precisions": [c["precision"] for c in spec["cells"]],
+        "protocol": {**spec["interleave"], "order": "rotated",
+                     "round_probe_ops": ROUND_PROBE_OPS,
+                     "timer": "CUDA events" if device.type == "cuda" else "host clock",
+                     "what": "every arm one segment per round, order rotated; a segment is "
+                             "lead_in_steps untimed steps, a host probe, then "
+                             "steps_per_segment timed steps; the device synchronised "
+                             "between segments"},
+        "status": V.OK, "status_reason": None,
+        "environment": environment.collect(device),
+        "placement": where | {"torch_gpu_uuid": placement.device_uuid(device)},
+    }
+
+
+def build(arms: list[Arm]) -> None:
+    from .spec import is_oom
+
+    for arm in arms:
+        try:
+            arm.build()
+        except Exception as exc:  # noqa: BLE001 - an arm out of memory is that arm's result
+            if not is_oom(exc):
+                raise
+            arm.status, arm.reason = V.OOM, f"out of memory while building: {exc}"[:400]
+
+
+def warm(live: list[Arm], marks: Marks, s: dict) -> None:
+    """Each arm's warm-up (compilation, autotuning, lazy loading), one arm at a time, its step
+    time, then the rounds' own rhythm, untimed."""
+    for arm in live:
+        arm.flags()
+        arm.run(max(arm.job.params["warmup_steps"], 3))
+        calibrate(arm, marks, s["segment_s"])
+    for k in range(s["warmup_rounds"]):
+        for arm in rotated(live, k):
+            arm.flags()
+            arm.run(arm.steps_per_segment)
+    marks.sync()
+
+
+def segment(arm: Arm, position: int, marks: Marks, lead_in: int) -> dict:
+    """One arm's turn in a round: flags, lead-in, the host's speed, the timed steps."""
+    import torch
+
+    from . import hoststate
+
+    arm.flags()
+    arm.run(lead_in)
+    marks.sync()
+    # the host's speed right before the timed steps: the host can change state within a
+    # round, and a host-bound segment's throughput follows it
+    host_speed = hoststate.probe(ROUND_PROBE_OPS)
+    a = marks.mark()
+    samples, loss = arm.run(arm.steps_per_segment)
+    b = marks.mark()
+    marks.sync()
+    arm.nonfinite |= not bool(torch.isfinite(loss.detach().float()).all())
+    return {"precision": arm.precision, "position": position, "steps": arm.steps_per_segment,
+            "samples": samples, "seconds": marks.seconds(a, b),
+            "host_probe_ops_per_s": host_speed}
+
+
 def compare(spec: dict, phases: Phases | None = None) -> dict:
     """Run one interleaved comparison and return its record (not yet written)."""
     phases = phases or Phases()
     import torch
 
-    from . import environment, hoststate, placement
-    from .spec import is_oom, pick_device
+    from . import hoststate, placement
+    from .spec import pick_device
 
     phases.mark("imports")
     spec = parse(spec)
@@ -242,87 +312,48 @@ def compare(spec: dict, phases: Phases | None = None) -> dict:
         if device.type == "cuda":
             torch.zeros(1, device=device)   # the CUDA context, a phase of its own
             phases.mark("cuda_context")
-        record = {
-            "schema_version": 1, "kind": "interleaved",
-            **{k: spec[k] for k in ("run", "experiment", "setting", "workload", "batch_size")},
-            "seed": spec["params"]["seed"], "params": spec["params"],
-            "precisions": [c["precision"] for c in spec["cells"]],
-            "protocol": {**s, "order": "rotated", "round_probe_ops": ROUND_PROBE_OPS,
-                         "timer": "CUDA events" if device.type == "cuda" else "host clock",
-                         "what": "every arm one segment per round, order rotated; a segment "
-                                 "is lead_in_steps untimed steps then steps_per_segment timed "
-                                 "steps; the device synchronised between segments"},
-            "status": V.OK, "status_reason": None,
-            "environment": environment.collect(device),
-            "placement": where | {"torch_gpu_uuid": placement.device_uuid(device)},
-        }
+        record = header(spec, device, where)
         phases.mark("device_and_environment")
         arms = [Arm(c, phases) for c in spec["cells"]]
-        for arm in arms:
-            try:
-                arm.build()
-            except Exception as exc:  # noqa: BLE001 - an arm out of memory is that arm's result
-                if not is_oom(exc):
-                    raise
-                arm.status, arm.reason = V.OOM, f"out of memory while building: {exc}"[:400]
+        build(arms)
         phases.mark("building")
         live = [a for a in arms if a.ok]
         marks = Marks(device)
         rounds: list[dict] = []
         host = hoststate.Window(where["training_core"]["cpu"])
         if len(live) >= 2:
-            for arm in live:   # warm-up: compilation, autotuning, lazy loading, one arm at a time
-                arm.flags()
-                arm.run(max(arm.job.params["warmup_steps"], 3))
-                calibrate(arm, marks, s["segment_s"])
-            for k in range(s["warmup_rounds"]):   # the rounds' own rhythm, untimed
-                for arm in rotated(live, k):
-                    arm.flags()
-                    arm.run(arm.steps_per_segment)
-            marks.sync()
+            warm(live, marks, s)
             phases.mark("training")
             host.start()
             for k in range(s["rounds"]):
-                entry = {"round": k, "host_probe_ops_per_s": hoststate.probe(ROUND_PROBE_OPS),
-                         "segments": []}
-                for position, arm in enumerate(rotated(live, k)):
-                    arm.flags()
-                    arm.run(s["lead_in_steps"])
-                    marks.sync()
-                    # the host's speed right before this segment: the host can change state
-                    # within a round, and a segment's throughput follows it where it is
-                    # host-bound
-                    host_speed = hoststate.probe(ROUND_PROBE_OPS)
-                    a = marks.mark()
-                    samples, loss = arm.run(arm.steps_per_segment)
-                    b = marks.mark()
-                    marks.sync()
-                    arm.nonfinite |= not bool(torch.isfinite(loss.detach().float()).all())
-                    entry["segments"].append({
-                        "precision": arm.precision, "position": position,
-                        "steps": arm.steps_per_segment, "samples": samples,
-                        "seconds": marks.seconds(a, b), "host_probe_ops_per_s": host_speed})
-                rounds.append(entry)
+                rounds.append({"round": k,
+                               "host_probe_ops_per_s": hoststate.probe(ROUND_PROBE_OPS),
+                               "segments": [segment(arm, i, marks, s["lead_in_steps"])
+                                            for i, arm in enumerate(rotated(live, k))]})
             host.stop()
             phases.mark("measurement_steps")
-        for arm in arms:
-            if arm.ok and arm.nonfinite:
-                arm.status, arm.reason = V.DIVERGED, "the loss became NaN/inf in the rounds"
-        if len([a for a in arms if a.ok]) < 2:
-            record |= {"status": V.UNSUPPORTED if not rounds else V.DIVERGED,
-                       "status_reason": "fewer than two arms could run: " + "; ".join(
-                           f"{a.precision}: {a.reason}" for a in arms if not a.ok)}
-        record["arms"] = [{"precision": a.precision, "status": a.status,
-                           "status_reason": a.reason,
-                           "precision_flags": a.job.record.get("precision_flags"),
-                           "steps_per_segment": a.steps_per_segment,
-                           "warm_step_time_s": a.step_time_s} for a in arms]
-        record["rounds"] = rounds
-        record["host_state"] = host.result()
-        record["harness"] = phases.result()
-        return record
+        return record | finish(arms, rounds) | {"host_state": host.result(),
+                                                "harness": phases.result()}
     finally:
         placement.release(where)
+
+
+def finish(arms: list[Arm], rounds: list[dict]) -> dict:
+    """The arms' last word and the rounds, for the record."""
+    out = {}
+    for arm in arms:
+        if arm.ok and arm.nonfinite:
+            arm.status, arm.reason = V.DIVERGED, "the loss became NaN/inf in the rounds"
+    if len([a for a in arms if a.ok]) < 2:
+        out = {"status": V.UNSUPPORTED if not rounds else V.DIVERGED,
+               "status_reason": "fewer than two arms could run: " + "; ".join(
+                   f"{a.precision}: {a.reason}" for a in arms if not a.ok)}
+    return out | {"arms": [{"precision": a.precision, "status": a.status,
+                            "status_reason": a.reason,
+                            "precision_flags": a.job.record.get("precision_flags"),
+                            "steps_per_segment": a.steps_per_segment,
+                            "warm_step_time_s": a.step_time_s} for a in arms],
+                  "rounds": rounds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -338,20 +369,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     use_compile_cache(args.compile_cache)
 
-    from . import gpus, record as R
+    from . import cli, gpus, record as R
 
     phases.mark("imports")
-    try:
+    made = {}
+
+    def comparison():
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        record = compare(spec, phases)
-    except (ValueError, json.JSONDecodeError) as exc:
-        print(f"tcbench.interleave: error: {exc}", file=sys.stderr)
-        return 2
+        made["record"] = compare(spec, phases)
+
+    try:
+        status = cli.main("tcbench.interleave", comparison, (ValueError, json.JSONDecodeError))
     except Exception:
         traceback.print_exc()
         return 1
+    if status:
+        return status
+    record = made["record"]
     R.write(record, args.out, R.INTERLEAVED)
     done = [a["precision"] for a in record["arms"] if a["status"] == V.OK]
     print(f"{record['experiment']}/{record['setting']} interleaved: {record['status']}, "

@@ -60,7 +60,7 @@ from . import vocabulary as V
 from .vocabulary import ConfigError
 
 TIGHT, NOISY, NOT_OK, WIDE, HOST_BOUND = "tight", "noisy", "not-ok", "wide", "host-bound"
-METRIC = "throughput_samples_per_s"
+METRIC = V.HEADLINE  # the interval the reports give: of the headline throughput
 MIN_N = stats.MIN_CI_N  # the reports' interval needs three runs
 SUMMARY_COLUMNS = ["experiment", "cell", "status", "n_initial", "n", "halfwidth",
                    "gpu_busy_share", "target", "max", "looks", "reason"]
@@ -154,12 +154,12 @@ def stein_n(values, target: float) -> int:
 def busy_share(records: list[dict]) -> float | None:
     """The GPU's busy share of the timed steps, from the first record that has one (the cell's
     evidence repeat: its kernels are profiled once a cell)."""
-    from . import tensorcores
+    from . import kernels
 
     for r in records:
-        tc = tensorcores.without_annotations(r.get("tensor_cores") or {})
+        tc = kernels.without_annotations(r.get("tensor_cores") or {})
         m = r.get("metrics") or {}
-        share = tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s"))[
+        share = kernels.busy_of_timed_steps(tc, m.get("step_time_median_s"))[
             "gpu_busy_share"]
         if share is not None:
             return float(share)
@@ -169,8 +169,8 @@ def busy_share(records: list[dict]) -> float | None:
 def assess(records: list[dict], s: Settings, interleaved: bool = False) -> dict:
     """Where a cell stands on its records: ok values, interval half-width, status so far.
     ``interleaved``: the study compares this cell's precisions interleaved."""
-    bad = sorted({r["status"] for r in records if r["status"] != "ok"})
-    values = [(r.get("metrics") or {}).get(METRIC) for r in records if r["status"] == "ok"]
+    bad = sorted({r["status"] for r in records if r["status"] != V.OK})
+    values = [(r.get("metrics") or {}).get(METRIC) for r in records if r["status"] == V.OK]
     values = [float(v) for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
     h = halfwidth(values)
     out = {"n": len(records), "n_ok": len(values), "halfwidth": h, "target": s.target,

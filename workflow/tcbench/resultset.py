@@ -13,7 +13,7 @@ import pandas as pd
 from . import atomic
 from . import energy
 from . import record as R
-from . import tensorcores
+from . import kernels
 from . import vocabulary as V
 
 # tables made before an axis existed hold its default
@@ -38,7 +38,7 @@ RECORD_ENVIRONMENT = ["device_name", "gpu_uuid", "gpu_index", "compute_capabilit
                       "cudnn_version", "torch_version", "hostname", "timestamp_utc",
                       "git_commit", "git_dirty", "execution", "host_containerised",
                       "container_image", "allow_dirty", "cpu_model", "cpu_count"]
-# the profile's kernel time split by kind (tensorcores.kernel_split), as metrics.csv columns
+# the profile's kernel time split by kind (kernels.kernel_split), as metrics.csv columns
 KERNEL_SPLIT = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share",
                 "kernel_classes_from", "kernel_classes_coverage")
 HARNESS_COLUMNS = ("harness_process_start_s", *(f"harness_{k}_s" for k in V.HARNESS_PHASES))
@@ -89,7 +89,7 @@ def setting(r: dict) -> dict:
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
-    tc = tensorcores.without_annotations(r.get("tensor_cores") or {})
+    tc = kernels.without_annotations(r.get("tensor_cores") or {})
     env, flags = r["environment"], r.get("precision_flags") or {}
     row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                              "batch_size", "repeat", "status", "status_reason")}
@@ -106,11 +106,11 @@ def _row(r: dict) -> dict:
     # again here so that a record made before the rule gives none its job would withhold
     row |= energy.figures(t)
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
-            **tensorcores.busy_of_timed_steps(tc, m.get("step_time_median_s")),
+            **kernels.busy_of_timed_steps(tc, m.get("step_time_median_s")),
             "matmul_share": tc.get("matmul_share"),
-            **{k: tensorcores.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
+            **{k: kernels.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
             "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
-            "top_non_matrix_kernel": tensorcores.top_non_matrix_kernel(tc),
+            "top_non_matrix_kernel": kernels.top_non_matrix_kernel(tc),
             "evidence_repeat": tc.get("evidence_repeat",
                                       r["repeat"] if tc.get("profiled") else None)}
     row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),

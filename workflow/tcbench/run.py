@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import traceback
 from pathlib import Path
 
@@ -69,7 +68,7 @@ class Job:
             "params": self.params,
             "config_hash": environment.config_hash({k: v for k, v in spec.items()
                                                     if k != "run"}),
-            "status": "ok", "status_reason": None,
+            "status": V.OK, "status_reason": None,
             "precision_flags": None, "data": None, "metrics": None, "telemetry": None,
             "tensor_cores": None, "error": None, "host_state": None,
             "environment": environment.collect(self.device) if describe else None,
@@ -106,7 +105,7 @@ class Job:
     def run(self) -> dict:
         ok, reason = self.mode.supported(self.device)
         if not ok:
-            return self.finish("unsupported", reason)
+            return self.finish(V.UNSUPPORTED, reason)
         if (self.budget.limit is not None and self.device.type != "cuda"
                 and self.params["compile"] != "off"):
             raise ValueError("memory_limit_bytes on a CPU is simulated through autograd's "
@@ -158,7 +157,7 @@ class Job:
         graph); (workload, step), or (workload, None) where the cell cannot run."""
         import torch
 
-        from . import measure, train as T
+        from . import graphs as G, measure, train as T
 
         params, device, record = self.params, self.device, self.record
         w = self.build()
@@ -177,34 +176,21 @@ class Job:
         w.model, fp8 = self.mode.prepare(w.model, params["compile"], batches)
         record["precision_flags"]["fp8"] = fp8
         if fp8 is not None and fp8["unsupported_reason"]:
-            record |= {"status": "unsupported", "status_reason": fp8["unsupported_reason"]}
+            record |= {"status": V.UNSUPPORTED, "status_reason": fp8["unsupported_reason"]}
             return w, None
         if self.channels_last:
             w.model = w.model.to(memory_format=torch.channels_last)
         model = w.model if params["compile"] == "off" else torch.compile(
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
-        if params["fused_optimizer"] == "on":
-            try:
-                w.optimizer = T.fused(w.optimizer)
-            except ValueError as exc:
-                record |= {"status": "unsupported", "status_reason": str(exc)}
-                return w, None
         self.scaler = self.mode.scaler(device)
-        step = T.eager_step(model, w, self.scaler, self.mode, device)
-        graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
-        if graphs["requested"]:
-            ok, reason = T.graphs_supported(w, self.mode, device)
-            if not ok:
-                record |= {"status": "unsupported", "status_reason": f"cuda_graphs=on: {reason}"}
-                return w, None
-            self.enter("capturing a CUDA graph")
-            step = T.GraphedStep(model, w, self.mode, device,
-                                 T.to_device(w.example_batch, device, False, self.channels_last),
-                                 self.scaler)
-            graphs["captured"] = True
-        record["precision_flags"]["cuda_graphs"] = graphs
-        self.phases.mark("capturing_cuda_graph" if graphs["captured"] else "building")
+        step = G.step(model, w, self.mode, device, self.scaler, params,
+                      lambda: T.to_device(w.example_batch, device, False, self.channels_last),
+                      record, self.enter)
+        if step is None:
+            return w, None
+        captured = record["precision_flags"]["cuda_graphs"]["captured"]
+        self.phases.mark("capturing_cuda_graph" if captured else "building")
         return w, step
 
     def train_and_measure(self) -> None:
@@ -220,17 +206,13 @@ class Job:
         clock = measure.WallClock(device)
         sampler = telemetry.NvmlSampler(device, params["telemetry_interval_s"])
         host = hoststate.Window(self.training_cpu)
-
-        def at_steady():   # the timed window starts: the host's state, then the energy mark
-            host.start()
-            sampler.mark_steady()
-
         self.enter("training")
         clock.start()
         with sampler:
             loop = T.train(w, step, device, self.timer, self.scaler, self.channels_last,
                            params["sync_loss_every_step"], params["warmup_steps"],
-                           at_steady=at_steady)
+                           # the timed window starts: the host's state, the energy mark
+                           at_steady=lambda: (host.start(), sampler.mark_steady()))
             clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
             sampler.pause()
             self.schedule_steps = loop.log.steps
@@ -326,7 +308,7 @@ class Job:
         }
         self.record["telemetry"] = sampler.result(schedule_samples, steady_samples)
         if bad_step is not None:
-            self.record |= {"status": "diverged",
+            self.record |= {"status": V.DIVERGED,
                             "status_reason": f"loss became NaN/inf at step {bad_step}"}
 
     @property
@@ -337,7 +319,7 @@ class Job:
     def profile(self, step, w) -> dict:
         """Kernel evidence (once per cell by default), and the GPU's busy share of the timed
         steps from it."""
-        from . import tensorcores, train as T
+        from . import profiling, train as T
 
         if not self.collects_evidence:
             return {"profiled": False, "evidence_repeat": self.evidence_repeat,
@@ -345,8 +327,8 @@ class Job:
                                     f"first): see repeat {self.evidence_repeat}'s record"}
         batch = T.to_device(w.example_batch, self.device, False, self.channels_last)
         median = (self.record["metrics"] or {}).get("step_time_median_s")
-        return tensorcores.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
-                                         self.device, median) | {
+        return profiling.cell_evidence(lambda: step(*batch), self.params["profile_steps"],
+                                       self.device, median) | {
             "evidence_repeat": self.evidence_repeat}
 
 
@@ -385,21 +367,25 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     use_compile_cache(args.compile_cache)  # before torch is imported: it reads these once
 
-    from . import gpus, record as R
+    from . import cli, gpus, record as R
     from .data import DataMissingError  # imports torch
 
     phases.mark("imports")
-    try:
+    ran = []
+
+    def job():
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        record = run_job(spec, phases)
-    except (ValueError, DataMissingError, json.JSONDecodeError) as exc:
-        print(f"tcbench.run: error: {exc}", file=sys.stderr)
-        return 2
+        ran.append(run_job(spec, phases))
+
+    try:
+        if status := cli.main("tcbench.run", job, (ValueError, DataMissingError)):
+            return status
     except Exception:
         traceback.print_exc()
         return 1
+    record = ran[0]
     R.write(record, args.out)
     m = record.get("metrics") or {}
     print(f"{record['workload']} {record['precision']} bs={record['batch_size']}: "

@@ -203,27 +203,25 @@ def main(argv=None) -> int:
     """``python -m tcbench.sourcetree manifest [--out PATH]``: write the tree manifest that
     lets a copy of this checkout without .git prove it is HEAD (see git_info)."""
     import argparse
-    import sys
 
-    from . import atomic
+    from . import atomic, cli
 
     ap = argparse.ArgumentParser(prog="python -m tcbench.sourcetree", description=main.__doc__)
     sub = ap.add_subparsers(dest="command", required=True)
     m = sub.add_parser("manifest", help=f"write {MANIFEST} for HEAD")
     m.add_argument("--out", type=Path, default=REPO / MANIFEST)
     args = ap.parse_args(argv)
-    try:
+
+    def manifest():
         doc = tree_manifest(REPO)
-    except RuntimeError as exc:
-        print(f"tcbench.sourcetree: error: {exc}", file=sys.stderr)
-        return 2
-    atomic.write_json(args.out, doc)
-    dirty = doc["dirty_when_written"]
-    print(f"{args.out}: {len(doc['files'])} files of {doc['commit']}"
-          + (f"; the tree differs from it in {len(dirty)} file(s): {', '.join(dirty[:5])}"
-             if dirty else ""))
-    print(f"export TCBENCH_GIT_COMMIT={doc['commit']}")
-    return 0
+        atomic.write_json(args.out, doc)
+        dirty = doc["dirty_when_written"]
+        print(f"{args.out}: {len(doc['files'])} files of {doc['commit']}"
+              + (f"; the tree differs from it in {len(dirty)} file(s): {', '.join(dirty[:5])}"
+                 if dirty else ""))
+        print(f"export TCBENCH_GIT_COMMIT={doc['commit']}")
+
+    return cli.main("tcbench.sourcetree", manifest, (RuntimeError,))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@ device it asks for; what counts as running out of memory."""
 
 from __future__ import annotations
 
+from .vocabulary import OOM
+
 SPEC_KEYS = {"run", "experiment", "cell", "workload", "precision", "batch_size", "repeat",
              "params", "device", "memory_limit_bytes", "repeat_reason"}
 # Markers of allocation failures that surface as plain RuntimeErrors (cuBLAS/cuDNN workspaces,
@@ -57,7 +59,7 @@ def oom_fields(exc: BaseException, phase: str, step: int | None, memory: dict) -
     """The record's fields for a job that ran out of memory while ``phase`` (at ``step``), with
     the ``memory`` in use at that moment: a result, not a crash."""
     message = str(exc)
-    return {"status": "oom", "metrics": None,
+    return {"status": OOM, "metrics": None,
             "status_reason": f"out of memory while {phase}"
                              + (f" (step {step})" if step is not None else "")
                              + f": {message.splitlines()[0][:400]}",

@@ -49,6 +49,12 @@ from .vocabulary import ACCURACY_MARGIN_POINTS as ACCURACY_POINTS, EQUIVALENCE_M
 
 CONFIDENCE = 0.95
 MIN_CI_N = 3
+# how every table, figure and sentence says where an interval needs MIN_CI_N runs
+FEW = f"n < {MIN_CI_N}"                 # too few runs for an interval (also a claim: UNJUDGED)
+ENOUGH = f"n ≥ {MIN_CI_N}"              # enough for one
+RANGE_N = "n = 2" if MIN_CI_N == 3 else f"2 ≤ n < {MIN_CI_N}"   # a range instead
+MIN_CI_WORD = ("none", "one", "two", "three", "four", "five", "six")[MIN_CI_N] \
+    if MIN_CI_N <= 6 else str(MIN_CI_N)
 
 # what an interval is, by how many runs it rests on
 CI, RANGE, SINGLE, NONE = "ci95", "range", "single", "none"
@@ -62,7 +68,7 @@ BOOTSTRAP_SEED = 0
 
 
 def method(n: int) -> str:
-    return CI if n >= MIN_CI_N else RANGE if n == 2 else SINGLE if n == 1 else NONE
+    return CI if n >= MIN_CI_N else RANGE if n >= 2 else SINGLE if n == 1 else NONE
 
 
 def _t(df: float) -> float:
@@ -297,7 +303,7 @@ PRECISE_HALFWIDTH = 0.03
 GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
 MARGIN = EQUIVALENCE_MARGIN
 PAYS_OFF, FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, UNJUDGED = (
-    "pays off", "faster", "slower", f"equivalent within ±{MARGIN:.0%}", "inconclusive", "n < 3")
+    "pays off", "faster", "slower", f"equivalent within ±{MARGIN:.0%}", "inconclusive", FEW)
 CLAIMS: tuple[str, ...] = (PAYS_OFF, FASTER, EQUIVALENT, INCONCLUSIVE, SLOWER, UNJUDGED)
 # how strongly a claim answers "does it speed training up": the bottom line reports each
 # experiment's strongest (then the highest lower bound); a slowdown is reported on its own
@@ -310,16 +316,17 @@ CLAIM_WORDS = {PAYS_OFF: "pays off",
                            f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}])",
                INCONCLUSIVE: f"is inconclusive (its 95% CI neither excludes 1 nor lies within "
                              f"±{MARGIN:.0%})",
-               UNJUDGED: "cannot be judged (fewer than three repeats on a side)"}
+               UNJUDGED: f"cannot be judged (fewer than {MIN_CI_WORD} repeats on a side)"}
 # a claim as the bottom line names it ("<experiment>: <claim>: <configuration>, <ratio>")
 CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×",
                SLOWER: "slower", EQUIVALENT: f"equivalent within ±{MARGIN:.0%}",
-               INCONCLUSIVE: "inconclusive", UNJUDGED: "cannot be judged (n < 3)"}
+               INCONCLUSIVE: "inconclusive", UNJUDGED: f"cannot be judged ({FEW})"}
 CLAIM_NOTE = (f"Claim: 'faster' or 'slower' only where the 95% interval of the ratio excludes 1; "
               f"'pays off' where it lies wholly above {GAIN:.2f}; 'equivalent within "
               f"±{MARGIN:.0%}' where it lies inside [{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}] "
-              f"(an equivalence test); 'inconclusive' where it does none of these; 'n < 3' "
-              f"where either side has fewer than three finished repeats, so no claim is made.")
+              f"(an equivalence test); 'inconclusive' where it does none of these; '{FEW}' "
+              f"where either side has fewer than {MIN_CI_WORD} finished repeats, so no claim is "
+              f"made.")
 CLAIM_RULE = (f"faster: above 1×; pays off: above {GAIN:.2f}×; equivalent: inside "
               f"±{MARGIN:.0%}; otherwise inconclusive")
 

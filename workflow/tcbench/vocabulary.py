@@ -159,7 +159,7 @@ def onoff(value):
 
 # --------------------------------------------------------------------------- the host's part
 # A cell is *host-bound* when the GPU is busy less than this share of its timed steps (the
-# record's gpu_busy_share, tcbench.tensorcores): the CPU thread that issues its kernels sets its
+# record's gpu_busy_share, tcbench.kernels): the CPU thread that issues its kernels sets its
 # pace. Such a cell's precision ratios come from an interleaved comparison (tcbench.interleave),
 # not from processes run minutes apart, and it gets no repeats added to chase the host's drift.
 HOST_BOUND_BUSY_SHARE = 0.9

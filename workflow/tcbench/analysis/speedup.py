@@ -20,7 +20,7 @@ WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
                        for part in ("", "_low", "_high", "_n", "_interval"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
            "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
-           "gpu_busy_share_source", "gpu_busy_share_under_profiler")
+           "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped")
 
 
 def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:

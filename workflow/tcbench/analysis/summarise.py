@@ -13,14 +13,14 @@ from . import throughput as TP
 ESTIMATED = [m.column for m in V.METRICS if m.pooled == "mean"]
 # pooled per cell as a median with its range, compile-cache misses apart (tcbench.stats.warmup)
 SPREAD = [m.column for m in V.METRICS if m.pooled == "median"]
-# the kernel time split of an FP8 cell (tensorcores.kernel_split), from its evidence repeat
+# the kernel time split of an FP8 cell (kernels.kernel_split), from its evidence repeat
 SPLIT_SHARES = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share",
                 "kernel_classes_coverage")
 # pooled per cell as a plain mean (shares, counts: descriptive, no claim rests on them)
 DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
              "power_mean_w", "steady_time_s", "flops_per_sample",
-             "gpu_busy_share_under_profiler", *SPLIT_SHARES]
+             "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped", *SPLIT_SHARES]
 # what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
 DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from .. import cli
 from . import __doc__ as DOC
 from .probe import run_search
 from .report import report
@@ -24,7 +25,8 @@ def main(argv=None) -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--figures", type=Path, required=True)
     args = ap.parse_args(argv)
-    try:
+
+    def command():
         if args.command == "search":
             from .. import gpus
 
@@ -36,10 +38,8 @@ def main(argv=None) -> int:
                   f"{doc['largest_ok']}, first out of memory {doc['smallest_oom']}")
         else:
             report(args.results, args.out, args.figures)
-    except (ValueError, json.JSONDecodeError) as exc:
-        print(f"tcbench.capacity: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.capacity", command, (ValueError, json.JSONDecodeError))
 
 
 if __name__ == "__main__":

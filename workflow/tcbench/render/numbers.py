@@ -142,8 +142,8 @@ def estimate_text(e: stats.Estimate, fmt=num) -> str:
 
 INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
                  "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
-                 "given only where n >= 3; with n = 2 the range is shown and marked as such; "
-                 "(1 run) marks a single run.")
+                 f"given only where {stats.ENOUGH}; with {stats.RANGE_N} the range is shown and "
+                 "marked as such; (1 run) marks a single run.")
 WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
                "autotuning and compilation) is the median of the runs with their range, "
                "median (min–max), never a mean's interval: it is skewed and positive. Runs "

@@ -309,8 +309,8 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
 
 INTERVAL_HANDLES = {
     stats.CI: Line2D([], [], color="0.1", marker="_", markersize=4, lw=0.8,
-                     label="95% CI (n ≥ 3)"),
-    stats.RANGE: Line2D([], [], color="0.55", lw=0.8, label="range (n = 2)"),
+                     label=f"95% CI ({stats.ENOUGH})"),
+    stats.RANGE: Line2D([], [], color="0.55", lw=0.8, label=f"range ({stats.RANGE_N})"),
     stats.SPREAD: Line2D([], [], color="0.35", marker="_", markersize=4, lw=0.8,
                          label="median, range"),
     stats.SINGLE: Line2D([], [], ls="none", marker=f"${SINGLE}$", color="0.2", markersize=4,

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic
+from .. import atomic, cli
 from .. import vocabulary as V
 from ..analysis.crossgpu import metric_of, pool, ratio_columns
 from ..references import DAGGER, CompareError, combine, load_reference, load_run
@@ -216,12 +216,11 @@ def main(argv=None) -> int:
     ap.add_argument("--experiments", nargs="*")
     ap.add_argument("--width", choices=F.WIDTHS, default="auto")
     args = ap.parse_args(argv)
-    try:
+
+    def write():
         compare(args.metrics, args.references, args.out, args.experiments, args.width)
-    except CompareError as exc:
-        print(f"tcbench.reports.compare: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.compare", write, (CompareError,))
 
 
 if __name__ == "__main__":

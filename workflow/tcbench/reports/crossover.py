@@ -25,7 +25,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.patches import Rectangle
 
-from .. import atomic, resultset
+from .. import atomic, cli, resultset
 from .. import vocabulary as V
 from ..analysis import crossover
 from ..render import plot as FIG
@@ -167,14 +167,13 @@ def main(argv=None) -> int:
         ap.error("give the records folder or --records FILE..., one of the two")
     if args.out is None and not (args.csv or args.md or args.figures):
         ap.error("give --out DIR, or --csv/--md/--figures")
-    try:
+
+    def written():
         for p in write(args.records_dir or args.records, args.calibration, args.out,
                        csv=args.csv, md=args.md, figures=args.figures):
             print(p)
-    except ValueError as exc:
-        print(f"tcbench.reports.crossover: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.crossover", written, (ValueError,))
 
 
 if __name__ == "__main__":

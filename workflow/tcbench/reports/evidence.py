@@ -1,13 +1,14 @@
 """The verdict's evidence sentences for one configuration: whether its matrix work ran on
 Tensor Cores, what limits its step (``analysis.diagnosis``) and, for an FP8 mode, where its
 kernel time went (FP8 GEMMs, Tensor Core GEMMs in other types, the scaling around the FP8
-GEMMs: ``tensorcores.kernel_split``). Each share is said as what was measured: the busy share
+GEMMs: ``kernels.kernel_split``). Each share is said as what was measured: the busy share
 of the timed steps (the profiler's own figure only where a record has nothing else), the
 kernels that do no matrix work as such, never "memory-bound" (bandwidth is not measured).
 """
 
 from __future__ import annotations
 
+from .. import kernels
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..render.numbers import missing, percent
@@ -21,15 +22,19 @@ SPLIT_NOTE = ("the record lists only its longest kernels ({} of kernel time), so
 
 
 def busy_text(row) -> str:
-    """The GPU's busy share, said as the figure it is."""
+    """The GPU's busy share, said as the figure it is (and why, where it is capped at 100%)."""
     busy = finite(row.get("gpu_busy_share"))
     under = finite(row.get("gpu_busy_share_under_profiler"))
     source = row.get("gpu_busy_share_source")
+    capped = kernels.busy_note(row.get("gpu_busy_share_uncapped"))
     if not missing(source) and str(source).startswith("profiled"):
         return (f"{percent(busy)} of the profiled steps' wall time (the record has no figure "
-                f"for its timed steps; the profiler slows a host-bound step)")
+                f"for its timed steps; the profiler slows a host-bound step"
+                + (f"; {capped}" if capped else "") + ")")
     out = f"{percent(busy)} of the timed steps' wall time"
-    if under is not None and busy is not None and abs(under - busy) >= 0.05:
+    if capped:
+        out += f" ({capped})"
+    elif under is not None and busy is not None and abs(under - busy) >= 0.05:
         out += f" ({percent(under)} under the profiler, which slows the host)"
     return out
 

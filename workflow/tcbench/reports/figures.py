@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import cli
 from .. import resultset as RS
 from .. import stats
 from .. import vocabulary as V
@@ -360,13 +361,12 @@ def main(argv=None) -> int:
                     help="the cells the study planned for this experiment (cell names without "
                          "the repeat): a slot with no record then says whether it was planned")
     args = ap.parse_args(argv)
-    try:
+
+    def written():
         write(args.metrics, args.summary, args.speedup, args.experiment, args.outputs,
               args.width, args.planned)
-    except (ValueError, FileNotFoundError) as exc:
-        print(f"tcbench.reports.figures: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.figures", written, (ValueError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ from ..render.numbers import missing, num, percent
 from .findings import Section, config, judged, ratio_text
 
 TITLE = "FP8 on this GPU"
-# the FP8 cell's kernel time split, as the aggregate's columns name it (tensorcores' split of a
+# the FP8 cell's kernel time split, as the aggregate's columns name it (kernels' split of a
 # profile into FP8 GEMMs, the other Tensor Core work such as the GEMMs kept in bf16, and the
 # casts and scales around them); read where the tables have them, said missing where not
 SPLIT = (("fp8_gemm_share", "FP8 GEMMs"),
@@ -145,7 +145,7 @@ def _split(r) -> str:
         return (" The split of its step into FP8 GEMMs, bf16 GEMMs and cast/scale kernels is "
                 "missing from these tables.")
     # a record made before the split was recorded is split from the top kernels it lists
-    # (tcbench.tensorcores.kernel_split): lower bounds, said as such
+    # (tcbench.kernels.kernel_split): lower bounds, said as such
     older = str(r.get("kernel_classes_from")) == "top kernels"
     cover = r.get("kernel_classes_coverage")
     return " Its GPU kernel time: " + ", ".join(f"{percent(v)} {what}" for v, what in shares) \

@@ -28,8 +28,8 @@ def section(summary: pd.DataFrame) -> Section | None:
                                f"throughput within {limit} (95% CI)."])
     out = [f"{len(ok) - len(found)} of the {len(ok)} finished configurations have their "
            f"throughput within {limit} (95% CI); the other {len(found)} have no interval "
-           "(n < 3) or a wider one, so a claim about them holds only where its own interval "
-           "clears it:"]
+           f"({stats.FEW}) or a wider one, so a claim about them holds only where its own "
+           "interval clears it:"]
     for exp in dict.fromkeys(found["experiment"]):
         cells = found[found["experiment"] == exp]
         axes = shown_axes(summary[summary["experiment"] == exp])

@@ -34,7 +34,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from .. import atomic, stats
+from .. import atomic, cli, stats
 from .. import vocabulary as V
 
 REPEAT = re.compile(r"_r\d+$")
@@ -241,18 +241,18 @@ def main(argv=None) -> int:
     ap.add_argument("--tolerance", type=float, default=0.03)
     ap.add_argument("--out", type=Path, required=True, help="folder for scaling.json/.md")
     args = ap.parse_args(argv)
-    try:
+
+    def check() -> int:
         r = compare(load(args.one), load(args.two), args.wall_one, args.wall_two, args.gpus,
                     args.max_wall_ratio, args.tolerance)
-    except (ValueError, KeyError) as exc:
-        print(f"tcbench.reports.scaling: error: {exc}", file=sys.stderr)
-        return 2
-    r |= {"run_one": str(args.one), "run_two": str(args.two)}
-    _write(args.out / "scaling.json", json.dumps(r, indent=2) + "\n")
-    md = markdown(r)
-    _write(args.out / "scaling.md", md)
-    print(md)
-    return 0 if r["ok"] else 1
+        r |= {"run_one": str(args.one), "run_two": str(args.two)}
+        _write(args.out / "scaling.json", json.dumps(r, indent=2) + "\n")
+        md = markdown(r)
+        _write(args.out / "scaling.md", md)
+        print(md)
+        return 0 if r["ok"] else 1
+
+    return cli.main("tcbench.reports.scaling", check, (ValueError, KeyError))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, stats
+from .. import atomic, cli, kernels, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import diagnosis
@@ -178,6 +178,13 @@ def accuracy_table(e: Experiment) -> Table:
                  label=f"tab:{e.run}:{e.name}:accuracy")
 
 
+def _busy_cell(r) -> str:
+    """The GPU busy share; where capped at 100%, the kernels' own share of the step beside it."""
+    capped = kernels.busy_note(r.get("gpu_busy_share_uncapped"))
+    return percent(r.get("gpu_busy_share")) + (
+        f" (kernels {percent(r.get('gpu_busy_share_uncapped'))})" if capped else "")
+
+
 def evidence_table(e: Experiment) -> Table:
     """Where the time goes: kernel shares, data wait, MFU, energy, what limits the step."""
     cols = ["setting", "precision", "Tensor Core share", "matmul share", "GPU busy",
@@ -187,7 +194,7 @@ def evidence_table(e: Experiment) -> Table:
         en = r.get("steady_energy_per_sample_j")
         cells = [setting_text(r, e.axes), str(r["precision"]),
                  percent(r.get("tensor_core_share")), percent(r.get("matmul_share")),
-                 percent(r.get("gpu_busy_share")), percent(r.get("data_wait_share")),
+                 _busy_cell(r), percent(r.get("data_wait_share")),
                  percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
                  diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
         rows.append([_no_value(r, c, "not profiled" if i in (2, 3, 4) else "not measured")
@@ -204,6 +211,9 @@ def evidence_table(e: Experiment) -> Table:
              "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
                                         diagnosis.NAMES.items())
              + " (tcbench.analysis.diagnosis)."]
+    if any(kernels.busy_note(u) for u in e.rows.get("gpu_busy_share_uncapped", [])):
+        notes.append("GPU busy 100% (kernels N%): "
+                     + kernels.CAPPED_NOTE.replace("{:.0%}", "N%") + ".")
     if e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any():
         notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
     return Table(e.title("where the time goes"), cols, rows,
@@ -303,10 +313,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     formats = {ext: getattr(args, ext) for ext in V.TABLE_FORMATS if getattr(args, ext)}
     if formats and not args.experiment:
-        print("tcbench.reports.tables: error: --md/--tex/--html need --experiment",
-              file=sys.stderr)
-        return 2
-    try:
+        return cli.bad_input("tcbench.reports.tables", "--md/--tex/--html need --experiment")
+
+    def write():
         read = {k: RS.read_raw(getattr(args, k)) if getattr(args, k) else None
                 for k in ("summary", "speedup", "best")}
         if formats:
@@ -314,10 +323,8 @@ def main(argv=None) -> int:
         if args.combined_md or args.combined_tex:
             write_combined(read["summary"], read["speedup"], args.combined_md, args.combined_tex)
         write_views(read["speedup"], read["best"], args.speedup_md, args.best_md)
-    except (ValueError, FileNotFoundError, TypeError) as exc:
-        print(f"tcbench.reports.tables: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.tables", write, (ValueError, FileNotFoundError, TypeError))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, stats
+from .. import atomic, cli, stats
 from .. import resultset as RS
 from .. import vocabulary as V
 from ..analysis import conditions as C
@@ -191,9 +191,9 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
                "strict fp32 (TF32 off) at the same setting. Values "
                "are means over the repeats that finished, each repeat a fresh process with its "
                "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
-               "the log scale for ratios) where n >= 3, ranges where n = 2, none for single "
-               f"runs. A gain is called only where its interval clears the threshold "
-               f"({stats.CLAIM_RULE}). {RANKING} Warm-up "
+               f"the log scale for ratios) where {stats.ENOUGH}, ranges where {stats.RANGE_N}, "
+               f"none for single runs. A gain is called only where its interval clears the "
+               f"threshold ({stats.CLAIM_RULE}). {RANKING} Warm-up "
                "(autotuning, compilation) is reported on its own and is in no speedup.")
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
@@ -323,12 +323,11 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.md is None and args.html is None:
         ap.error("give --md, --html or both")
-    try:
+
+    def written():
         write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover)
-    except (ValueError, KeyError, FileNotFoundError) as exc:
-        print(f"tcbench.reports.verdict: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+
+    return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""Were the Tensor Cores used? Kernel-name evidence from ``torch.profiler``.
+"""Were the Tensor Cores used? Kernel names classified, and a kernel profile summarised.
+
+What the job's profile (``tcbench.profiling``) records and what the reports read back from a
+record (``tcbench.resultset``) rest on the same rules, here; this module runs no torch.
 
 NVIDIA's libraries encode the math unit and operand types in kernel names. The rules, in the
 order they are applied (first match wins):
@@ -34,10 +37,7 @@ The rules are tested on kernel names collected from real profiles (tests/data/ke
 from __future__ import annotations
 
 import re
-import time
 from collections import defaultdict
-
-from .spec import is_oom
 
 _NOT_KERNEL = re.compile(r"^(memcpy|memset)", re.I)
 _SIMT = re.compile(r"ffma|(^|_)fma_|simt|sgemm|f32f32_f32f32(?!.*tf32)", re.I)
@@ -192,7 +192,8 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
 
     ``matmul_share`` (GEMMs and convolutions on any unit) beside ``tensor_core_share`` tells
     "the matrix work ran on Tensor Cores" apart from "the matrix work is what the step spends
-    its time on"."""
+    its time on". Annotation ranges are no kernels and are left out, whoever passes them."""
+    kernels = {n: v for n, v in kernels.items() if not is_annotation(n)}
     total = sum(t for t, _ in kernels.values())
     tc = mm = 0.0
     rows = []
@@ -218,48 +219,33 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
     }
 
 
-def profile_kernels(step, steps: int, device) -> dict:
-    """Run ``step()`` ``steps`` times under ``torch.profiler`` and summarise its GPU kernels.
+# Kernel time per step can exceed the step: kernels of several streams run at once and each
+# counts its own time. The busy share is then capped at 1; the ratio itself is kept beside it
+# and the cap said, so that a "100%" is never read as a measured ratio of 1.
+CAPPED_NOTE = ("the kernels' times add up to {:.0%} of the step's wall time: kernels ran at "
+               "the same time, on several streams, and each counts its own time, so the busy "
+               "share is capped at 100%")
 
-    The profiler records CUDA activity only (no CPU operator events, the least it can add to a
-    host-bound step); GPU-side annotation ranges are skipped, so the shares count kernels only.
-    Under the profiler a host-bound step runs slower than in the timed window: the step time
-    here is reported as ``profiled_step_time_s`` and its busy share as
-    ``gpu_busy_share_under_profiler``; ``timed_busy_share`` gives the timed steps' figure.
-    """
-    import torch
-    from torch.profiler import ProfilerActivity, profile
 
-    if device.type != "cuda":
-        return {"profiled": False, "profile_note": "kernel profiling needs a CUDA device"}
-    if steps <= 0:
-        return {"profiled": False, "profile_note": "profile_steps is 0"}
-    step()  # one unprofiled step so the profile holds steady-state kernels only
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        torch.cuda.synchronize()
-        wall = time.perf_counter() - t0
-    kernels: dict[str, list] = defaultdict(lambda: [0.0, 0])
-    for evt in prof.events():
-        if evt.device_type != torch.autograd.DeviceType.CUDA or \
-                getattr(evt, "is_user_annotation", False) or is_annotation(evt.name):
-            continue
-        us = getattr(evt, "device_time", None)
-        if us is None:
-            us = getattr(evt, "cuda_time", 0.0)
-        kernels[evt.name][0] += us / 1e6
-        kernels[evt.name][1] += 1
-    summary = summarise_kernels({k: (v[0], v[1]) for k, v in kernels.items()})
-    summary |= {"profiled": True, "profile_steps": steps, "profile_wall_s": wall,
-                "profile_activities": "cuda", "annotations_excluded": True,
-                "profiled_step_time_s": wall / steps,
-                "gpu_busy_share_under_profiler":
-                    min(summary["kernel_time_s"] / wall, 1.0) if wall else None,
-                "profile_note": None}
-    return summary
+def busy_note(uncapped) -> str | None:
+    """Why a busy share is 100% where its kernel time exceeds the step (None where it does
+    not)."""
+    try:
+        ratio = float(uncapped)
+    except (TypeError, ValueError):
+        return None
+    return CAPPED_NOTE.format(ratio) if ratio > 1 else None
+
+
+def capped(ratio: float | None) -> dict:
+    """A busy share from kernel time over wall time: ``gpu_busy_share`` capped at 1,
+    ``gpu_busy_share_uncapped`` the ratio itself, ``gpu_busy_share_note`` why where capped."""
+    return {"gpu_busy_share": None if ratio is None else min(ratio, 1.0),
+            "gpu_busy_share_uncapped": ratio, "gpu_busy_share_note": busy_note(ratio)}
+
+
+def _ratio(numerator, denominator) -> float | None:
+    return numerator / denominator if numerator is not None and denominator else None
 
 
 def busy_of_timed_steps(evidence: dict, step_time_median_s: float | None) -> dict:
@@ -267,29 +253,36 @@ def busy_of_timed_steps(evidence: dict, step_time_median_s: float | None) -> dic
     (``gpu_busy_share_source``): the record's timed-steps figure; for a record made before that
     was recorded, the same figure derived from the record's own profile and timed median step
     (kernel time per profiled step over the median step, as ``timed_busy_share``); the profiled
-    figure only where neither exists. Annotation ranges must already be out."""
+    figure only where neither exists. With each, the ratio before the cap and why it was capped
+    (``capped``), also for records made before they were recorded. Annotation ranges must
+    already be out."""
     under = evidence.get("gpu_busy_share_under_profiler")
     if evidence.get("gpu_busy_share_source") == "timed steps":
-        return {"gpu_busy_share": evidence.get("gpu_busy_share"),
-                "gpu_busy_share_source": "timed steps", "gpu_busy_share_under_profiler": under}
+        raw = evidence.get("gpu_busy_share_uncapped",
+                           _ratio(evidence.get("kernel_time_per_step_s"),
+                                  evidence.get("timed_step_time_median_s")))
+        return capped(raw) | {"gpu_busy_share": evidence.get("gpu_busy_share"),
+                              "gpu_busy_share_source": "timed steps",
+                              "gpu_busy_share_under_profiler": under}
     if not evidence.get("profiled"):
-        return {"gpu_busy_share": None, "gpu_busy_share_source": None,
-                "gpu_busy_share_under_profiler": None}
+        return capped(None) | {"gpu_busy_share_source": None,
+                               "gpu_busy_share_under_profiler": None}
     if "profiled_step_time_s" not in evidence:  # older: its gpu_busy_share is the profiled one
         under = evidence.get("gpu_busy_share")
     steps, kernel = evidence.get("profile_steps"), evidence.get("kernel_time_s")
     if steps and kernel is not None and step_time_median_s:
-        return {"gpu_busy_share": min(kernel / steps / step_time_median_s, 1.0),
-                "gpu_busy_share_source": "timed steps (derived)",
-                "gpu_busy_share_under_profiler": under}
-    return {"gpu_busy_share": under,
-            "gpu_busy_share_source": None if under is None else "profiled steps",
+        return capped(kernel / steps / step_time_median_s) | {
+            "gpu_busy_share_source": "timed steps (derived)",
             "gpu_busy_share_under_profiler": under}
+    raw = _ratio(kernel, evidence.get("profile_wall_s")) if under is not None else None
+    return capped(raw) | {"gpu_busy_share": under,
+                          "gpu_busy_share_source": None if under is None else "profiled steps",
+                          "gpu_busy_share_under_profiler": under}
 
 
 def timed_busy_share(evidence: dict, step_time_median_s: float | None) -> dict:
     """How busy the GPU was in the timed steps: the profile's kernel time per step over the
-    timed window's median step time (capped at 1: kernels of several streams can overlap).
+    timed window's median step time (capped at 1, the ratio and the cap said: ``capped``).
     The kernels of a step take the same GPU time whether or not the host is slowed by the
     profiler; the wall time of a step does not, so the profiled wall time is no denominator."""
     if not evidence.get("profiled") or not step_time_median_s:
@@ -297,20 +290,7 @@ def timed_busy_share(evidence: dict, step_time_median_s: float | None) -> dict:
                 "profiled_to_timed_step_ratio": None}
     per_step = evidence["kernel_time_s"] / evidence["profile_steps"]
     return {"kernel_time_per_step_s": per_step,
-            "gpu_busy_share": min(per_step / step_time_median_s, 1.0),
+            **capped(per_step / step_time_median_s),
             "timed_step_time_median_s": step_time_median_s,
             "profiled_to_timed_step_ratio": evidence["profiled_step_time_s"] / step_time_median_s,
             "gpu_busy_share_source": "timed steps"}
-
-
-def cell_evidence(one_step, steps: int, device, step_time_median_s: float | None) -> dict:
-    """The profile of ``one_step`` and the timed steps' busy share from it; running out of
-    memory while profiling leaves the training measurement standing, with a note."""
-    try:
-        evidence = profile_kernels(one_step, steps, device)
-    except Exception as exc:  # noqa: BLE001 - out of memory is a note; the rest re-raises
-        if not is_oom(exc):
-            raise
-        evidence = {"profiled": False,
-                    "profile_note": f"out of memory while profiling: {exc}"[:500]}
-    return evidence | timed_busy_share(evidence, step_time_median_s)

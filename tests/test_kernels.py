@@ -1,13 +1,15 @@
-"""The Tensor Core classifier, on kernel names collected from real profiles."""
+"""The Tensor Core classifier, on kernel names collected from real profiles; the summary of a
+profile (tcbench.kernels) and the profiler that takes it (tcbench.profiling)."""
 
 import csv
 from pathlib import Path
 
 import pytest
 
-from tcbench.tensorcores import classify, summarise_kernels
+from tcbench.kernels import classify, summarise_kernels
 
 DATA = Path(__file__).parent / "data" / "kernel_names.csv"
+H200 = Path(__file__).resolve().parents[1] / "results" / "nvidia-h200" / "records"
 
 
 @pytest.mark.parametrize("name,expected", [
@@ -92,7 +94,7 @@ def test_collected_h200_kernels_classify_as_labelled():
 def test_optimizer_annotations_are_not_kernels():
     """The profiler puts torch.optim's "Optimizer.step#SGD.step" range on the GPU's timeline
     too; it spans kernels already counted, so it is not one."""
-    from tcbench.tensorcores import is_annotation, without_annotations
+    from tcbench.kernels import is_annotation, without_annotations
 
     assert is_annotation("Optimizer.step#Adadelta.step") and is_annotation("ProfilerStep#3")
     assert not is_annotation("nvjet_sm90_hsh_128x128_64x6_2x1_v_bz_NNT")
@@ -119,7 +121,7 @@ def test_busy_share_is_kernel_time_per_step_over_the_timed_median_step():
     """A host-bound loop (1 ms of kernels in a 4 ms timed step, which the profiler slows to
     10 ms) is 25% busy, not the 10% the profiled wall time would say; a GPU-bound one is busy
     nearly all the time; overlapping kernels of several streams do not push it past 1."""
-    from tcbench.tensorcores import timed_busy_share
+    from tcbench.kernels import timed_busy_share
 
     host = timed_busy_share(profile(1e-3, 5, 10e-3), 4e-3)
     assert host["gpu_busy_share"] == pytest.approx(0.25)
@@ -144,7 +146,8 @@ def test_busy_share_of_synthetic_loops_on_a_gpu(host_sleep_s):
     import numpy as np
     import torch
 
-    from tcbench.tensorcores import profile_kernels, timed_busy_share
+    from tcbench.kernels import timed_busy_share
+    from tcbench.profiling import profile_kernels
 
     device = torch.device("cuda")
     cycles = int(torch.cuda.get_device_properties(device).clock_rate * 1e3 * 1e-3)  # ~1 ms
@@ -208,7 +211,7 @@ def test_busy_share_of_synthetic_loops_on_a_gpu(host_sleep_s):
      "_alignc4_execute_kernel__5x_cublas", "simt_matmul"),
 ])
 def test_kernel_kinds_from_names(name, kind):
-    from tcbench.tensorcores import kernel_class
+    from tcbench.kernels import kernel_class
     assert kernel_class(name) == kind
 
 
@@ -225,7 +228,7 @@ def test_summary_splits_kernel_time_for_fp8():
 
 
 def test_an_old_record_is_split_from_its_top_kernels_as_a_lower_bound():
-    from tcbench.tensorcores import kernel_split, top_non_matrix_kernel
+    from tcbench.kernels import kernel_split, top_non_matrix_kernel
     old = {"profiled": True, "kernel_time_s": 10.0, "tensor_core_time_s": 6.0,
            "top_kernels": [{"name": "nvjet_sm90_qqtst_x_TNT", "time_s": 5.0},
                            {"name": "triton_red_fused_abs_amax_0", "time_s": 2.0},
@@ -242,12 +245,14 @@ def test_an_old_record_is_split_from_its_top_kernels_as_a_lower_bound():
 def test_the_busy_share_of_the_timed_steps_also_for_old_records():
     """A record with the timed-steps figure keeps it; an older one, whose gpu_busy_share is the
     profiled steps' figure, gets the timed one from its own profile and timed median step."""
-    from tcbench.tensorcores import busy_of_timed_steps
+    from tcbench.kernels import busy_of_timed_steps
     new = {"profiled": True, "gpu_busy_share": 0.84, "gpu_busy_share_source": "timed steps",
            "gpu_busy_share_under_profiler": 0.32, "profiled_step_time_s": 2.5e-3}
     assert busy_of_timed_steps(new, 1e-3) == {"gpu_busy_share": 0.84,
                                               "gpu_busy_share_source": "timed steps",
-                                              "gpu_busy_share_under_profiler": 0.32}
+                                              "gpu_busy_share_under_profiler": 0.32,
+                                              "gpu_busy_share_uncapped": None,
+                                              "gpu_busy_share_note": None}
     # amp_recipe tf32 as committed: 0.818 ms of kernels per step, 0.976 ms timed, 32% profiled
     old = {"profiled": True, "kernel_time_s": 5 * 0.818e-3, "profile_steps": 5,
            "gpu_busy_share": 0.32}
@@ -257,5 +262,60 @@ def test_the_busy_share_of_the_timed_steps_also_for_old_records():
     assert got["gpu_busy_share_under_profiler"] == 0.32
     assert busy_of_timed_steps(old, None) == {"gpu_busy_share": 0.32,
                                               "gpu_busy_share_source": "profiled steps",
-                                              "gpu_busy_share_under_profiler": 0.32}
+                                              "gpu_busy_share_under_profiler": 0.32,
+                                              "gpu_busy_share_uncapped": None,
+                                              "gpu_busy_share_note": None}
     assert busy_of_timed_steps({"profiled": False}, 1e-3)["gpu_busy_share"] is None
+
+
+def test_annotation_ranges_never_count_as_kernels_when_a_profile_is_summarised():
+    """Whoever hands the summary a GPU-side annotation range (torch.optim's label, which spans
+    kernels counted on their own), its shares count kernels only."""
+    s = summarise_kernels({"Optimizer.step#SGD.step": (4.0, 1), "nvjet_sm90_hsh_x": (3.0, 1),
+                           "void at::native::vectorized_elementwise_kernel<x>": (3.0, 2)})
+    assert s["kernel_time_s"] == 6.0 and s["tensor_core_share"] == pytest.approx(0.5)
+    assert [k["name"][:5] for k in s["top_kernels"]] == ["nvjet", "void "]
+
+
+def test_a_busy_share_capped_at_one_keeps_its_ratio_and_says_why():
+    """Kernels of several streams run at once and each counts its time, so kernel time per
+    step can exceed the step: the share is capped at 1, the ratio kept beside it, the cap said."""
+    from tcbench.kernels import busy_of_timed_steps, timed_busy_share
+
+    over = timed_busy_share(profile(12e-3, 5, 10e-3), 10e-3)
+    assert over["gpu_busy_share"] == 1.0
+    assert over["gpu_busy_share_uncapped"] == pytest.approx(1.2)
+    assert "120%" in over["gpu_busy_share_note"] and "capped" in over["gpu_busy_share_note"]
+    under = timed_busy_share(profile(5e-3, 5, 10e-3), 10e-3)
+    assert under["gpu_busy_share_uncapped"] == pytest.approx(0.5)
+    assert under["gpu_busy_share_note"] is None
+    # read back: as recorded, or for a record made before the ratio was, from its own fields
+    assert busy_of_timed_steps(over, 10e-3)["gpu_busy_share_uncapped"] == pytest.approx(1.2)
+    before = {k: v for k, v in over.items() if k not in ("gpu_busy_share_uncapped",
+                                                         "gpu_busy_share_note")}
+    got = busy_of_timed_steps(before | {"profiled": True}, 10e-3)
+    assert got["gpu_busy_share"] == 1.0 and got["gpu_busy_share_uncapped"] == pytest.approx(1.2)
+    assert "120%" in got["gpu_busy_share_note"]
+    # the profiled steps' figure of an old record: kernel time over their wall time
+    old = {"profiled": True, "kernel_time_s": 5.3, "profile_steps": 5, "profile_wall_s": 5.0,
+           "gpu_busy_share": 1.0}
+    got = busy_of_timed_steps(old, None)
+    assert got["gpu_busy_share_source"] == "profiled steps"
+    assert got["gpu_busy_share_uncapped"] == pytest.approx(1.06) and got["gpu_busy_share_note"]
+
+
+@pytest.mark.skipif(not H200.is_dir(), reason="the committed H200 records are not here")
+def test_the_committed_h200_records_read_annotation_free_and_uncapped():
+    """amp_recipe tf32 r1 was recorded when torch.optim's label still counted as a kernel (its
+    record says 56.5% Tensor Core); read back it is 67.6%. zoo_timm's nfnet_l0 has 106% of its
+    median step in kernels: 100% busy, said as capped."""
+    from tcbench import resultset
+
+    rows = resultset.tidy(resultset.load([
+        H200 / "amp_recipe" / "tf32_bs512_r1.json",
+        H200 / "zoo_timm" / "fp32_bs256_nfnet_l0_channels_last_r1.json"]))
+    tf32, nfnet = (rows[rows["experiment"] == e].iloc[0] for e in ("amp_recipe", "zoo_timm"))
+    assert tf32["tensor_core_share"] == pytest.approx(0.6758, abs=1e-4)
+    assert nfnet["gpu_busy_share"] == 1.0
+    assert nfnet["gpu_busy_share_uncapped"] == pytest.approx(1.0628, abs=1e-4)
+    assert "106%" in nfnet["gpu_busy_share_note"]
