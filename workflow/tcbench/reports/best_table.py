@@ -54,7 +54,7 @@ def _overall(r) -> str:
                          r.get("gain_n"), fmt=times)
     # where other knobs changed too, the overall ratio gets its own claim
     return text if _changed(r) == "nothing" or missing(r.get("gain_claim")) else \
-        f"{text}, {stats.CLAIM_SHORT[str(r['gain_claim'])]}"
+        f"{text}, {stats.claim_text(str(r['gain_claim']), stats.from_row(r, 'gain'))}"
 
 
 def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:

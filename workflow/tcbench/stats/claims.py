@@ -54,8 +54,8 @@ CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×
                **{g: g for g in GATES}, NO_BASELINE: NO_BASELINE}
 CLAIM_NOTE = (f"Claim: 'pays off' where the 95% interval of the ratio lies wholly above "
               f"{GAIN:.2f}; 'equivalent within ±{MARGIN:.0%}' where it lies inside "
-              f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}] (an equivalence test; 'faster by' or "
-              f"'slower by' where it also excludes 1); else 'faster' or 'slower' where it "
+              f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}] (an equivalence test, with its direction, "
+              f"e.g. '2.4% slower', where it also excludes 1); else 'faster' or 'slower' where it "
               f"excludes 1; 'inconclusive' where it does none of these; 'n < 3' where either "
               f"side has fewer than three finished repeats, so no claim is made, and 'every run "
               f"slower' where every run of the cell was slower than every run of its baseline "
