@@ -24,15 +24,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from tcbench import resultset as RS  # noqa: E402
-from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
-from tcbench.analysis import claims as C  # noqa: E402
-from tcbench.analysis import diagnosis as D  # noqa: E402
 from tcbench.render import numbers as N  # noqa: E402
-from tcbench.render.settings import setting_text, shown_axes  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
 from tcbench.reports import tables as T  # noqa: E402
-from tcbench.reports.verdict import conditions  # noqa: E402
+from tcbench.reports.verdict import build as build_verdict, conditions  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
@@ -86,38 +82,21 @@ class Blocks:
         text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
         return text.split("\n", 2)[2] if text.startswith("## ") else text
 
-    # -- per experiment ----------------------------------------------------------------------
-    def headline(self, experiments: list[str]) -> str:
-        """Per experiment (per model in a zoo): the strongest claim its intervals support
-        (``analysis.claims.strongest``: FP8 against amp-bf16 first), with its interval,
-        baseline and bottleneck."""
-        rows = []
-        s = self.summary.merge(self.speedup[[c for c in self.speedup if c not in self.summary
-                                             or c in V.CELL_KEYS]], on=list(V.CELL_KEYS))
-        for exp in experiments:
-            e = s[(s["experiment"] == exp) & (s["precision"].astype(str) != V.BASELINE)]
-            for model, g in e.groupby("model", sort=False, observed=True):
-                j = C.strongest(g)
-                if j is None:
-                    continue
-                r = j.row
-                axes = [a for a in shown_axes(s[s["experiment"] == exp]) if a != "model"]
-                name = exp if e["model"].nunique() == 1 else f"{exp}: {model}"
-                rows.append([name, f"{r['precision']}, {setting_text(r, axes)}",
-                             N.with_interval(r[V.HEADLINE], r.get(f"{V.HEADLINE}_low"),
-                                             r.get(f"{V.HEADLINE}_high"),
-                                             r.get(f"{V.HEADLINE}_n")),
-                             j.baseline,
-                             N.with_interval(r[j.stem], r[f"{j.stem}_low"],
-                                             r[f"{j.stem}_high"], r[f"{j.stem}_n"],
-                                             fmt=N.times),
-                             j.claim, N.times(r.get("memory_ratio")),
-                             D.SHORT[D.bottleneck(r)]])
-        t = Table("", ["experiment", "strongest claim at", "samples/s", "against", "× baseline",
-                         "claim", "memory × fp32", "limited by"], rows, align="llrlrlrl",
-                    notes=[N.INTERVAL_NOTE, stats.CLAIM_NOTE])
-        return _table(t)
+    def answer(self) -> str:
+        """The verdict's one-screen table (``reports.answer``): per experiment (per model in a
+        zoo) its best mode against its one baseline, the claim, memory, what limits it and how
+        it was decided, built from the set's tables as summary.md's is."""
+        return _table(self.verdict().answer)
 
+    def verdict(self):
+        optional = {k: self.dir / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
+                                                 ("interleaved", "interleaved.csv"))}
+        read = {k: RS.read_raw(f) if f.exists() else None for k, f in optional.items()}
+        return build_verdict(RS.read_raw(self.dir / V.SET_TABLES["summary"]),
+                             RS.read_raw(self.dir / V.SET_TABLES["speedup"]), self.metrics,
+                             read["crossover"], read["interleaved"])
+
+    # -- per experiment ----------------------------------------------------------------------
     def experiment(self, experiment: str, which: int = 0) -> str:
         return _table(T.experiment_tables(self.summary, self.speedup, experiment)[which])
 
@@ -153,12 +132,11 @@ class Blocks:
 
     def render(self, name: str) -> str:
         kind, _, arg = name.partition("-")
-        if kind == "headline":
-            return self.headline(arg.split("+"))
         if kind == "table":
             exp, _, which = arg.rpartition("-")
             return self.experiment(exp, int(which))
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
+                "answer": self.answer,
                 "best": self.best, "capacity": self.capacity, "jobcost": self.job_cost}[kind]()
 
 

@@ -41,8 +41,35 @@ def test_a_drifted_number_is_caught():
     assert changed == [block.group("name")]
 
 
+def answer_section(text: str) -> str:
+    """From the answer's heading to the end of its generated table (the workflow's description
+    follows it, with the seed's published numbers)."""
+    start = text.index("## The answer on an NVIDIA H200")
+    end = "<!-- end: answer -->"
+    return text[start:text.index(end, start) + len(end)]
+
+
+def test_the_answer_table_comes_first():
+    """The one-screen table (every experiment of the set) opens the README: before line 40 and
+    before the workflow is described."""
+    text = (REPO / "README.md").read_text()
+    lines = text.splitlines()
+    head = next(i for i, x in enumerate(lines) if x.startswith("| experiment | question it "
+                                                                  "answers |"))
+    assert head < 40, head
+    assert text.index("<!-- generated: answer -->") < text.index("is a Snakemake workflow")
+    rows = set()
+    for x in lines[head + 2:]:
+        if not x.startswith("|"):
+            break
+        rows.add(x.split(" | ")[0].removeprefix("| "))
+    experiments = set(readme.Blocks(REPO / "results").summary["experiment"].astype(str))
+    assert {r.split(":")[0] for r in rows} == experiments
+
+
 def test_no_measured_number_outside_a_generated_part():
-    section = results_section((REPO / "README.md").read_text())
+    text = (REPO / "README.md").read_text()
+    section = results_section(text) + answer_section(text)
     outside = readme.BLOCK.sub("", section)
     found = [m.group(0) for m in MEASURED.finditer(outside) if m.group(0) != "95%"]
     assert found == [], f"measured numbers written by hand in the README: {found}"

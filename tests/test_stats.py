@@ -103,14 +103,17 @@ def test_clears_needs_a_confidence_interval():
     (0.98, 1.02, S.CI, S.EQUIVALENT),      # inside [1/1.03, 1.03]: an equivalence test
     (0.95, 1.05, S.CI, S.INCONCLUSIVE),    # straddles 1 but reaches beyond the margin
     (0.973, 1.50, S.CI, S.INCONCLUSIVE),
-    (1.01, 1.02, S.CI, S.FASTER),          # inside the margin yet clear of 1: faster is said
+    (1.01, 1.02, S.CI, S.EQUIVALENT),      # inside the margin, clear of 1: equivalent, faster
+    (0.971, 0.981, S.CI, S.EQUIVALENT),    # inside the margin although below 1
     (0.85, 0.95, S.CI, S.SLOWER),
+    (0.95, 0.99, S.PAIRED, S.SLOWER),      # an interleaved comparison's interval decides too
     (1.20, 1.80, S.RANGE, S.UNJUDGED),     # a range, however clear, is no claim
     (None, None, S.SINGLE, S.UNJUDGED),
 ])
 def test_claim_of_a_ratio(low, high, method, said):
     e = S.Estimate(1.0 if low is None else (low + high) / 2, low, high, 3, method)
     assert S.claim(e) == said
+    e = S.Estimate(e.value, e.low, e.high, e.n, method)
     assert S.is_faster(said) is (None if said == S.UNJUDGED else said in (S.PAYS_OFF, S.FASTER))
     assert S.is_slower(said) is (None if said == S.UNJUDGED else said == S.SLOWER)
     assert said in S.CLAIM_WORDS and said in S.CLAIM_SHORT and said in S.CLAIMS
@@ -202,3 +205,99 @@ def test_the_run_count_an_interval_needs_is_written_from_min_ci_n():
     wrong = {str(p.relative_to(package)): found for p in sorted(package.rglob("*.py"))
              if (found := run_count_texts(p.read_text()))}
     assert wrong == {}
+
+
+def test_the_ratio_interval_is_the_delta_method_on_the_log_of_the_means():
+    """What RATIO_INTERVAL says: log(mean a / mean b) -+ t * sqrt(CV_a^2/n_a + CV_b^2/n_b),
+    t at the Welch-Satterthwaite degrees of freedom; not Welch's test on per-run logs."""
+    a, b = [450.0, 300.0, 600.0], [160.0, 162.0, 161.0]
+    va = np.var(a, ddof=1) / (3 * np.mean(a) ** 2)
+    vb = np.var(b, ddof=1) / (3 * np.mean(b) ** 2)
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    half = sps.t.ppf(0.975, df) * math.sqrt(va + vb)
+    e = S.ratio(a, b)
+    r = np.mean(a) / np.mean(b)
+    assert (e.low, e.high) == (pytest.approx(r * math.exp(-half)), pytest.approx(r * math.exp(half)))
+    logs = sps.ttest_ind(np.log(a), np.log(b), equal_var=False).confidence_interval(0.95)
+    assert e.low != pytest.approx(math.exp(logs.low), rel=1e-3)   # another interval
+    assert "delta method" in S.RATIO_INTERVAL and "Welch–Satterthwaite" in S.RATIO_INTERVAL
+
+
+def test_every_run_slower_is_said_at_two_runs():
+    """fp8_digits-like: two fp32 runs, three FP8 runs, every pair of runs below 1; no interval
+    (n = 2), yet the slowdown is named, not hidden as "n < 3"."""
+    fp8, fp32 = [12900.0, 13300.0, 14600.0], [29600.0, 31700.0]
+    e = S.ratio(fp8, fp32)
+    pairs = S.every_pair(fp8, fp32)
+    assert e.method == S.RANGE and pairs[1] < 1
+    assert pairs == (pytest.approx(12900 / 31700), pytest.approx(14600 / 29600))
+    assert S.claim(e, pairs) == S.ALL_SLOWER
+    assert S.claim(e) == S.UNJUDGED                       # without the pairs, no claim
+    # one pair above 1 is not "every run slower"
+    assert S.claim(e, (0.4, 1.01)) == S.UNJUDGED
+    assert S.is_slower(S.ALL_SLOWER) is None              # not an interval's claim
+    assert S.every_pair([], [1.0]) is None
+
+
+def test_an_equivalence_inside_the_margin_says_its_direction():
+    slow = S.Estimate(0.976, 0.971, 0.981, 3, S.CI)
+    assert S.claim(slow) == S.EQUIVALENT
+    assert S.claim_text(S.claim(slow), slow) == "equivalent within ±3%, 2.4% slower"
+    fast = S.Estimate(1.015, 1.01, 1.02, 3, S.CI)
+    assert S.claim_text(S.claim(fast), fast) == "equivalent within ±3%, 1.5% faster"
+    across = S.Estimate(1.0, 0.99, 1.01, 3, S.CI)
+    assert S.claim_text(S.claim(across), across) == "equivalent within ±3%"
+    assert S.claim_text(S.PAYS_OFF, S.Estimate(2, 1.5, 2.5, 3, S.CI)) == "pays off"
+
+
+def test_gates_withhold_decided_claims_only():
+    for gate in S.GATES:
+        assert S.gated(S.PAYS_OFF, gate) == gate and S.gated(S.SLOWER, gate) == gate
+        assert S.gated(S.EQUIVALENT, gate) == gate
+        assert S.gated(S.ALL_SLOWER, gate) == S.ALL_SLOWER     # a plain fact stays
+        assert gate in S.CLAIM_WORDS and gate in S.CLAIM_SHORT and gate in S.CLAIMS
+        assert S.is_faster(gate) is None
+    assert S.gated(S.INCONCLUSIVE, S.HOST_BOUND) == S.INCONCLUSIVE
+    assert S.gated(S.UNJUDGED, S.TWO_MODES) == S.TWO_MODES     # not misnamed "n < 3"
+    assert S.gated(S.PAYS_OFF, None) == S.PAYS_OFF
+
+
+# ------------------------------------------------------------------------------ two modes
+# the recipe's tf32 cell on a drifting host: 3 slow runs, 4 fast ones, nothing in between
+TWO_GROUPS = [354e3, 354e3, 356e3, 547e3, 565e3, 566e3, 591e3]
+
+
+def test_two_modes_are_found_and_reported_with_their_n():
+    m = S.modes(TWO_GROUPS)
+    assert m is not None
+    assert (m.slow.n, m.fast.n) == (3, 4)
+    assert m.slow.value == pytest.approx(np.mean(TWO_GROUPS[:3]))
+    assert m.fast.value == pytest.approx(np.mean(TWO_GROUPS[3:]))
+    assert m.statistic > m.critical and m.gap > S.MARGIN
+    # shuffled, with a non-number among them: the same two modes
+    assert S.modes([591e3, None, 354e3, 565e3, 356e3, 547e3, 354e3, 566e3]).slow.n == 3
+    # exact ties inside each group still make two modes
+    assert S.modes([1000.0, 1000.0, 1200.0, 1200.0]) is not None
+
+
+@pytest.mark.parametrize("n", range(4, 13))
+def test_unimodal_samples_are_not_flagged(n):
+    even = 1000 + 40 * sps.norm.ppf((np.arange(n) + 0.5) / n)   # normal quantiles
+    assert S.modes(even) is None
+    rng = np.random.default_rng(n)
+    assert S.modes(rng.normal(162e3, 5e3, n)) is None
+    assert S.modes(np.linspace(300e3, 600e3, n)) is None        # wide but even: one mode
+
+
+def test_the_gap_test_holds_its_level_on_normal_samples():
+    rng = np.random.default_rng(7)
+    flagged = sum(S.modes(rng.normal(1000, 30, 8)) is not None for _ in range(400))
+    assert flagged <= 12          # about 1% expected at MODES_LEVEL = 0.99, 3% tolerated
+
+
+def test_two_modes_need_two_runs_each_and_a_gap_beyond_the_margin():
+    assert S.modes([100.0, 101.0, 150.0]) is None               # n = 3: a lone outlier
+    assert S.modes([100.0, 100.1, 100.2, 150.0]) is None        # one run apart: an outlier
+    # two tight groups 0.2% apart: statistically two, practically one (inside the margin)
+    assert S.modes([162.00, 162.01, 162.30, 162.31]) is None
+    assert S.modes([5.0] * 6) is None

@@ -1,6 +1,8 @@
-"""The verdict on small synthetic tables whose answers are known: the fastest configuration and
-its speedup with an interval, claims only where the interval clears them, the warm-up on its
-own, memory, Tensor Cores apart from what limits the step, accuracy paired by seed."""
+"""The verdict on small synthetic tables whose answers are known: one table per set first (every
+experiment, its best mode against its one baseline with the interval, the claim, memory, what
+limits it, how it was decided), then per experiment a table of its cells and at most three
+sentences; claims only where the interval clears them, Tensor Cores apart from what limits the
+step, accuracy paired by seed."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from tcbench import resultset as RS
 from tcbench.analysis import diagnosis as D
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
+from tcbench.reports import answer as A
+from tcbench.reports import findings as F
 from tcbench.reports import noisy
 from tcbench.reports import verdict as Vd
 
@@ -85,40 +89,85 @@ def verdict():
 
 
 def section(v, name):
-    return " ".join(next(s for s in v.sections if s.title.startswith(name + " ")).sentences)
+    return next(s for s in v.sections if s.title.startswith(name + " "))
 
 
-def test_fastest_with_interval_and_claim(verdict):
-    text = section(verdict, "fast")
-    assert "**Fastest:** amp-fp16 at batch size 512, 2,500 [" in text
-    assert "samples/s (95% CI, n = 3)" in text
-    assert "2.50× [" in text and "it pays off" in text
-    assert "**Warm-up**" in text and "9.00 s (all 3 runs) for the fastest configuration, " \
-        "2.00 s (all 3 runs) for fp32" in text
-    assert "40% less peak memory than fp32" in text
+def said(v, name):
+    """A section's sentences, as one text."""
+    return " ".join(section(v, name).sentences)
+
+
+def cells(v, name):
+    """A section's table, by (setting, precision)."""
+    t = section(v, name).table
+    return {(r[0], r[1]): dict(zip(t.columns, r)) for r in t.rows}
+
+
+def answers(v):
+    """The one-screen table, by experiment."""
+    return {r[0]: dict(zip(v.answer.columns, r)) for r in v.answer.rows}
+
+
+def test_the_answer_table_has_every_experiment_and_its_columns(verdict):
+    assert verdict.answer.columns == A.COLUMNS
+    experiments = [s.title.split(" (")[0] for s in verdict.sections if s.title != noisy.TITLE]
+    assert list(answers(verdict)) == experiments
+    fast = answers(verdict)["fast"]
+    assert fast["best mode and setting"] == "amp-fp16, bs 512"
+    assert fast["× its baseline [95% CI]"].startswith("2.50× [") and \
+        fast["× its baseline [95% CI]"].endswith("] fp32")
+    assert fast["claim"] == "pays off" and fast["peak memory ×"] == "0.600×"
+    assert fast["what limits it"] == "Tensor Cores"
+    assert fast["how it was decided"] == "n = 3 vs 3, per process"
+    assert fast["question it answers"] == "do Tensor Cores speed up mnist_cnn over fp32?"
+    assert answers(verdict)["acc"]["question it answers"] == \
+        "does reduced precision keep the accuracy of mnist_cnn, and speed it up?"
+
+
+def test_a_section_is_a_table_and_at_most_three_sentences(verdict):
+    for s in verdict.sections:
+        if s.title == noisy.TITLE:
+            continue
+        assert s.table is not None and len(s.sentences) <= F.MAX_SENTENCES, s.title
+    fast = cells(verdict, "fast")
+    assert fast[("bs 512", "amp-fp16")]["samples/s"].startswith("2,500 [")
+    assert fast[("bs 512", "amp-fp16")]["claim"] == "pays off"
+    assert fast[("bs 512", "fp32")]["× its baseline"] == ""
+    text = said(verdict, "fast")
+    assert "amp-fp16 at batch size 512: 2.50× [" in text and "it pays off" in text
+    assert "**" not in text
 
 
 def test_tensor_cores_apart_from_what_limits_the_step(verdict):
-    text = section(verdict, "fast")
+    text = said(verdict, "fast")
     # 85% of 90%: most of the matrix work, not all of it, ran on Tensor Cores
-    assert "in amp-fp16 at batch size 512, 94% of the matrix kernel time ran on Tensor Cores, " \
-           "the rest in other matrix kernels (on the ordinary units, or whose names do not show " \
-           "Tensor Core use; 85% of GPU kernel time" in text
+    assert "What limits amp-fp16 at batch size 512: Tensor Core kernels: they took 85% of " \
+           "kernel time, and the GPU was busy 95% of the timed steps' wall time; 94% of its " \
+           "matrix kernel time ran on Tensor Cores, the rest in other matrix kernels" in text
     assert "the matrix work ran on Tensor Cores" not in text
-    assert "**What limits amp-fp16 at batch size 512:** Tensor Core kernels: they took 85% of " \
-           "kernel time, and the GPU was busy 95% of the timed steps' wall time." in text
-    text = section(verdict, "input")
+    text = said(verdict, "input")
     assert "the input pipeline: the GPU waited for the next batch 78% of each step" in text
     assert "it is equivalent within ±3%" in text
-    text = section(verdict, "host")
+    assert answers(verdict)["input"]["what limits it"] == "input"
+
+
+def test_a_host_bound_cell_is_not_judged_from_its_repeats(verdict):
+    """GPU busy 30% and no interleaved comparison: tf32's tight 1.05x is no claim."""
+    row = answers(verdict)["host"]
+    assert row["claim"] == "not judged: host-bound, no interleaved comparison"
+    assert row["what limits it"] == "the host (GPU busy 30%); CUDA graphs not measured here"
+    assert "host-bound (GPU busy 30%), no interleaved comparison" in row["how it was decided"]
+    text = said(verdict, "host")
     assert "the host: the GPU had a kernel running only 30% of the timed steps' wall time" \
         in text
-    assert "it is faster, but by less than the 1.10×" in text
+    assert "faster" not in text and "pays off" not in text
 
 
 def test_too_few_repeats_are_not_judged(verdict):
-    text = section(verdict, "membound")
-    assert "(range, n = 2)" in text and "cannot be judged" in text
+    row = cells(verdict, "membound")[("bs 512", "amp-fp16")]
+    assert row["samples/s"].endswith("(range 1,500–1,520)") and row["claim"] == "n < 3"
+    text = said(verdict, "membound")
+    assert "cannot be judged" in text
     # 75% of kernel time outside matrix kernels: said as that, bandwidth not being measured
     assert "non-matrix kernels: the GPU was busy 90% of the timed steps' wall time, and 75% of " \
            "its kernel time went to kernels that do no matrix work" in text
@@ -127,31 +176,29 @@ def test_too_few_repeats_are_not_judged(verdict):
 
 
 def test_oom_unsupported_and_no_baseline(verdict):
-    text = section(verdict, "oom")
-    assert "**Memory made the difference:** fp32 ran out of memory at batch size 256, where " \
-           "amp-fp16 fit in 8.79 GiB." in text
-    assert "**Without a result:**" in text and "tf32 at batch size 64, unsupported: no TF32 " \
-           "here" in text and "fp32 at batch size 256, oom: CUDA out of memory" in text
+    t = cells(verdict, "oom")
+    assert t[("bs 256", "fp32")]["n"] == "0/1 oom" and t[("bs 64", "tf32")]["n"] == \
+        "0/1 unsupported"
+    assert t[("bs 256", "amp-fp16")]["× its baseline"] == ""
+    assert "fp32 ran out of memory at batch size 256, where amp-fp16 fit in 8.79 GiB." in \
+        said(verdict, "oom")
 
 
 def test_accuracy_paired_by_seed(verdict):
-    text = section(verdict, "acc")
-    assert "**Test accuracy** (held-out set, mean over seeds): fp32 97.92% [" in text
-    assert "paired by seed" in text and "amp-bf16 -0.04 [" in text
-    assert "(equivalent within ±1.0 points)" in text
+    row = cells(verdict, "acc")[("bs 512", "amp-bf16")]
+    assert row["Δ accuracy (points)"].startswith("-0.04 [")
+    assert row["Δ accuracy (points)"].endswith("(equivalent within ±1.0 points)")
+    assert "Δ accuracy (points)" not in section(verdict, "fast").table.columns
 
 
-def test_bottom_line_covers_every_experiment(verdict):
-    line = verdict.bottom_line
-    assert line[0].startswith("Per experiment, the strongest claim its intervals support")
-    experiments = [s for s in verdict.sections if s.title != noisy.TITLE]
-    assert len(line) == 1 + len(experiments)
-    said = " ".join(line)
-    assert "fast: pays off: amp-fp16 at batch size 512, 2.50× [" in said
-    assert "host: faster, by less than 1.10×: tf32 at batch size 512, 1.050× [1.04" in said
-    assert "input: equivalent within ±3%: amp-bf16 at batch size 512" in said
-    assert "membound: cannot be judged (n < 3): amp-fp16" in said
-    assert "no difference" not in said
+def test_the_bottom_line_says_each_experiments_claim(verdict):
+    line = " ".join(verdict.bottom_line)
+    assert line.startswith("Reduced precision pays off in fast (amp-fp16, 2.50× fp32)")
+    assert "is equivalent to its baseline within ±3% in acc (amp-bf16, 1.00× fp32) and " \
+           "input (amp-bf16, 1.00× fp32)" in line
+    assert "cannot be judged from fewer than three repeats in membound" in line
+    assert "is not judged in host (host-bound, no interleaved comparison)" in line
+    assert "no difference" not in line
 
 
 def test_rules_of_thumb():
@@ -159,6 +206,12 @@ def test_rules_of_thumb():
     assert D.bottleneck({"input_bound": "True"}) == "input"          # as read back from CSV
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.49,
                          "tensor_core_share": 0.9}) == "host"
+    # the host is named below the share at which a cell is decided as host-bound
+    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.84,
+                         "tensor_core_share": 0.68, "matmul_share": 0.68}) == "host"
+    assert D.host_bound({"gpu_busy_share": 0.84}) and not D.host_bound({"gpu_busy_share": 0.9})
+    assert not D.host_bound({"gpu_busy_share": 0.2, "input_bound": True})   # the loader's
+    assert not D.host_bound({"gpu_busy_share": None})
     assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
                          "tensor_core_share": 0.3, "matmul_share": 0.35}) == "non_matrix"
     # a near tie (51% Tensor Core, 49% the rest) is called for neither side
@@ -190,8 +243,8 @@ def test_cpu_set_says_it_is_not_a_gpu():
     assert "CUDA events" not in " ".join(v.intro) and "host's clock" in " ".join(v.intro)
     assert "CUDA events on the GPU's own timeline" in " ".join(build(repeats(
         "x", "fp32", [100, 101, 99]) + repeats("x", "amp-bf16", [150, 151, 149])).intro)
-    text = section(v, "x")
-    assert "not measurable for amp-bf16" in text and "**Memory:** not measured" in text
+    assert "What limits amp-bf16 at batch size 512 is not measurable" in said(v, "x")
+    assert answers(v)["x"]["peak memory ×"] == "–"
 
 
 def test_provenance_is_stated():
@@ -207,6 +260,14 @@ def test_provenance_is_stated():
            "true)." in " ".join(build(rows).intro)
 
 
+def test_the_intervals_are_described_as_computed():
+    intro = " ".join(build(repeats("x", "fp32", [100, 101, 99])
+                           + repeats("x", "amp-bf16", [150, 151, 149])).intro)
+    assert "Welch's t on the log scale" not in intro
+    assert "the delta method on the log scale with t at Welch–Satterthwaite degrees of " \
+           "freedom" in intro
+
+
 def test_a_model_zoo_is_answered_per_model(tmp_path):
     out = gpu_like.write(tmp_path)
     v = Vd.build(pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv"),
@@ -214,6 +275,30 @@ def test_a_model_zoo_is_answered_per_model(tmp_path):
     titles = [s.title for s in v.sections]
     assert "zoo: resnet18 (torchvision, synthetic data)" in titles
     assert "zoo: vit_b_16 (torchvision, synthetic data)" in titles
+    assert {"zoo: resnet18", "zoo: vit_b_16"} <= set(answers(v))
+
+
+def test_summary_md_opens_with_the_table_of_every_experiment(tmp_path):
+    out = gpu_like.write(tmp_path)
+    md, html = Vd.write(out / "metrics.csv", out / "summary.csv", out / "speedup.csv",
+                         out / "summary.md", out / "summary.html")
+    lines = md.read_text().splitlines()
+    first = next(i for i, x in enumerate(lines) if x.startswith("| "))
+    assert first < 30, first
+    table = []
+    for x in lines[first:]:
+        if not x.startswith("|"):
+            break
+        table.append(x)
+    assert table[0].startswith("| experiment | question it answers | best mode and setting |")
+    named = {x.split(" | ")[0].removeprefix("| ") for x in table[2:]}
+    s = pd.read_csv(out / "summary.csv")
+    for exp in s["experiment"].unique():
+        models = s[s["experiment"] == exp]["model"].unique()
+        want = {exp} if len(models) == 1 else {f"{exp}: {m}" for m in models}
+        assert want <= named, (exp, named)
+    # the methods follow the table, never before it
+    assert lines.index(f"## {Vd.METHODS}") > first
 
 
 def test_markdown_and_html_say_the_same(tmp_path):
@@ -224,8 +309,10 @@ def test_markdown_and_html_say_the_same(tmp_path):
     assert md_text.startswith("# Verdict: gpu-like on NVIDIA H200")
     for exp in ("amp_recipe", "mnist_seed", "mnist_loaders", "digits", "resnet50"):
         assert f"## {exp} (" in md_text and f"<h3>{exp} (" in html_text
-    assert "<strong>What limits" in html_text and "**" not in html_text
-    assert closing.bottom_line(md).startswith("Per experiment, the strongest claim")
+        assert f"<td style=\"text-align:left\">{exp}</td>" in html_text
+    assert "question it answers</th>" in html_text and "**" not in html_text
+    assert html_text.index("question it answers") < html_text.index(Vd.METHODS)
+    assert closing.bottom_line(md).startswith("Reduced precision ")
 
 
 # ------------------------------------------------------------------ one scenario, one sentence
@@ -243,7 +330,7 @@ def scenarios():
         *repeats("equiv", "amp-bf16", [1001, 996, 1004]),
         *repeats("wide", "fp32", [1000, 1005, 995]),
         *repeats("wide", "tf32", [900, 1000, 1400]),
-        # FP8 is judged against amp-bf16 at the same setting first
+        # FP8 is judged against amp-bf16 at the same setting
         *repeats("fp8", "fp32", [100, 101, 99]),
         *repeats("fp8", "amp-bf16", [1000, 1010, 990]),
         *repeats("fp8", "fp8-rowwise", [1300, 1310, 1290]),
@@ -256,57 +343,54 @@ def scenarios():
     return build(rows)
 
 
-def said_of(v, exp):
-    return next(x for x in v.bottom_line if x.startswith(exp + ": "))
-
-
 def test_a_supported_small_gain_beats_a_wide_large_one(scenarios):
-    line = said_of(scenarios, "mixed")
-    assert line.startswith("mixed: pays off: tf32 at batch size 512, 1.160× [1.155, 1.165] (95% "
-                           "CI) fp32's throughput at the same setting; peak memory 1.00× fp32's; "
-                           "the largest memory saving is amp-bf16 at batch size 512, 0.500× "
-                           "fp32's peak."), line
-    assert "amp-fp16" not in line.split("Significantly")[0]
+    row = answers(scenarios)["mixed"]
+    assert row["best mode and setting"] == "tf32, bs 512"
+    assert row["× its baseline [95% CI]"] == "1.160× [1.155, 1.165] fp32"
+    assert row["claim"] == "pays off"
+    # tf32 keeps fp32's storage: the same peak memory is said as it is
+    assert row["peak memory ×"] == "1.00×"
 
 
 def test_a_significant_slowdown_is_said(scenarios):
-    line = said_of(scenarios, "mixed")
-    assert line.endswith(" Significantly slower: amp-bf16 at batch size 512, 0.887× [0.883, "
-                         "0.891] (95% CI) fp32's."), line
-    assert "**Significantly slower:** amp-bf16 at batch size 512, 0.887× [" in \
-        section(scenarios, "mixed")
+    assert "Slower than its baseline: amp-bf16 at batch size 512, slower against fp32 " \
+           "(0.887× [0.883, 0.891] fp32)" in said(scenarios, "mixed")
+    assert cells(scenarios, "mixed")[("bs 512", "amp-bf16")]["claim"] == "slower"
+    assert "Slower than its baseline: mixed (amp-bf16 at bs 512 against fp32)" in \
+        " ".join(scenarios.bottom_line)
 
 
 def test_inconclusive_is_not_equivalence(scenarios):
-    assert said_of(scenarios, "equiv").startswith(
-        "equiv: equivalent within ±3%: amp-bf16 at batch size 512, 1.00× [0.990, 1.01] (95% "
-        "CI) fp32's")
-    wide = said_of(scenarios, "wide")
-    assert wide.startswith("wide: inconclusive: tf32 at batch size 512, 1.10× [0.605, 2.00] "
-                           "(95% CI) fp32's"), wide
-    assert "neither excludes 1 nor lies within ±3%" in section(scenarios, "wide")
+    equiv = answers(scenarios)["equiv"]
+    assert (equiv["× its baseline [95% CI]"], equiv["claim"]) == \
+        ("1.00× [0.990, 1.01] fp32", "equivalent within ±3%")
+    wide = answers(scenarios)["wide"]
+    assert (wide["× its baseline [95% CI]"], wide["claim"]) == \
+        ("1.10× [0.605, 2.00] fp32", "inconclusive")
+    assert "neither excludes 1 nor lies within ±3%" in said(scenarios, "wide")
 
 
-def test_fp8_is_judged_against_bf16_first(scenarios):
-    line = said_of(scenarios, "fp8")
-    assert line.startswith("fp8: pays off: fp8-rowwise at batch size 512, 1.30× [") and \
-        "amp-bf16's throughput at the same setting (13.0× [" in line, line
-    assert "**FP8 against bf16:** fp8-rowwise at batch size 512, 1.30× [" in \
-        section(scenarios, "fp8")
+def test_fp8_is_judged_against_bf16(scenarios):
+    row = answers(scenarios)["fp8"]
+    assert row["× its baseline [95% CI]"].startswith("1.30× [") and \
+        row["× its baseline [95% CI]"].endswith("amp-bf16")
+    assert row["question it answers"] == "does FP8 train mnist_cnn faster than amp-bf16?"
+    assert "13.0×" not in row["× its baseline [95% CI]"]          # fp32's ratio is not its
+    assert "fp8-rowwise at batch size 512: 1.30× [" in said(scenarios, "fp8")
 
 
 def test_an_experiment_with_fp32_only_says_so(scenarios):
-    assert said_of(scenarios, "only") == \
-        "only: only strict fp32 ran, so there is no reduced precision to judge."
-    text = section(scenarios, "only")
-    assert "Only strict fp32 ran in this experiment" in text and "beat" not in text
+    assert answers(scenarios)["only"]["× its baseline [95% CI]"] == "– (only fp32 ran)"
+    text = said(scenarios, "only")
+    assert "Only strict fp32 ran" in text and "beat" not in text
+    assert "Nothing to judge in only" in " ".join(scenarios.bottom_line)
 
 
 def test_accuracy_parity_the_seeds_cannot_resolve(scenarios):
-    text = section(scenarios, "acc3")
-    assert "amp-bf16 +0.17 [" in text and "(inconclusive: the interval is wider than the " \
-        "±1.0-point margin, so 3 seeds on this test set cannot resolve it)" in text, text
-    assert "equivalent within ±1.0 points" not in text
+    acc = cells(scenarios, "acc3")[("bs 512", "amp-bf16")]["Δ accuracy (points)"]
+    assert acc.startswith("+0.17 [") and acc.endswith(
+        "(inconclusive: the interval is wider than the ±1.0-point margin, so 3 seeds on this "
+        "test set cannot resolve it)"), acc
 
 
 # ----------------------------------------------- evidence, fairness and conditions, by scenario
@@ -351,12 +435,17 @@ def test_a_fastest_study_with_a_changed_batch_says_what_changed():
             *with_(repeats("fastest", "amp-bf16", [3000, 3010, 2990], bs=4096),
                    memory_format="channels_last")]
     v = build(rows)
-    assert "against the plain fp32 baseline (fastest, batch size 512, eager) it reaches " \
-           "3.00× [2.93, 3.07] (95% CI) the throughput, with bs 512 → 4096, contiguous → " \
-           "channels_last changed besides precision, so the ratio is not precision's alone." \
-           in section(v, "fastest")
-    assert said_of(v, "fastest").endswith(
-        "(pays off; besides precision it changed bs 512 → 4096, contiguous → channels_last).")
+    assert "Against the plain fp32 baseline (fastest, batch size 512, eager), amp-bf16 at " \
+           "batch size 4096, channels_last reaches 3.00× [2.93, 3.07] plain fp32's " \
+           "throughput, with bs 512 → 4096, contiguous → channels_last changed besides " \
+           "precision, so the ratio is not precision's alone: it pays off." in said(v, "fastest")
+    row = answers(v)["fastest"]
+    assert row["× its baseline [95% CI]"] == "3.00× [2.93, 3.07] plain fp32 (also changed: " \
+        "bs 512 → 4096, contiguous → channels_last)"
+    assert row["question it answers"] == \
+        "how far do precision and execution knobs take mnist_cnn beyond plain fp32?"
+    assert "pays off in fastest (amp-bf16 with other knobs changed, 3.00× plain fp32)" in \
+        " ".join(v.bottom_line)
 
 
 def best_rows(rows):
@@ -395,6 +484,15 @@ def test_best_compares_like_with_like():
     assert only["× plain fp32"] == "– (no plain fp32 cell)"
 
 
+def test_the_fastest_of_a_host_bound_cell_is_not_called_fastest():
+    rows = [*repeats("hb", "fp32", [1000, 1010, 990], busy=0.95),
+            *repeats("hb", "tf32", [2000, 2010, 1990], busy=0.5)]
+    top = best_rows(rows)["hb"]
+    assert top["fastest configuration"] == "tf32, bs 512 (the highest mean, not judged " \
+        "fastest: host-bound, no interleaved comparison)"
+    assert top["claim"] == "not judged: host-bound, no interleaved comparison"
+
+
 def fp8_against_bf16(exp, mode, thrs, split, source, coverage, *, tc, busy, mm=None):
     """An amp-bf16 cell and an FP8 one whose kernel split (FP8 GEMM, other Tensor Core,
     scaling) came from ``source`` ("all kernels", or an older record's "top kernels")."""
@@ -405,16 +503,14 @@ def fp8_against_bf16(exp, mode, thrs, split, source, coverage, *, tc, busy, mm=N
                    kernel_classes_from=source, kernel_classes_coverage=coverage)]
 
 
-def test_an_fp8_cell_splits_its_kernel_time_three_ways():
+def test_an_fp8_cell_says_where_its_kernel_time_went():
     rows = fp8_against_bf16("fp8", "fp8-rowwise", [1300, 1310, 1290], (0.47, 0.05, 0.2),
                             "all kernels", 1.0, tc=0.52, busy=0.95)
-    text = section(build(rows), "fp8")
-    assert "**FP8 kernel time:** in fp8-rowwise at batch size 512, FP8 GEMMs took 47% of GPU " \
-           "kernel time, Tensor Core GEMMs in other types (bf16, fp16, tf32) 5% and the " \
-           "scaling around the FP8 GEMMs (amax, scale and cast kernels) 20%; the other " \
-           "kernels 28%." in text, text
+    text = said(build(rows), "fp8")
+    assert "FP8 GEMMs took 47% of kernel time and the casts and scales around them 20%." \
+        in text, text
     # 52% Tensor Core against 48% the rest: no kind carries the step
-    assert "**What limits fp8-rowwise at batch size 512:** no one kind of kernel" in text
+    assert "What limits fp8-rowwise at batch size 512: no one kind of kernel" in text
     assert "the best case" not in text
 
 
@@ -424,24 +520,41 @@ def test_the_bottleneck_uses_the_busy_share_of_the_timed_steps():
                    gpu_busy_share_under_profiler=0.4, gpu_busy_share_source="timed steps"),
             *with_(repeats("hostish", "tf32", [1500, 1502, 1498], tc=0.7, mm=0.7, busy=0.9),
                    gpu_busy_share_under_profiler=0.3, gpu_busy_share_source="timed steps")]
-    text = section(build(rows), "hostish")
-    assert "**What limits tf32 at batch size 512:** Tensor Core kernels: they took 70% of " \
+    text = said(build(rows), "hostish")
+    assert "What limits tf32 at batch size 512: Tensor Core kernels: they took 70% of " \
            "kernel time, and the GPU was busy 90% of the timed steps' wall time (30% under " \
-           "the profiler, which slows the host)." in text, text
+           "the profiler, which slows the host)" in text, text
     assert "the host:" not in text
 
 
-def test_an_old_fp8_record_splits_its_listed_kernels_and_says_so():
-    # the record lists its longest kernels (80% of kernel time): every Tensor Core kernel is
-    # among them (FP8 GEMMs 50% = the Tensor Core share), scaling kernels may hide in the rest
-    rows = fp8_against_bf16("old8", "fp8-tensorwise", [1300, 1310, 1290], (0.5, 0.0, 0.2),
-                            "top kernels", 0.8, tc=0.5, busy=0.95)
-    text = section(build(rows), "old8")
-    assert "FP8 GEMMs took 50% of GPU kernel time, Tensor Core GEMMs in other types (bf16, " \
-           "fp16, tf32) 0% and the scaling around the FP8 GEMMs (amax, scale and cast kernels) " \
-           "at least 20%; the other kernels at most 30% (the record lists only its longest " \
-           "kernels (80% of kernel time), so the scaling kernels among the rest are not " \
-           "counted)." in text, text
+def test_a_busy_share_above_one_says_why():
+    rows = [*repeats("over", "fp32", [1000, 1002, 998], tc=0.0, mm=0.8, busy=1.063),
+            *repeats("over", "tf32", [1500, 1502, 1498], tc=0.7, mm=0.7, busy=1.063)]
+    text = said(build(rows), "over")
+    assert "the GPU was busy 106% (above 100%: the profile's kernel time per step exceeds " \
+           "the timed step) of the timed steps' wall time" in text, text
+
+
+def test_an_old_fp8_record_whose_listed_kernels_hold_none_of_the_split_says_so():
+    rows = fp8_against_bf16("fp8", "fp8-tensorwise", [900, 910, 890], (0.0, 0.0, 0.0),
+                            "top kernels", 0.39, tc=0.14, mm=0.15, busy=0.95)
+    text = said(build(rows), "fp8")
+    assert "no FP8 GEMM, other Tensor Core GEMM or scaling kernel among the kernels its " \
+           "record lists (39% of kernel time)" in text, text
+    assert "at least 0%" not in text
+
+
+def test_a_memory_change_precision_cannot_cause_is_not_a_saving():
+    """tf32 stores every tensor in fp32: 25% less peak memory is the kernels', not TF32's."""
+    rows = [*repeats("dg", "fp32", [1000, 1002, 998], mem=168 * MIB, busy=0.95),
+            *repeats("dg", "tf32", [1000, 1001, 999], mem=127 * MIB, busy=0.95)]
+    v = build(rows)
+    assert answers(v)["dg"]["peak memory ×"] == \
+        "– (not precision's: tf32 stores tensors as fp32 does)"
+    text = said(v, "dg")
+    assert "tf32 at batch size 512 has 0.756× fp32's peak memory (127 MiB vs 168 MiB), a " \
+           "change precision cannot cause" in text, text
+    assert "less peak memory" not in text
 
 
 # ------------------------------------------------------------------- FP8 on this GPU
@@ -486,8 +599,9 @@ def test_each_transformer_fp8_against_bf16_and_mfu_against_its_modes_roof():
     assert "amp-bf16 2.0% of the amp-bf16 roof (775 TFLOP/s)" in fp8
     assert "fp8-tensorwise 1.0% of the fp8-tensorwise roof (1,360 TFLOP/s)" in fp8
     assert "How FP8 cells are counted" in fp8 and "Linear layers kept in bf16 included" in fp8
-    speed = section(v, "tf_gpt2")
-    assert "samples/s, 18,400 [" in speed and "tokens/s (95% CI, n = 3)" in speed
+    # a token workload's speed in tokens too, in its tables (tables/), not in the verdict's
+    bf16 = [r for (_, mode), r in cells(v, "tf_gpt2").items() if mode == "amp-bf16"]
+    assert bf16[0]["samples/s"].startswith("18.0 [")
 
 
 def test_the_fp8_split_is_read_from_the_tables_where_they_have_it():
@@ -521,12 +635,3 @@ def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
     # a set without the crossover study or a transformer in FP8 has no such section
     assert not any(s.title == "FP8 on this GPU" for s in build(
         repeats("fast", "fp32", [1000, 1010, 990])).sections)
-
-
-def test_an_old_fp8_record_whose_listed_kernels_hold_none_of_the_split_says_so():
-    rows = fp8_against_bf16("fp8", "fp8-tensorwise", [900, 910, 890], (0.0, 0.0, 0.0),
-                            "top kernels", 0.39, tc=0.14, mm=0.15, busy=0.2)
-    text = section(build(rows), "fp8")
-    assert "**FP8 kernel time:** in fp8-tensorwise at batch size 512, not split: none of the " \
-           "kernels the record lists is an FP8 GEMM" in text, text
-    assert "at least 0%" not in text

@@ -116,6 +116,12 @@ def _row(r: dict) -> dict:
     row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),
             "cudnn_allow_tf32": flags.get("cudnn_allow_tf32"),
             "autocast_dtype": flags.get("autocast_dtype")}
+    # which Linear layers an FP8 mode converted and which it kept (the reason a slow FP8 cell
+    # gives): their names, space-separated
+    fp8 = flags.get("fp8") or {}
+    row["fp8_converted"] = " ".join(fp8["converted"]) if fp8.get("converted") else None
+    row["fp8_kept"] = " ".join(k.get("layer", "?") for k in fp8["kept"]) \
+        if fp8.get("kept") else None
     row |= {k: env.get(k) for k in RECORD_ENVIRONMENT}
     h = r.get("harness") or {}
     row["harness_process_start_s"] = h.get("process_start_to_main_s")

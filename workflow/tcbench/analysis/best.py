@@ -68,7 +68,7 @@ def _fair(gain_row) -> dict:
 def _gain_claim(gain_row) -> str | None:
     if gain_row is None or pd.isna(gain_row.get("gain")):
         return None
-    return stats.claim(stats.from_row(gain_row, "gain"))
+    return stats.gated(stats.claim(stats.from_row(gain_row, "gain")), claims.gate(gain_row, None))
 
 
 def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
@@ -92,5 +92,7 @@ def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
             **_fair(gain),
             **{c: None if gain is None else gain.get(c) for c in GAIN_COLUMNS},
             "gain_claim": _gain_claim(gain),
+            # "fastest" is no claim where the top cell's own repeats cannot decide it
+            "fastest_gate": claims.gate(top, None),
             **_baseline(plain_for(plain, top), top)})
     return pd.DataFrame(rows)

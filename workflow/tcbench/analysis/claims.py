@@ -2,15 +2,27 @@
 intervals support.
 
 A reduced-precision cell is judged against strict fp32 at the same setting (``speedup``); an
-FP8 cell first against the mode it replaces, amp-bf16 at the same setting
-(``bf16_speedup``, ``V.FP8_BASELINE``), and against fp32 where no bf16 cell shares its
-setting or too few repeats of it finished to judge. The claim is ``stats.claim`` of that ratio's interval. An experiment's strongest
-claim ranks its cells by ``stats.strength``: the claim first (pays off > faster > equivalent
-> inconclusive), then the interval's lower bound, so a supported small gain beats a wide
-large point estimate. An experiment that runs FP8 asks about FP8: its strongest claim is
-taken among its FP8 cells where any of them is judged.
+FP8 cell against the mode it replaces, amp-bf16 at the same setting (``bf16_speedup``,
+``V.FP8_BASELINE``), and only against it: where no bf16 cell shares its setting, or too few
+repeats of it finished, the FP8 cell is not judged, and nothing is claimed for it from fp32
+(which would credit FP8 with bf16's own gain).
 
-Rows are those of the verdict's joined table (summary with speedup.csv's columns).
+How a ratio is decided (``Judgement.decided_by``): from an interleaved comparison where one
+measured it (``INTERLEAVED``: every precision arm of the setting in one process, alternated in
+rounds, a paired ratio with its bootstrap interval, ``stats.paired_ratio``); else from the
+per-process repeats, whose claim (``stats.claim``) holds only where they can decide it: not
+where the cell or its baseline falls into two modes, has an unsteady timed window, or is
+host-bound (``diagnosis.host_bound``), each a ``stats.GATES`` "not judged" (``gate``). That
+every run was slower than every run of the baseline is said whatever the gate
+(``stats.ALL_SLOWER``).
+
+An experiment's strongest claim ranks its cells by ``stats.strength``: the claim first (pays
+off > faster > equivalent > inconclusive), then the interval's lower bound, so a supported
+small gain beats a wide large point estimate. An experiment that runs FP8 asks about FP8: its
+strongest claim is taken among its FP8 cells.
+
+Rows are those of the verdict's joined table (summary with speedup.csv's columns), or of
+speedup.csv itself.
 """
 
 from __future__ import annotations
@@ -19,51 +31,99 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from .. import resultset as RS
 from .. import stats
 from .. import vocabulary as V
+from . import diagnosis
 
 FP8 = frozenset(m.name for m in V.MODES if m.fp8_recipe)
-# the ratio column of a baseline, by the baseline's mode
+# the per-process ratio column of a baseline, by the baseline's mode
 STEMS = {V.BASELINE: "speedup", V.FP8_BASELINE: "bf16_speedup"}
+# the interleaved comparison's ratio column, by baseline (vocabulary.INTERLEAVED_BASELINES)
+INTERLEAVED_STEMS = {b: f"interleaved_{STEMS.get(b) or b.replace('-', '_') + '_speedup'}"
+                     for b in V.INTERLEAVED_BASELINES}
+REPEATS, INTERLEAVED = "repeats", "interleaved"
+
+
+def baseline_of(precision: str) -> str:
+    """The one mode a cell is judged against."""
+    return V.FP8_BASELINE if str(precision) in FP8 else V.BASELINE
 
 
 @dataclass(frozen=True)
 class Judgement:
-    """One cell's ratio to one baseline at the same setting, and the claim it allows."""
+    """One cell's ratio to one baseline at the same setting, the claim it allows, and how it
+    was decided (``REPEATS`` or ``INTERLEAVED``; ``gate``: why the repeats could not)."""
 
     row: pd.Series
     baseline: str
     estimate: stats.Estimate
     claim: str
-
-    @property
-    def stem(self) -> str:
-        return STEMS[self.baseline]
+    stem: str
+    decided_by: str = REPEATS
+    gate: str | None = None
 
     @property
     def key(self) -> tuple:
         return stats.strength(self.claim, self.estimate)
 
+    @property
+    def pairs(self) -> tuple[float, float] | None:
+        return pairs(self.row, self.stem)
+
+
+def text_or_none(v) -> str | None:
+    """A text column as read back from a CSV: None for empty or NaN."""
+    return None if v is None or (isinstance(v, float) and v != v) or str(v) == "" else str(v)
+
+
+def pairs(row, stem: str) -> tuple[float, float] | None:
+    """The range of the ratios of any two runs (``stats.every_pair``), as the row holds it."""
+    lo, hi = stats.finite(row.get(f"{stem}_pairs_low")), stats.finite(row.get(f"{stem}_pairs_high"))
+    return None if lo is None or hi is None else (lo, hi)
+
+
+# ------------------------------------------------------------------------------ validity
+def gate(cell, base) -> str | None:
+    """Why the per-process repeats of ``cell`` against ``base`` (summary rows, or None) cannot
+    decide their ratio, the first of ``stats.GATES`` that applies; None where they can."""
+    sides = [r for r in (cell, base) if r is not None]
+    if any(stats.flag(r.get("bimodal")) for r in sides):
+        return stats.TWO_MODES
+    if any((stats.finite(r.get("unsteady_n")) or 0) > 0 for r in sides):
+        return stats.UNSTEADY
+    if any(diagnosis.host_bound(r) for r in sides):
+        return stats.HOST_BOUND
+    return None
+
 
 def against(row, baseline: str) -> Judgement | None:
     """The cell against ``baseline`` at the same setting; None where there is no ratio."""
-    e = stats.from_row(row, STEMS[baseline])
-    return None if e.value is None else Judgement(row, baseline, e, stats.claim(e))
+    il_stem = INTERLEAVED_STEMS.get(baseline)
+    il = stats.from_row(row, il_stem) if il_stem else stats.EMPTY
+    if il.value is not None:
+        return Judgement(row, baseline, il, stats.claim(il), il_stem, INTERLEAVED)
+    stem = STEMS.get(baseline)
+    e = stats.from_row(row, stem) if stem else stats.EMPTY
+    if e.value is None:
+        return None
+    g = text_or_none(row.get(f"{stem}_gate"))
+    return Judgement(row, baseline, e, stats.gated(stats.claim(e, pairs(row, stem)), g), stem,
+                     REPEATS, g)
 
 
 def judgement(row) -> Judgement | None:
-    """The cell's one question: FP8 against amp-bf16 where that ran with enough repeats to
-    judge, else against fp32 (where neither can be judged, the bf16 ratio stands)."""
-    if str(row["precision"]) == V.BASELINE:
+    """The cell's one question: against fp32, or for FP8 against amp-bf16 and nothing else
+    (``stats.NO_BASELINE`` where that did not run)."""
+    p = str(row["precision"])
+    if p == V.BASELINE:
         return None
-    fp32 = against(row, V.BASELINE)
-    if str(row["precision"]) not in FP8:
-        return fp32
-    bf16 = against(row, V.FP8_BASELINE)
-    if bf16 is None or (bf16.claim == stats.UNJUDGED and fp32 is not None
-                        and fp32.claim != stats.UNJUDGED):
-        return fp32
-    return bf16
+    base = baseline_of(p)
+    j = against(row, base)
+    if j is None and base != V.BASELINE and not pd.isna(row.get("repeats_ok", 1)) \
+            and (row.get("repeats_ok", 1) or 0) > 0:
+        return Judgement(row, base, stats.EMPTY, stats.NO_BASELINE, STEMS[base])
+    return j
 
 
 def _rows(df: pd.DataFrame):
@@ -84,8 +144,10 @@ def strongest(df: pd.DataFrame) -> Judgement | None:
 
 
 def slowdowns(df: pd.DataFrame) -> list[Judgement]:
-    """Every significant slowdown: a reduced cell slower than fp32 at the same setting, and an
-    FP8 cell slower than amp-bf16 at the same setting."""
+    """Every slowdown: a reduced cell slower than fp32 at the same setting (its interval says
+    so, or every pair of runs does), and an FP8 cell slower than amp-bf16 or than fp32 at the
+    same setting (slower than fp32 is slower than its baseline's baseline: said, though FP8
+    claims nothing else from fp32)."""
     out = []
     for r in _rows(df):
         if str(r["precision"]) == V.BASELINE:
@@ -93,6 +155,35 @@ def slowdowns(df: pd.DataFrame) -> list[Judgement]:
         for base in (V.FP8_BASELINE, V.BASELINE) if str(r["precision"]) in FP8 \
                 else (V.BASELINE,):
             j = against(r, base)
-            if j is not None and j.claim == stats.SLOWER:
+            if j is not None and j.claim in (stats.SLOWER, stats.ALL_SLOWER):
                 out.append(j)
+                break
+    return out
+
+
+# -------------------------------------------------------------------- interleaved ratios
+def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd.DataFrame:
+    """``df`` (rows keyed by ``V.CELL_KEYS``) with each cell's interleaved ratios, one stem
+    per baseline (``INTERLEAVED_STEMS``: value, low, high, n, interval), and the rounds and
+    training CPU behind them, from interleaved.csv (one row per arm and baseline); unchanged
+    where there is none (a set made before the interleaved comparison existed)."""
+    if interleaved is None or interleaved.empty:
+        return df
+    il = RS.order(interleaved)
+    if "status" in il:
+        il = il[il["status"].astype(str) == V.OK]
+    found = {}
+    for _, r in il.iterrows():
+        stem = INTERLEAVED_STEMS.get(str(r["baseline"]))
+        if stem is None:
+            continue
+        e = stats.from_row(r, "ratio")
+        found.setdefault(RS.cell_key(r), {}).update(
+            e.as_dict(stem) | {f"{stem}_interval": e.method,
+                               "interleaved_rounds": r.get("rounds"),
+                               "interleaved_training_cpu": r.get("training_cpu")})
+    out = df.copy()
+    cols = sorted({c for v in found.values() for c in v})
+    for c in cols:
+        out[c] = [found.get(RS.cell_key(r), {}).get(c) for _, r in out.iterrows()]
     return out

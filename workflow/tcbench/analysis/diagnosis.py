@@ -5,7 +5,9 @@ In this order (the first that applies):
 
 ``input``       the run is input-bound: the GPU waited for the next batch at least the run's
                 ``input_bound_share`` of each step (data-wait share, CUDA events);
-``host``        the GPU had a kernel running less than ``BUSY_LOW`` of the timed steps' wall
+``host``        the GPU had a kernel running less than ``BUSY_LOW`` (the vocabulary's
+                ``HOST_BOUND_BUSY_SHARE``: the share below which a cell is decided as
+                host-bound, ``host_bound``) of the timed steps' wall
                 time (``gpu_busy_share``: kernel time per step from the profile over the timed
                 median step; the profiled steps' own figure only where a record has nothing
                 else, ``gpu_busy_share_source``): Python, kernel launches and synchronisation
@@ -28,10 +30,13 @@ cell can run its GEMMs on Tensor Cores and still spend most of its kernel time a
 
 from __future__ import annotations
 
+from .. import vocabulary as V
 from ..stats import finite as _num
 from ..stats import flag
 
-BUSY_LOW = 0.5       # GPU-busy share of the timed steps below which the host sets the pace
+# GPU-busy share of the timed steps below which the host sets the pace: one threshold for
+# naming the bottleneck and for deciding a cell as host-bound, so the two never disagree
+BUSY_LOW = V.HOST_BOUND_BUSY_SHARE
 CARRIED = 0.5        # share of kernel time that makes a kind of kernel the step's main cost
 MARGIN = 0.1         # and its lead over the next kind, so that a near tie is called mixed
 ALL_ON_TC = 0.95     # share of matrix kernel time on Tensor Cores that is "the matrix work"
@@ -72,6 +77,15 @@ def bottleneck(row) -> str | None:
     if top == "rest" or share < CARRIED or share - runner_up < MARGIN:
         return "mixed"
     return top
+
+
+def host_bound(row) -> bool:
+    """Whether the host set the cell's pace: the GPU busy less than ``BUSY_LOW`` of its timed
+    steps, the input pipeline not the cause (an input-bound cell waits for its loader, and is
+    named so). Such a cell's precision ratios need an interleaved comparison
+    (``tcbench.interleave``): processes run minutes apart measure the host's drift too."""
+    busy = _num(row.get("gpu_busy_share"))
+    return busy is not None and busy < BUSY_LOW and not flag(row.get("input_bound"))
 
 
 def non_matrix_share(row) -> float | None:

@@ -4,8 +4,9 @@
 A cell is precise when its throughput's 95% interval has a half-width of at most
 ``stats.PRECISE_HALFWIDTH`` of its mean. Every ok cell that is not gets one reason, from its
 own numbers: too few repeats for an interval at all; wide although adaptive repeats added
-repeats for it (the spread between processes stays large: the host, not the count); or wide
-from its configured repeats alone (adaptive repeats did not run for it).
+repeats for it (the spread between processes stays large: the host, not the count); wide
+from its configured repeats alone (adaptive repeats did not run for it); or split into two
+modes (``stats.modes``), which no pooled interval describes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,11 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
+
+
+def _modes(row) -> str:
+    return (f"two modes, {row['slow_mode']:,.0f} (n = {int(row['slow_mode_n'])}) and "
+            f"{row['fast_mode']:,.0f} (n = {int(row['fast_mode_n'])}): no pooled interval")
 
 
 def _reason(n: int, halfwidth: float | None, added: int, cv: float | None) -> str:
@@ -40,9 +46,10 @@ def noisy_cells(summary: pd.DataFrame, limit: float = stats.PRECISE_HALFWIDTH) -
         if h is not None and h <= limit:
             continue
         added = int(stats.finite(row.get("repeats_added")) or 0)
+        reason = _modes(row) if stats.flag(row.get("bimodal")) else \
+            _reason(e.n, h, added, stats.finite(row.get(f"{V.HEADLINE}_cv")))
         rows.append({"index": idx, "halfwidth": h, "n": e.n, "repeats_added": added,
-                     "reason": _reason(e.n, h, added,
-                                       stats.finite(row.get(f"{V.HEADLINE}_cv")))})
+                     "reason": reason})
     cols = ["halfwidth", "n", "repeats_added", "reason"]
     base = summary.drop(columns=[c for c in cols if c in summary])
     if not rows:

@@ -7,7 +7,8 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
-from ..resultset import numeric, order
+from ..resultset import cell_key, numeric, order
+from . import claims
 from .throughput import TOKENS
 
 PLAIN_KEYS = ("run", "workload", "model", "data", "loader")
@@ -20,7 +21,8 @@ WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
                        for part in ("", "_low", "_high", "_n", "_interval"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
            "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
-           "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped")
+           "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
+           "bimodal", "slow_mode", "slow_mode_n", "fast_mode", "fast_mode_n", "unsteady_n")
 
 
 def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
@@ -64,22 +66,44 @@ def _by_seed(g) -> dict:
             enumerate(zip(g["seed"] if "seed" in g else [None] * len(g), g["test_accuracy"]))}
 
 
-def _speed(x, b) -> dict:
-    sp = stats.ratio(_col(x, V.HEADLINE), _col(b, V.HEADLINE))
-    c = stats.claim(sp)
-    return {"speedup": sp.value, "speedup_low": sp.low, "speedup_high": sp.high,
-            "speedup_n": sp.n, "speedup_interval": sp.method,
-            "faster": stats.is_faster(c), "slower": stats.is_slower(c)}
+def _throughput_ratio(stem: str, x, b, cell, base) -> dict:
+    """The ratio of mean throughputs with its interval (``stats.ratio``), the range of the
+    ratios of any two runs (``stats.every_pair``), and why the repeats cannot decide it
+    (``claims.gate``; ``cell`` and ``base`` are the two summary rows). Where either side
+    falls into two modes there is no pooled interval (``stats.BIMODAL``); where only the cell
+    does, each of its modes against the baseline's mean."""
+    e = stats.ratio(_col(x, V.HEADLINE), _col(b, V.HEADLINE)) if b is not None else stats.EMPTY
+    every = stats.every_pair(_col(x, V.HEADLINE), _col(b, V.HEADLINE)) if b is not None \
+        else None
+    g = claims.gate(cell, base) if b is not None else None
+    bimodal = g == stats.TWO_MODES and e.value is not None
+    if bimodal:
+        e = stats.Estimate(e.value, None, None, e.n, stats.BIMODAL)
+    out = _stem(stem, e) | {f"{stem}_interval": e.method, f"{stem}_gate": g,
+                            f"{stem}_pairs_low": None if every is None else every[0],
+                            f"{stem}_pairs_high": None if every is None else every[1]}
+    base_mean = stats.mean(_col(b, V.HEADLINE))
+    for mode in ("slow_mode", "fast_mode"):
+        alone = base is None or not stats.flag(base.get("bimodal"))
+        v = stats.finite(cell.get(mode)) if bimodal and alone else None
+        out[f"{stem}_{mode}"] = v / base_mean if v is not None and base_mean else None
+    return out
 
 
-def _against_bf16(r, runs, key) -> dict:
+def _speed(x, b, cell, base) -> dict:
+    row = _throughput_ratio("speedup", x, b, cell, base)
+    c = stats.gated(stats.claim(stats.from_row(row, "speedup"),
+                                claims.pairs(row, "speedup")), row["speedup_gate"])
+    return row | {"faster": stats.is_faster(c), "slower": stats.is_slower(c)}
+
+
+def _against_bf16(r, runs, key, cells) -> dict:
     """An FP8 mode against the mode it replaces (``V.FP8_BASELINE``) at the same setting: the
-    question an engineer asks of FP8 first, before fp32."""
-    fp8 = {m.name for m in V.MODES if m.fp8_recipe}
-    b = runs.get(key[:-1] + (V.FP8_BASELINE,)) if str(r["precision"]) in fp8 else None
-    e = stats.ratio(_col(runs.get(key), V.HEADLINE), _col(b, V.HEADLINE)) if b is not None \
-        else stats.EMPTY
-    return _stem("bf16_speedup", e) | {"bf16_speedup_interval": e.method}
+    question an engineer asks of FP8, and the only one it is judged by."""
+    bkey = key[:-1] + (V.FP8_BASELINE,)
+    b = runs.get(bkey) if str(r["precision"]) in claims.FP8 else None
+    return _throughput_ratio("bf16_speedup", runs.get(key), b, r,
+                             cells.get(tuple(map(str, bkey))) if b is not None else None)
 
 
 def _gain(x, p, runs) -> dict:
@@ -110,25 +134,42 @@ def _accuracy(x, b) -> dict:
     return _stem("accuracy_diff", acc) | {"accuracy_diff_interval": acc.method}
 
 
-def speedup(metrics: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+def _judged(row: dict) -> dict:
+    """The cell's one judgement (``claims.judgement``): its claim, and how it was decided."""
+    j = claims.judgement(row)
+    return {"claim": None if j is None else j.claim,
+            "decided_by": None if j is None else j.decided_by}
+
+
+def speedup(metrics: pd.DataFrame, summary: pd.DataFrame,
+            interleaved: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each cell against fp32 at the same setting (``V.BASELINE_KEYS`` equal): the ratio of
-    mean throughputs with its interval (``stats.ratio``) and the claim it allows
-    (``stats.claim``), the gain over the plain fp32 baseline, the ratios of memory and steady
-    energy per sample, the warm-up as summarised, the accuracy difference paired by
-    seed, and for an FP8 mode its ratio to amp-bf16 at the same setting."""
+    mean throughputs with its interval (``stats.ratio``), the range of its pairs of runs and
+    why the repeats cannot decide it where they cannot (``claims.gate``), the gain over the
+    plain fp32 baseline, the ratios of memory and steady energy per sample, the warm-up as
+    summarised, the accuracy difference paired by seed, for an FP8 mode the same ratio to
+    amp-bf16 at the same setting, the interleaved comparison's ratios where ``interleaved``
+    (interleaved.csv) has them (``claims.attach_interleaved``), and the claim of the cell's
+    one judgement (``claims.judgement``)."""
     m = order(metrics)
     runs = runs_by_cell(m[m["status"] == V.OK])
     plain = plain_baselines(summary)
+    cells = {cell_key(r): r for _, r in order(summary).iterrows()}
     rows = []
     for _, r in summary.iterrows():
         key = tuple(r[k] for k in V.CELL_KEYS)
-        x, b = runs.get(key), runs.get(key[:-1] + (V.BASELINE,))
+        bkey = key[:-1] + (V.BASELINE,)
+        x, b = runs.get(key), runs.get(bkey)
         row = {k: r[k] for k in V.CELL_KEYS} | {
             "status": r["status"], "repeats_ok": r["repeats_ok"],
             "baseline_repeats_ok": 0 if b is None else len(b),
             V.HEADLINE: r.get(V.HEADLINE), TOKENS: r.get(TOKENS),
             "max_memory_allocated_bytes": r.get("max_memory_allocated_bytes")}
-        row |= _speed(x, b) | _gain(x, plain_for(plain, r), runs)
-        row |= _against_bf16(r, runs, key) | _ratios(x, b) | _accuracy(x, b)
+        row |= _speed(x, b, r, cells.get(tuple(map(str, bkey))) if b is not None else None)
+        row |= _gain(x, plain_for(plain, r), runs)
+        row |= _against_bf16(r, runs, key, cells) | _ratios(x, b) | _accuracy(x, b)
         rows.append(row | {c: r.get(c) for c in CARRIED})
-    return pd.DataFrame(rows)
+    out = claims.attach_interleaved(pd.DataFrame(rows), interleaved)
+    judged = [_judged(r) for _, r in out.iterrows()]
+    return out.assign(claim=[j["claim"] for j in judged],
+                      decided_by=[j["decided_by"] for j in judged])

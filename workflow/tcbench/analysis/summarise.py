@@ -26,6 +26,8 @@ DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
 EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
                  "kernel_classes_from")
+# said of every repeat alike (the model's conversion to FP8): the first record that says
+CONSTANT_TEXT = ("fp8_converted", "fp8_kept")
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
@@ -54,11 +56,39 @@ def _pooled(ok: pd.DataFrame) -> dict:
             miss = V.miss_column(col)
             row |= cold.as_dict(miss) | {f"{miss}_interval": cold.method}
     row[f"{V.HEADLINE}_cv"] = stats.cv(numeric(ok[V.HEADLINE])) if V.HEADLINE in ok else None
+    row |= _modes(ok, row)
     for col in DESCRIBED:
         if col in ok:
             v = numeric(ok[col]).dropna()
             row[col] = float(v.mean()) if len(v) else None
     return row
+
+
+def _modes(ok: pd.DataFrame, pooled: dict) -> dict:
+    """Whether the cell's throughputs fall into two modes (``stats.modes``): then both are
+    reported with their n, and the pooled interval is withdrawn (``stats.BIMODAL``), of the
+    tokens/s too, which are the same runs."""
+    m = stats.modes(numeric(ok[V.HEADLINE])) if V.HEADLINE in ok else None
+    row = {"bimodal": m is not None,
+           f"{V.HEADLINE}_interval": stats.BIMODAL if m else stats.method(len(ok))}
+    for name, e in (("slow_mode", None if m is None else m.slow),
+                    ("fast_mode", None if m is None else m.fast)):
+        row |= {name: None if e is None else e.value, f"{name}_n": None if e is None else e.n}
+    if m is not None:
+        for col in (V.HEADLINE, TP.TOKENS):
+            if col in pooled:
+                row |= {f"{col}_low": None, f"{col}_high": None}
+    return row
+
+
+def _steadiness(ok: pd.DataFrame) -> dict:
+    """How many of the cell's finished repeats had a timed window that was not steady
+    (metrics.csv ``steady``, the record's metrics.timed_window.steady); None where no record
+    says (sets made before the window was checked)."""
+    said = ok["steady"].dropna() if "steady" in ok else pd.Series([], dtype=object)
+    if said.empty:
+        return {"unsteady_n": None}
+    return {"unsteady_n": int(sum(not stats.flag(v) for v in said))}
 
 
 def _evidence(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
@@ -67,6 +97,9 @@ def _evidence(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
     for col in EVIDENCE_TEXT:
         row[col] = evidence[col].iloc[0] if len(evidence) and col in evidence else None
     row["evidence_repeat"] = (int(evidence["repeat"].iloc[0]) if len(evidence) else None)
+    for col in CONSTANT_TEXT:
+        said = g[col].dropna() if col in g else []
+        row[col] = said.iloc[0] if len(said) else None
     for col in ("device_name", "compute_capability"):  # a CUDA device has a capability
         row[col] = g[col].dropna().iloc[0] if col in g and g[col].notna().any() else None
     return row
@@ -81,6 +114,7 @@ def summarise(df: pd.DataFrame, keys=V.CELL_KEYS) -> pd.DataFrame:
     rows = []
     for key, g in df.groupby(keys, observed=True, sort=False, dropna=False):
         ok = g[g["status"] == V.OK]
-        rows.append(dict(zip(keys, key)) | _counts(g, ok) | _pooled(ok) | _evidence(g, ok))
+        rows.append(dict(zip(keys, key)) | _counts(g, ok) | _pooled(ok) | _steadiness(ok)
+                    | _evidence(g, ok))
     out = pd.DataFrame(rows)
     return order(out) if not out.empty else out

@@ -80,12 +80,12 @@ def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     bound = bound or (num if fmt is times else fmt)
-    if kind in (stats.CI, stats.RANGE, stats.SPREAD) and not missing(low):
+    if kind in (stats.CI, stats.PAIRED, stats.RANGE, stats.SPREAD) and not missing(low):
         shown = _apart(value, low, high, fmt, bound)
         if shown is None:     # bounds alike even at five digits
             return f"{fmt(value)} ({narrow_ci(value, low, high, n, kind)})"
         text, lo, hi = shown
-        if kind == stats.CI:
+        if kind in (stats.CI, stats.PAIRED):
             return f"{text} [{lo}, {hi}]"
         if kind == stats.RANGE:
             return f"{text} (range {lo}–{hi})"
@@ -115,7 +115,8 @@ def _apart(value, low, high, fmt, bound):
 def narrow_ci(value, low, high, n, kind=stats.CI) -> str:
     """An interval whose bounds print alike: its half-width relative to the value, or that the
     runs were identical (zero width)."""
-    what = {stats.CI: "95% CI", stats.RANGE: "range", stats.SPREAD: "range"}[kind]
+    what = {stats.CI: "95% CI", stats.PAIRED: "95% CI", stats.RANGE: "range",
+            stats.SPREAD: "range"}[kind]
     half = (float(high) - float(low)) / 2
     if half <= 0 or not float(value):
         return f"{what} of zero width: the {n} runs agree exactly"
@@ -141,9 +142,13 @@ def estimate_text(e: stats.Estimate, fmt=num) -> str:
 
 
 INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the 95% confidence "
-                 "interval (Student's t for a mean; Welch's t on the log scale for a ratio), "
-                 f"given only where {stats.ENOUGH}; with {stats.RANGE_N} the range is shown and "
-                 "marked as such; (1 run) marks a single run.")
+                 f"interval (Student's t for a mean; {stats.RATIO_INTERVAL}), given only where "
+                 f"{stats.ENOUGH}; with {stats.RANGE_N} the range is shown and marked as such; "
+                 "(1 run) marks a single run; a cell whose repeats fall into two modes shows "
+                 "both, each with its n, and no pooled interval.")
+PAIRED_NOTE = ("An interleaved ratio is the median of the per-round ratios of two precision "
+               "arms run side by side in one process, alternated in rounds, with its 95% "
+               "bootstrap interval: host drift hits both arms of a round alike.")
 WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
                "autotuning and compilation) is the median of the runs with their range, "
                "median (min–max), never a mean's interval: it is skewed and positive. Runs "
@@ -159,6 +164,27 @@ def pct(v) -> str:
 def points(v) -> str:
     """A difference of shares in signed percentage points (accuracy against fp32)."""
     return f"{100 * float(v):+.2f}"
+
+
+def modes_text(row, fmt=num, stem: str | None = None) -> str:
+    """A cell's two modes (``stats.modes``, summary.csv's ``slow_mode``/``fast_mode``): "two
+    modes: 355,000 (n = 3) and 567,000 (n = 4)"; of a ratio where ``stem`` names it."""
+    pre = f"{stem}_" if stem else ""
+    slow, fast = row.get(f"{pre}slow_mode"), row.get(f"{pre}fast_mode")
+    if missing(slow) or missing(fast):
+        return MISSING
+    return (f"two modes: {fmt(slow)} (n = {int(row['slow_mode_n'])}) and {fmt(fast)} "
+            f"(n = {int(row['fast_mode_n'])})")
+
+
+def share(v, decimals: int = 0) -> str:
+    """A share of wall time (GPU busy) as a percentage; one above 100% says so, since the
+    figure is the profile's kernel time per step over the timed step, not a clipped share."""
+    if missing(v):
+        return MISSING
+    text = percent(v, decimals)
+    return text if float(v) <= 1.0 else \
+        f"{text} (above 100%: the profile's kernel time per step exceeds the timed step)"
 
 
 def n_text(n) -> str:

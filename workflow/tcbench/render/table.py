@@ -146,7 +146,8 @@ def to_html(t: Table, standalone: bool = True) -> str:
                                     for c, a in zip(row, t.align)) + "</tr>\n"
                    for row in t.rows)
     notes = "".join(f"<p class='note'>{e(n)}</p>" for n in t.notes)
-    table = (f"<h3>{e(t.title)}</h3>\n<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
+    title = f"<h3>{e(t.title)}</h3>\n" if t.title else ""
+    table = (f"{title}<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n"
              f"{rows}</tbody>\n</table>\n{notes}\n")
     return page(t.title, table) if standalone else table
 

@@ -25,13 +25,20 @@ def _changed(r) -> str:
 def _fair(r) -> tuple[str, str]:
     """The fastest against its one baseline at the same setting, and the claim."""
     if not missing(r.get("fair_baseline")):
-        text = with_interval(r.get("fair_ratio"), r.get("fair_low"), r.get("fair_high"),
-                             r.get("fair_n"), fmt=times) + f" {r['fair_baseline']}"
+        e = stats.Estimate(stats.finite(r.get("fair_ratio")), stats.finite(r.get("fair_low")),
+                           stats.finite(r.get("fair_high")),
+                           int(stats.finite(r.get("fair_n")) or 0), str(r.get("fair_interval")))
+        if e.value is None:
+            return (f"{MISSING} (no {r['fair_baseline']} cell at this setting)",
+                    stats.CLAIM_SHORT[str(r["fair_claim"])])
+        text = with_interval(e.value, e.low, e.high, e.n, fmt=times,
+                             kind=e.method if e.method in stats.METHOD_TEXT else None) \
+            + f" {r['fair_baseline']}"
         if str(r["fair_baseline"]) != V.BASELINE and not missing(r.get("speedup")):
             text += "; " + with_interval(r["speedup"], r.get("speedup_low"),
                                          r.get("speedup_high"), r.get("speedup_n"),
                                          fmt=times) + f" {V.BASELINE}"
-        return text, stats.CLAIM_SHORT[str(r["fair_claim"])]
+        return text, stats.claim_text(str(r["fair_claim"]), e)
     if str(r["precision"]) != V.BASELINE:
         return f"{MISSING} (no {V.BASELINE} cell at this setting)", ""
     return (f"{MISSING} (no reduced precision was faster)" if stats.flag(r.get("reduced_ran"))
@@ -47,7 +54,7 @@ def _overall(r) -> str:
                          r.get("gain_n"), fmt=times)
     # where other knobs changed too, the overall ratio gets its own claim
     return text if _changed(r) == "nothing" or missing(r.get("gain_claim")) else \
-        f"{text}, {stats.CLAIM_SHORT[str(r['gain_claim'])]}"
+        f"{text}, {stats.claim_text(str(r['gain_claim']), stats.from_row(r, 'gain'))}"
 
 
 def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
@@ -56,7 +63,11 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     name = str(r.get("experiment", r["workload"]))
     name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
     fair, said = _fair(r)
-    return [name, f"{r['precision']}, {setting_text(r, axes)}",
+    gate = r.get("fastest_gate")
+    top = f"{r['precision']}, {setting_text(r, axes)}" + \
+        ("" if missing(gate) or not gate else f" (the highest mean, not judged fastest: "
+                                               f"{str(gate).removeprefix('not judged: ')})")
+    return [name, top,
             *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                             r.get("repeats_ok")) for c in speeds),
             fair, said, _overall(r),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from .. import kernels
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
-from ..render.numbers import missing, percent
+from ..render.numbers import missing, percent, share
 from ..stats import finite
 
 # matrix kernels the classifier does not place on Tensor Cores: SIMT ones, and ones whose
@@ -28,14 +28,14 @@ def busy_text(row) -> str:
     source = row.get("gpu_busy_share_source")
     capped = kernels.busy_note(row.get("gpu_busy_share_uncapped"))
     if not missing(source) and str(source).startswith("profiled"):
-        return (f"{percent(busy)} of the profiled steps' wall time (the record has no figure "
+        return (f"{share(busy)} of the profiled steps' wall time (the record has no figure "
                 f"for its timed steps; the profiler slows a host-bound step"
                 + (f"; {capped}" if capped else "") + ")")
-    out = f"{percent(busy)} of the timed steps' wall time"
+    out = f"{share(busy)} of the timed steps' wall time"
     if capped:
         out += f" ({capped})"
     elif under is not None and busy is not None and abs(under - busy) >= 0.05:
-        out += f" ({percent(under)} under the profiler, which slows the host)"
+        out += f" ({share(under)} under the profiler, which slows the host)"
     return out
 
 
@@ -141,3 +141,47 @@ def evidence(row, what: str) -> str:
     parts.append(f"**What limits {what}:** {limit(row, kind)}.")
     split = fp8_split(row, what)
     return " ".join(parts + ([split] if split else []))
+
+
+def _matrix_clause(row) -> str | None:
+    """Whether the matrix work ran on Tensor Cores, as a clause."""
+    on_tc = diagnosis.matmuls_on_tensor_cores(row)
+    if on_tc is None:
+        return None
+    frac = diagnosis.tensor_core_fraction(row)
+    if row["precision"] == V.BASELINE:
+        return f"strict fp32 keeps Tensor Cores off ({_shares(row)})"
+    if on_tc:
+        return f"its matrix work ran on Tensor Cores ({_shares(row)})"
+    if frac is not None and frac >= 0.5:
+        return (f"{percent(frac)} of its matrix kernel time ran on Tensor Cores, the rest in "
+                f"other matrix kernels ({OTHER_MATRIX}; {_shares(row)})")
+    return f"most of its matrix work did not run on Tensor Cores ({_shares(row)})"
+
+
+def _split_clause(row) -> str | None:
+    """An FP8 cell's kernel time split, as a clause (``fp8_split`` in full)."""
+    fp8 = finite(row.get("fp8_gemm_share"))
+    if str(row["precision"]) not in claims.FP8 or fp8 is None:
+        return None
+    partial = str(row.get("kernel_classes_from")) == "top kernels"
+    scaling = finite(row.get("fp8_scaling_share"))
+    if partial and max(fp8, finite(row.get("other_tensor_core_share")) or 0.0,
+                       scaling or 0.0) < 0.005:
+        return (f"no FP8 GEMM, other Tensor Core GEMM or scaling kernel among the kernels its "
+                f"record lists ({percent(row.get('kernel_classes_coverage'))} of kernel time)")
+    least = "at least " if partial else ""
+    return (f"FP8 GEMMs took {percent(fp8)} of kernel time and the casts and scales around "
+            f"them {least}{percent(scaling)}")
+
+
+def brief(row, what: str) -> str:
+    """What limits one configuration's step, whether its matrix work ran on Tensor Cores and
+    an FP8 mode's kernel split, in one sentence (``evidence`` says the same at length)."""
+    on_tc, kind = diagnosis.matmuls_on_tensor_cores(row), diagnosis.bottleneck(row)
+    if on_tc is None and kind is None:
+        why = diagnosis.why_unprofiled(not missing(row.get("compute_capability")))
+        return f"What limits {what} is not measurable ({why})."
+    clauses = [c for c in (_matrix_clause(row), _split_clause(row)) if c]
+    return f"What limits {what}: {limit(row, kind)}" + \
+        "".join(f"; {c}" for c in clauses) + "."

@@ -24,14 +24,16 @@ import pandas as pd
 from .. import atomic, cli, kernels, stats
 from .. import resultset as RS
 from .. import vocabulary as V
-from ..analysis import diagnosis
+from ..analysis import claims, diagnosis
 from ..analysis import throughput as TP
 from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # noqa: F401
                               WARMUP_MISS_HEAD, WARMUP_NOTE, has_misses, memory_unit, missing,
-                              num, pct, percent, points, times, warmup_text, with_interval)
+                              modes_text, num, pct, percent, points, share, times, warmup_text,
+                              with_interval)
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
+from .phrases import throughput_text
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -63,14 +65,21 @@ def speedup_text(q, r) -> str:
         return "1×" if r.get("repeats_ok") else MISSING
     if not len(q) or missing(q.get("speedup")):
         return "no fp32" if r.get("repeats_ok") else MISSING
+    if q.get("speedup_interval") == stats.BIMODAL:     # no pooled interval: each mode's ratio
+        shown = modes_text(q, times, "speedup")
+        return shown if shown != MISSING else f"{times(q['speedup'])} (two modes)"
     return with_interval(q["speedup"], q.get("speedup_low"), q.get("speedup_high"),
                          q.get("speedup_n"), fmt=times)
 
 
 def claim(r) -> str:
-    """The claim a row's speedup allows (``stats.claim``); none for fp32 itself."""
-    return stats.claim(stats.from_row(r, "speedup")) if str(r["precision"]) != V.BASELINE \
-        else ""
+    """The claim a row's ratio to fp32 allows (``analysis.claims.against``: gated where the
+    repeats cannot decide it, from an interleaved comparison where one measured it); none for
+    fp32 itself."""
+    if str(r["precision"]) == V.BASELINE:
+        return ""
+    j = claims.against(r, V.BASELINE)
+    return "" if j is None else stats.claim_text(j.claim, j.estimate)
 
 
 # ------------------------------------------------------------------------ one experiment
@@ -144,7 +153,8 @@ def speed_table(e: Experiment) -> Table:
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
+                 *(throughput_text(r) if c == V.HEADLINE else
+                   with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                                  r.get(f"{V.HEADLINE}_n")) for c in speeds),
                  speedup_text(e.ratio(r), r), warmup_text(r)]
         cells += [_miss_cell(r)] if misses else []

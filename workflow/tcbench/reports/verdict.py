@@ -1,15 +1,16 @@
 """The plain-language verdict of one result set (``summary.md``, and ``summary.html`` for the
 Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
-``metrics.csv``), never from records and never by hand.
+``metrics.csv``, and ``interleaved.csv`` where the set has one), never from records and never
+by hand.
 
-One section per experiment (per model in a model zoo), its sentences from
-``reports.findings`` (one function per finding); an introduction (``intro``: device,
-versions, provenance, what the numbers are) and a bottom line (``bottom_line``: the
-strongest claim of every experiment, its significant slowdowns and its memory change,
-``analysis.claims``).
+It opens on one screen: the bottom line (``answer.bottom_line``) and one table with a row per
+experiment (per model in a model zoo, ``answer``): the question it answers, its best mode and
+setting, the ratio to its baseline with its interval, the claim, peak memory, what limits it and
+how it was decided. Methods, provenance and conditions follow (``intro``), then one section per
+experiment: a table of its cells and at most three plain sentences (``reports.findings``).
 
     python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
-        --md summary.md --html summary.html
+        [--interleaved I.csv] --md summary.md --html summary.html
 """
 
 from __future__ import annotations
@@ -26,26 +27,36 @@ import pandas as pd
 from .. import atomic, cli, stats
 from .. import resultset as RS
 from .. import vocabulary as V
+from ..analysis import claims
 from ..analysis import conditions as C
 from ..closing import BOTTOM_LINE
-from ..render.numbers import missing, times
-from ..render.table import page
+from ..render.numbers import missing, num, percent
+from ..render.table import Table, page, to_html, to_markdown
+from . import answer as A
 from . import fp8_findings, noisy
-from .findings import Section, besides_precision, experiment_section, ratio_text
+from .findings import Section, experiment_section
+
+METHODS = "Methods, provenance and conditions"
 
 
 @dataclass
 class Verdict:
     title: str
-    intro: list[str]
     bottom_line: list[str]
+    answer: Table
+    intro: list[str]
     sections: list[Section]
+    answers: list[A.Answer]
 
     def markdown(self) -> str:
-        out = [f"# {self.title}", "", " ".join(self.intro), "", f"{BOTTOM_LINE} "
-               + " ".join(self.bottom_line), ""]
+        out = [f"# {self.title}", "", f"{BOTTOM_LINE} " + " ".join(self.bottom_line), "",
+               to_markdown(self.answer, heading=None), f"## {METHODS}", "",
+               " ".join(self.intro), ""]
         for s in self.sections:
-            out += [f"## {s.title}", "", *(f"- {x}" for x in s.sentences), ""]
+            out += [f"## {s.title}", ""]
+            if s.table is not None:
+                out += [to_markdown(s.table, heading=None)]
+            out += [*(f"- {x}" for x in s.sentences), ""]
         return "\n".join(out)
 
     def html(self) -> str:
@@ -53,11 +64,16 @@ class Verdict:
             text = html.escape(text)
             text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
             return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-        body = [f"<h2>{inline(self.title)}</h2>", f"<p>{inline(' '.join(self.intro))}</p>",
-                f"<p><strong>Bottom line.</strong> {inline(' '.join(self.bottom_line))}</p>"]
+        body = [f"<h2>{inline(self.title)}</h2>",
+                f"<p><strong>Bottom line.</strong> {inline(' '.join(self.bottom_line))}</p>",
+                to_html(self.answer, standalone=False), f"<h3>{METHODS}</h3>",
+                f"<p>{inline(' '.join(self.intro))}</p>"]
         for s in self.sections:
+            body.append(f"<h3>{inline(s.title)}</h3>")
+            if s.table is not None:
+                body.append(to_html(s.table, standalone=False))
             items = "".join(f"<li>{inline(x)}</li>" for x in s.sentences)
-            body += [f"<h3>{inline(s.title)}</h3>", f"<ul>{items}</ul>"]
+            body.append(f"<ul>{items}</ul>" if items else "")
         return page(self.title, "\n".join(body) + "\n")
 
 
@@ -177,8 +193,57 @@ def _versions(metrics, cuda: bool) -> str:
     return f" ({', '.join(versions)})." if versions else "."
 
 
-def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str) -> list[str]:
-    """What the set is, where it ran, from which code, and what its numbers mean."""
+def host_speed(metrics: pd.DataFrame | None) -> str:
+    """How much the host's speed varied over the study: the CPU dispatch probe timed before
+    and after each job's timed window (metrics.csv ``host_probe_ops_per_s``, their mean)."""
+    col = "host_probe_ops_per_s"
+    if metrics is None or col not in metrics:
+        return ("The host's speed was not probed (the records predate the CPU dispatch probe), "
+                "so how much it drifted over the study is unknown.")
+    v = pd.to_numeric(metrics[col], errors="coerce").dropna()
+    if v.empty:
+        return "No record of the set carries a host probe, so the host's drift is unknown."
+    out = (f"The host's speed, a CPU dispatch probe timed before and after each timed window, "
+           f"ranged {num(v.min())}–{num(v.max())} ops/s over the study's {len(v)} jobs")
+    cv = stats.cv(v)
+    out += f" (CV {percent(cv, 1)})" if cv is not None else ""
+    change = pd.to_numeric(metrics.get("host_probe_change"), errors="coerce") \
+        if "host_probe_change" in metrics else pd.Series([], dtype=float)
+    change = change.dropna().abs()
+    if len(change):
+        out += f"; within one job it changed by up to {percent(change.max())}"
+    return out + "."
+
+
+def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
+    """Which cells were decided how: by an interleaved comparison, by per-process repeats, or
+    not at all (and why), over every judged reduced-precision cell of the set."""
+    js = [j for j in claims.judgements(df[df["precision"].astype(str) != V.BASELINE])]
+    if not js:
+        return ""
+    il = sum(j.decided_by == claims.INTERLEAVED for j in js)
+    gates = {g: sum(j.gate == g and j.claim == g for j in js) for g in stats.GATES}
+    unjudged = sum(j.claim in (stats.UNJUDGED, stats.NO_BASELINE) for j in js)
+    repeats = len(js) - il - sum(gates.values()) - unjudged
+    parts = [f"{repeats} by per-process repeats"]
+    if il:
+        parts.append(f"{il} by an interleaved comparison in one process (every precision arm "
+                     f"of the setting alternated in rounds; the per-process repeats still give "
+                     f"their absolute throughput)")
+    parts += [f"{n} not judged ({A.GATE_WORDS[g]})" for g, n in gates.items() if n]
+    if unjudged:
+        parts.append(f"{unjudged} not judged for too few repeats or no baseline run")
+    return f"Of the {len(js)} reduced-precision cells with a baseline, " + ", ".join(parts) + \
+        ". A cell is host-bound where the GPU was busy less than " \
+        f"{V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps (not input-bound): its ratios need " \
+        "an interleaved comparison, since processes run minutes apart measure the host's " \
+        "drift too."
+
+
+def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
+          rows: list[A.Answer] = ()) -> list[str]:
+    """What the set is, where it ran, from which code, how the host's speed varied, what its
+    numbers mean, and which cells were decided how."""
     cuda = metrics is not None and "compute_capability" in metrics and \
         metrics["compute_capability"].notna().any()
     out = [f"Result set `{run}`: {len(df)} configurations of "
@@ -186,19 +251,32 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str)
     out += provenance(metrics)
     said = conditions(metrics)
     out += [said] if said else []
+    out.append(host_speed(metrics))
     head = V.metric(V.HEADLINE)
     out.append(f"Speed is the {head.label} ({head.defined_on(cuda)}); a speedup is its ratio to "
-               "strict fp32 (TF32 off) at the same setting. Values "
+               "its one baseline at the same setting: strict fp32 (TF32 off), or amp-bf16 for "
+               "an FP8 mode (never fp32, which would credit FP8 with bf16's own gain). Values "
                "are means over the repeats that finished, each repeat a fresh process with its "
-               "own seed; intervals are 95% confidence intervals (Student's t; Welch's t on "
-               f"the log scale for ratios) where {stats.ENOUGH}, ranges where {stats.RANGE_N}, "
-               f"none for single runs. A gain is called only where its interval clears the "
-               f"threshold ({stats.CLAIM_RULE}). {RANKING} Warm-up "
-               "(autotuning, compilation) is reported on its own and is in no speedup.")
+               "own seed; intervals are 95% confidence intervals (Student's t for a mean; "
+               f"{stats.RATIO_INTERVAL}) where {stats.ENOUGH}, ranges where {stats.RANGE_N}, "
+               "none for single runs; a cell whose repeats fall into two modes (a gap between its sorted "
+               "throughputs far wider than the spread within the groups) is reported as both, "
+               "with no pooled interval and no claim. A claim is made only where its interval "
+               f"clears the threshold ({stats.CLAIM_RULE}); where every run of a cell was "
+               "slower than every run of its baseline, that is said even without an "
+               f"interval. {RANKING} Warm-up (autotuning, compilation) is in no speedup "
+               "(tables/ has it per cell).")
+    said = decisions(list(rows), df)
+    out += [said] if said else []
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
                    "test the harness and say nothing about Tensor Cores.")
     return out
+
+
+RANKING = ("An experiment's best mode is its strongest claim (pays off > faster > equivalent > "
+           "inconclusive, then the interval's lower bound, so a supported small gain beats a "
+           "wide large one); an experiment that runs FP8 is answered by its FP8 cells.")
 
 
 # ------------------------------------------------------------------------------ the verdict
@@ -211,97 +289,40 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
         parts = [(f"{exp}: {m}", e[e["model"] == m]) for m in dict.fromkeys(e["model"])] \
             if e["model"].nunique() > 1 else [(exp, e)]
         for name, part in parts:
-            sec, f = experiment_section(part, name)
+            sec, f = experiment_section(part, name, df)
             out.append(sec)
             facts.append(f)
     return out, facts
 
 
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None,
-          crossover: pd.DataFrame | None = None) -> Verdict:
-    """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one."""
-    df = joined(summary, speedup)
+          crossover: pd.DataFrame | None = None,
+          interleaved: pd.DataFrame | None = None) -> Verdict:
+    """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one;
+    ``interleaved``: its interleaved comparisons (interleaved.csv), where speedup.csv does not
+    carry them already."""
+    df = claims.attach_interleaved(joined(summary, speedup), interleaved)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
     secs, facts = sections(df)
+    rows = A.answers(facts)
     fp8 = fp8_findings.section(df, crossover)
     precision = noisy.section(summary)
-    return Verdict(f"Verdict: {run} on {device}", intro(df, metrics, run, device),
-                   bottom_line(facts) + fp8_findings.bottom_line(crossover),
-                   secs + [s for s in (fp8, precision) if s])
-
-
-BOTTOM_OPENING = ("Per experiment, the strongest claim its intervals support, every "
-                  "significant slowdown and the change in peak memory:")
-# how the bottom line ranks, said once in the intro
-RANKING = ("The bottom line ranks an experiment's claims by strength (pays off > faster > "
-           "equivalent > inconclusive), then by the interval's lower bound, so a supported small "
-           "gain beats a wide large one; an FP8 mode is judged against amp-bf16 at the same "
-           "setting first, against fp32 where no bf16 cell can be judged.")
-
-
-def _memory(x, j) -> str:
-    ratio = j.row.get("memory_ratio")
-    out = "" if missing(ratio) else f"; peak memory {times(ratio)} fp32's"
-    savers = x.reduced.dropna(subset=["memory_ratio"])
-    if len(savers):
-        best = savers.loc[savers["memory_ratio"].astype(float).idxmin()]
-        if missing(ratio) or float(best["memory_ratio"]) < float(ratio) - 0.05:
-            out += (f"; the largest memory saving is {x.config(best)}, "
-                    f"{times(best['memory_ratio'])} fp32's peak")
-    return out
-
-
-def _no_judgement(name: str, x) -> str:
-    if x is None:
-        return f"{name}: no configuration finished."
-    if not len(x.reduced):
-        return f"{name}: only strict fp32 ran, so there is no reduced precision to judge."
-    gains = x.reduced.dropna(subset=["gain"])
-    if not len(gains):
-        return f"{name}: no fp32 run to judge {', '.join(dict.fromkeys(x.reduced['precision']))} " \
-               f"against."
-    g = gains.loc[gains["gain"].astype(float).idxmax()]
-    c = stats.claim(stats.from_row(g, "gain"))
-    return (f"{name}: no fp32 cell shares a setting with its reduced-precision cells; against "
-            f"the plain fp32 baseline ({g['plain_experiment']}, batch size "
-            f"{int(g['plain_batch_size'])}, eager), {x.config(g)} reaches "
-            f"{ratio_text(g, 'gain')} the throughput ({stats.CLAIM_SHORT[c]}; besides precision "
-            f"it changed {besides_precision(g)}).")
-
-
-def experiment_line(f: dict) -> str:
-    """One experiment's bottom line (see ``BOTTOM_OPENING``)."""
-    x, name = f["findings"], f["experiment"]
-    j = None if x is None else x.strongest
-    if j is None:
-        return _no_judgement(name, x)
-    out = (f"{name}: {stats.CLAIM_SHORT[j.claim]}: {x.config(j.row)}, "
-           f"{ratio_text(j.row, j.stem)} {j.baseline}'s throughput at the same setting")
-    if j.baseline != V.BASELINE and not missing(j.row.get("speedup")):
-        out += f" ({ratio_text(j.row)} fp32's)"
-    elif j.baseline == V.BASELINE and not missing(j.row.get("bf16_speedup")):
-        # an FP8 cell whose bf16 comparison has too few repeats to judge: said, not hidden
-        out += (f" (against {V.FP8_BASELINE}: {ratio_text(j.row, 'bf16_speedup')}, "
-                f"{stats.CLAIM_SHORT[stats.UNJUDGED]})")
-    out += _memory(x, j) + "."
-    slow = [s for s in x.slowdowns if s is not j]
-    if slow:
-        out += " Significantly slower: " + "; ".join(
-            f"{x.config(s.row)}, {ratio_text(s.row, s.stem)} {s.baseline}'s" for s in slow) + "."
-    return out
-
-
-def bottom_line(facts: list[dict]) -> list[str]:
-    return [BOTTOM_OPENING, *(experiment_line(f) for f in facts)]
+    return Verdict(f"Verdict: {run} on {device}",
+                   [A.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
+                   A.table(rows), intro(df, metrics, run, device, rows),
+                   secs + [s for s in (fp8, precision) if s], rows)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
-          html_path: Path | None = None, crossover: Path | None = None) -> list[Path]:
+          html_path: Path | None = None, crossover: Path | None = None,
+          interleaved: Path | None = None) -> list[Path]:
     m = RS.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = RS.read_raw(crossover) if crossover is not None else None
-    v = build(RS.read_raw(summary), RS.read_raw(speedup), m, x)
+    il = RS.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
+        else None
+    v = build(RS.read_raw(summary), RS.read_raw(speedup), m, x, il)
     written = []
     if md is not None:
         written.append(atomic.write_text(md, v.markdown()))
@@ -318,6 +339,8 @@ def main(argv=None) -> int:
     ap.add_argument("--speedup", type=Path, required=True)
     ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, where the set "
                     "has the FP8 crossover study")
+    ap.add_argument("--interleaved", type=Path, help="interleaved.csv, where the set has "
+                    "interleaved comparisons (a missing file is a set without them)")
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
     ap.add_argument("--html", type=Path, help="where it goes as HTML")
     args = ap.parse_args(argv)
@@ -325,7 +348,8 @@ def main(argv=None) -> int:
         ap.error("give --md, --html or both")
 
     def written():
-        write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover)
+        write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
+              args.interleaved)
 
     return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 

@@ -1,41 +1,4 @@
-"""The one statistics core: every number a report prints about repeats comes from here.
-
-Aggregate, tables, figures, the verdict and the cross-GPU comparison all call these functions
-with their own grouping keys, so a cell's value, its interval and what the interval *is* are
-computed once, the same way everywhere.
-
-The rules (a reviewer's, not a convenience):
-
-* A cell's value is the **mean** of its finished repeats (status ok); ``n`` is how many.
-* Its interval is a **95% confidence interval of the mean (Student's t)** only where n >= 3;
-  with n = 2 it is the **range** (min to max), labelled as such; one run has no interval and
-  is marked as a single run.
-* A **ratio** of two cells (a speedup) is the ratio of their means; its 95% interval, where both
-  have n >= 3, comes from Welch's t on the log scale with the delta method (the standard error
-  of log(mean) is s / (sqrt(n) * mean)), so it is asymmetric like the ratio itself. With fewer
-  repeats the interval is the range of the ratios of any two runs, labelled as a range.
-* A **difference** of two cells (accuracy against fp32) pairs the runs by seed where the seeds
-  match (repeat r of every precision trains from the same seed) and takes the t interval of
-  the mean paired difference; unpaired, Welch's t interval of the difference of means.
-* A **warm-up** (time to the first fast step: autotuning, compilation) is a skewed, positive
-  quantity whose runs fall into two populations (a compile-cache hit, a miss that compiles
-  afresh): it is summarised by its **median and range** (``spread``), never a Student-t
-  interval (which can reach below zero), and a cell's misses are summarised apart from its
-  other runs (``warmup``).
-* A **paired ratio** from an interleaved comparison (every precision arm of one setting in
-  one process, alternated in rounds: ``tcbench.interleave``) is the **median of the per-round
-  ratios** arm / baseline, with a **95% percentile bootstrap interval of that median**
-  (``scipy.stats.bootstrap``, 10,000 resamples, a fixed seed) over at least ``MIN_CI_N``
-  rounds (``paired_ratio``). Host drift hits every arm of a round alike, so the paired ratio
-  resolves what processes run minutes apart cannot; it is a confidence interval, and claims
-  are made from it as from a t interval.
-* A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
-  lies wholly beyond its threshold. The claims a report makes about a throughput ratio
-  (``claim``: pays off / faster / slower / equivalent within the stated margin, an
-  equivalence test / inconclusive / n < 3) and about an accuracy
-  difference (``difference_claim``) are decided here, once, with the words every table,
-  verdict sentence and README line uses for them.
-"""
+"""Values, intervals and ratios of repeats (the module doc of ``tcbench.stats`` says how)."""
 
 from __future__ import annotations
 
@@ -44,8 +7,6 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 import numpy as np
-
-from .vocabulary import ACCURACY_MARGIN_POINTS as ACCURACY_POINTS, EQUIVALENCE_MARGIN
 
 CONFIDENCE = 0.95
 MIN_CI_N = 3
@@ -60,9 +21,14 @@ MIN_CI_WORD = ("none", "one", "two", "three", "four", "five", "six")[MIN_CI_N] \
 CI, RANGE, SINGLE, NONE = "ci95", "range", "single", "none"
 SPREAD = "median-range"   # a median with the min and max of the runs (``spread``)
 PAIRED = "paired-bootstrap"   # median of per-round paired ratios, bootstrap 95% CI
+BIMODAL = "two-modes"     # repeats in two groups (``modes``): no pooled interval at all
 CONFIDENCE_METHODS = (CI, PAIRED)   # the intervals a claim may be made from
 METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run",
-               SPREAD: "median, range", PAIRED: "interleaved, 95% bootstrap CI"}
+               SPREAD: "median, range", PAIRED: "interleaved, 95% bootstrap CI",
+               BIMODAL: "two modes, no pooled interval"}
+# what a ratio's 95% interval is, in words (the module doc), for every note that states it
+RATIO_INTERVAL = ("for a ratio of means r, r·exp(∓t·√(CV₁²/n₁ + CV₂²/n₂)), the delta method "
+                  "on the log scale with t at Welch–Satterthwaite degrees of freedom")
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
 
@@ -175,6 +141,16 @@ def ratio(numerator: Iterable, denominator: Iterable) -> Estimate:
                                                                      if vb else 0))
     half = _t(df) * se
     return Estimate(r, r * math.exp(-half), r * math.exp(half), n, CI)
+
+
+def every_pair(numerator: Iterable, denominator: Iterable) -> tuple[float, float] | None:
+    """The smallest and largest ratio of any run of ``numerator`` to any run of
+    ``denominator`` (min / max, max / min): where the largest is below 1, every run was
+    slower than every run it is compared with. None without runs on both sides."""
+    a, b = _clean(numerator), _clean(denominator)
+    if not len(a) or not len(b) or b.min() <= 0:
+        return None
+    return float(a.min() / b.max()), float(a.max() / b.min())
 
 
 def paired_ratio(numerator: Iterable, denominator: Iterable) -> Estimate:
@@ -297,96 +273,6 @@ def relative_halfwidth(e: Estimate) -> float | None:
 # A cell's throughput is *precise* when its 95% interval's half-width is at most this share of
 # its mean; the verdict names every ok cell that is not, with why (tcbench.analysis.noisy).
 PRECISE_HALFWIDTH = 0.03
-
-
-# ------------------------------------------------------------------------------------ claims
-GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
-MARGIN = EQUIVALENCE_MARGIN
-PAYS_OFF, FASTER, SLOWER, EQUIVALENT, INCONCLUSIVE, UNJUDGED = (
-    "pays off", "faster", "slower", f"equivalent within ±{MARGIN:.0%}", "inconclusive", FEW)
-CLAIMS: tuple[str, ...] = (PAYS_OFF, FASTER, EQUIVALENT, INCONCLUSIVE, SLOWER, UNJUDGED)
-# how strongly a claim answers "does it speed training up": the bottom line reports each
-# experiment's strongest (then the highest lower bound); a slowdown is reported on its own
-STRENGTH = {PAYS_OFF: 4, FASTER: 3, EQUIVALENT: 2, INCONCLUSIVE: 1, UNJUDGED: 0, SLOWER: -1}
-# a claim as the verdict says it of one configuration ("it ...")
-CLAIM_WORDS = {PAYS_OFF: "pays off",
-               FASTER: f"is faster, but by less than the {GAIN:.2f}× that counts as paying off",
-               SLOWER: "is slower",
-               EQUIVALENT: f"is equivalent within ±{MARGIN:.0%} (its 95% CI lies inside "
-                           f"[{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}])",
-               INCONCLUSIVE: f"is inconclusive (its 95% CI neither excludes 1 nor lies within "
-                             f"±{MARGIN:.0%})",
-               UNJUDGED: f"cannot be judged (fewer than {MIN_CI_WORD} repeats on a side)"}
-# a claim as the bottom line names it ("<experiment>: <claim>: <configuration>, <ratio>")
-CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×",
-               SLOWER: "slower", EQUIVALENT: f"equivalent within ±{MARGIN:.0%}",
-               INCONCLUSIVE: "inconclusive", UNJUDGED: f"cannot be judged ({FEW})"}
-CLAIM_NOTE = (f"Claim: 'faster' or 'slower' only where the 95% interval of the ratio excludes 1; "
-              f"'pays off' where it lies wholly above {GAIN:.2f}; 'equivalent within "
-              f"±{MARGIN:.0%}' where it lies inside [{1 / (1 + MARGIN):.3f}, {1 + MARGIN:.2f}] "
-              f"(an equivalence test); 'inconclusive' where it does none of these; '{FEW}' "
-              f"where either side has fewer than {MIN_CI_WORD} finished repeats, so no claim is "
-              f"made.")
-CLAIM_RULE = (f"faster: above 1×; pays off: above {GAIN:.2f}×; equivalent: inside "
-              f"±{MARGIN:.0%}; otherwise inconclusive")
-
-
-def claim(e: Estimate) -> str:
-    """What a throughput ratio's interval allows one to say ("" where there is no ratio)."""
-    if e.value is None:
-        return ""
-    if clears(e, 1.0) is None:
-        return UNJUDGED
-    if clears(e, GAIN):
-        return PAYS_OFF
-    if clears(e, 1.0):
-        return FASTER
-    if clears(e, 1.0, above=False):
-        return SLOWER
-    if e.low >= 1 / (1 + MARGIN) and e.high <= 1 + MARGIN:
-        return EQUIVALENT
-    return INCONCLUSIVE
-
-
-def strength(c: str, e: Estimate) -> tuple:
-    """The sort key of "the strongest claim the intervals support": the claim's strength
-    first, then the interval's lower bound (the value where there is none)."""
-    low = e.low if e.low is not None else e.value
-    return (STRENGTH.get(c, -2), -math.inf if low is None else low)
-
-
-def is_faster(c: str) -> bool | None:
-    """speedup.csv's ``faster`` column: None where no claim can be made."""
-    return None if c in ("", UNJUDGED) else c in (PAYS_OFF, FASTER)
-
-
-def is_slower(c: str) -> bool | None:
-    return None if c in ("", UNJUDGED) else c == SLOWER
-
-
-ACCURACY_MARGIN = ACCURACY_POINTS / 100     # accuracy is stored as a share
-LOSS, ACC_GAIN, ACC_EQUIVALENT, ACC_UNJUDGED = (
-    "a loss", "a gain", f"equivalent within ±{ACCURACY_POINTS:.1f} points",
-    "fewer than three paired seeds, not judged")
-
-
-def difference_claim(e: Estimate) -> str:
-    """What a difference's interval (accuracy against fp32) allows one to say: a loss or a
-    gain where it excludes 0, equivalent where it lies inside the stated margin, otherwise
-    inconclusive, saying when the interval is too wide for the margin whatever its centre
-    (the seeds and the test set cannot resolve it)."""
-    if e.method != CI or e.low is None:
-        return ACC_UNJUDGED
-    if e.high < 0:
-        return LOSS
-    if e.low > 0:
-        return ACC_GAIN
-    if -ACCURACY_MARGIN <= e.low and e.high <= ACCURACY_MARGIN:
-        return ACC_EQUIVALENT
-    if (e.high - e.low) / 2 > ACCURACY_MARGIN:
-        return (f"inconclusive: the interval is wider than the ±{ACCURACY_POINTS:.1f}-point "
-                f"margin, so {e.n} seeds on this test set cannot resolve it")
-    return f"inconclusive: the interval reaches beyond ±{ACCURACY_POINTS:.1f} points"
 
 
 def cv(values: Iterable) -> float | None:

@@ -1,0 +1,263 @@
+"""Claims a reviewer signs, on planted result sets: FP8 judged against amp-bf16 only (never
+borrowing fp32's baseline), slowdowns named at n = 2 with the record's reason, an equivalence
+inside ±3% said with its direction, and no claim where the repeats cannot decide it (two modes,
+unsteady windows, a host-bound cell without its interleaved ratio); a host-bound cell decided
+by an interleaved comparison where one ran (interleaved.csv, planted as the job side writes it),
+the cure (CUDA graphs) measured beside it, and how much the host's speed varied."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tcbench import resultset as RS
+from tcbench import stats
+from tcbench.analysis.noisy import noisy_cells
+from tcbench.analysis.speedup import speedup
+from tcbench.analysis.summarise import summarise
+from tcbench.reports import verdict as Vd
+
+from test_verdict import answers, cells, repeats, said, with_
+
+KEYS = ("run", "experiment", "workload", "data", "batch_size", "model", "loader",
+        "memory_format", "compile", "cuda_graphs", "cudnn_benchmark")
+
+
+def build(rows, interleaved=None, via="verdict"):
+    """The verdict of ``rows``; ``interleaved`` (interleaved.csv's rows) given to the verdict,
+    or to speedup.csv as aggregate would (``via``)."""
+    m = RS.order(pd.DataFrame(rows))
+    s = summarise(m)
+    il = None if interleaved is None else pd.DataFrame(interleaved)
+    sp = speedup(m, s, il if via == "speedup" else None)
+    return Vd.build(s, sp, m, interleaved=il if via == "verdict" else None)
+
+
+def row_of(v, exp):
+    return answers(v)[exp]
+
+
+# ---------------------------------------------------------- FP8 against amp-bf16, and only it
+def fp8_mlp(bf16=(2.195e6, 2.201e6)):
+    """fp8_mlp as committed: FP8 at 1.25-1.30x amp-bf16, 14.5x fp32; one bf16 repeat short."""
+    kw = dict(bs=32768, busy=0.97)
+    return [*with_(repeats("fp8_mlp", "fp32", [189e3, 189.5e3, 190e3], **kw), compile="default"),
+            *with_(repeats("fp8_mlp", "amp-bf16", list(bf16), **kw), compile="default"),
+            *with_(repeats("fp8_mlp", "fp8-rowwise", [2.72e6, 2.76e6, 2.79e6], **kw),
+                   compile="default")]
+
+
+def test_fp8_with_two_bf16_repeats_is_not_judged_and_borrows_nothing_from_fp32():
+    v = build(fp8_mlp())
+    row = row_of(v, "fp8_mlp")
+    assert row["× its baseline [95% CI]"] == "1.25× (range 1.24–1.27) amp-bf16"
+    assert row["claim"] == "n < 3"
+    line = " ".join(v.bottom_line)
+    assert "pays off" not in line and "14." not in line
+    assert "cannot be judged from fewer than three repeats in fp8_mlp (fp8-rowwise, 1.25× " \
+           "amp-bf16)" in line
+    text = said(v, "fp8_mlp")
+    assert "pays off" not in text and "fp32's throughput" not in text
+    # with a third bf16 repeat it is judged, against bf16
+    judged = row_of(build(fp8_mlp((2.195e6, 2.201e6, 2.198e6))), "fp8_mlp")
+    assert judged["claim"] == "pays off" and judged["× its baseline [95% CI]"].endswith("amp-bf16")
+
+
+def fp8_digits():
+    """fp8_digits as committed: two fp32 runs, FP8 slower in every run, no amp-bf16 at all;
+    only fc1 converted, no FP8 GEMM among the kernels its (older) record lists."""
+    fp8 = dict(fp8_converted="fc1", fp8_kept="fc2", fp8_gemm_share=0.0,
+               other_tensor_core_share=0.0, fp8_scaling_share=0.0,
+               kernel_classes_from="top kernels", kernel_classes_coverage=0.39)
+    return [*repeats("fp8_digits", "fp32", [29600, 31700], bs=64, busy=0.28, tc=0.0, mm=0.4),
+            *with_(repeats("fp8_digits", "fp8-tensorwise", [12900, 13300, 14600], bs=64,
+                           busy=0.13, tc=0.14, mm=0.15), **fp8)]
+
+
+def test_every_run_slower_is_named_at_two_runs_with_the_records_reason():
+    v = build(fp8_digits())
+    row = row_of(v, "fp8_digits")
+    assert row["× its baseline [95% CI]"] == "– (no amp-bf16 run at this setting)"
+    assert row["claim"] == "not judged: no amp-bf16 run; against fp32: every run slower: " \
+        "0.407–0.493×"
+    text = said(v, "fp8_digits")
+    assert "fp8-tensorwise at batch size 64 is not judged: no amp-bf16 run shares its setting" \
+        in text
+    assert "Slower than its baseline: fp8-tensorwise at batch size 64, every run slower: " \
+           "0.407–0.493× against fp32 (only fc1 converted to FP8 (fc2 kept in bf16); compile " \
+           "off, so its casts and scales run as separate kernels; no FP8 GEMM among the " \
+           "kernels its record lists" in text, text
+    assert "Slower than its baseline: fp8_digits (fp8-tensorwise at bs 64 against fp32)" in \
+        " ".join(v.bottom_line)
+
+
+def test_every_run_slower_needs_every_pair_and_two_runs_a_side():
+    rows = [*repeats("s", "fp32", [1000, 1010], busy=0.95),
+            *repeats("s", "tf32", [800, 820], busy=0.95),
+            *repeats("o", "fp32", [1000, 1010], busy=0.95),
+            *repeats("o", "tf32", [800, 1005], busy=0.95),     # one pair is not slower
+            *repeats("one", "fp32", [1000], busy=0.95),
+            *repeats("one", "tf32", [800], busy=0.95)]
+    v = build(rows)
+    assert row_of(v, "s")["claim"] == "every run slower: 0.792–0.820×"
+    assert row_of(v, "o")["claim"] == "n < 3"
+    assert row_of(v, "one")["claim"] == "n < 3"
+
+
+# ------------------------------------------------------------------------- equivalence
+def test_a_ratio_inside_the_margin_is_equivalent_with_its_direction():
+    """A user's CNN: amp-bf16 0.976x [0.971, 0.981] fp32 is inside ±3%: equivalent, slower
+    by 2.4%, never "significantly slower"."""
+    rows = [*repeats("pets", "fp32", [1000, 1000.5, 999.5, 1000.2], busy=0.95),
+            *repeats("pets", "amp-bf16", [976, 973.5, 978.5, 976.1], busy=0.95)]
+    v = build(rows)
+    row = row_of(v, "pets")
+    assert row["× its baseline [95% CI]"].startswith("0.976× [0.97")
+    assert row["claim"] == "equivalent within ±3%, 2.4% slower"
+    assert "Slower than its baseline" not in said(v, "pets")
+    assert "it is equivalent within ±3%" in said(v, "pets") and "2.4% slower" in said(v, "pets")
+
+
+# ------------------------------------------------------------------------------ two modes
+TWO_GROUPS = [354e3, 354e3, 356e3, 547e3, 565e3, 566e3, 591e3]
+
+
+def bimodal_rows():
+    return [*repeats("recipe", "fp32", [162.0e3, 162.1e3, 162.3e3], busy=0.97),
+            *repeats("recipe", "tf32", TWO_GROUPS, busy=0.95)]
+
+
+def test_a_cell_in_two_modes_reports_both_and_claims_nothing():
+    rows = bimodal_rows()
+    s = summarise(RS.order(pd.DataFrame(rows)))
+    tf32 = s[s["precision"].astype(str) == "tf32"].iloc[0]
+    assert stats.flag(tf32["bimodal"]) and (tf32["slow_mode_n"], tf32["fast_mode_n"]) == (3, 4)
+    assert pd.isna(tf32["throughput_samples_per_s_low"])            # no pooled interval
+    assert tf32["throughput_samples_per_s_interval"] == stats.BIMODAL
+    v = build(rows)
+    row = row_of(v, "recipe")
+    assert row["× its baseline [95% CI]"] == "two modes: 2.19× (n = 3) and 3.50× (n = 4) fp32"
+    assert row["claim"] == "not judged: two modes"
+    assert "tf32 in two modes (3 + 4 runs)" in row["how it was decided"]
+    assert cells(v, "recipe")[("bs 512", "tf32")]["samples/s"] == \
+        "two modes: 355,000 (n = 3) and 567,000 (n = 4)"
+    assert "pays off" not in said(v, "recipe") and "pays off" not in " ".join(v.bottom_line)
+    reason = noisy_cells(s).set_index("precision").loc["tf32", "reason"]
+    assert reason.startswith("two modes, 354,667 (n = 3) and 567,250 (n = 4)")
+
+
+def test_one_wide_mode_is_not_two():
+    rows = [*repeats("recipe", "fp32", [162.0e3, 162.1e3, 162.3e3], busy=0.97),
+            *repeats("recipe", "tf32", [400e3, 430e3, 455e3, 480e3, 510e3, 540e3, 560e3],
+                     busy=0.95)]
+    row = row_of(build(rows), "recipe")
+    assert row["claim"] == "pays off" and "two modes" not in row["× its baseline [95% CI]"]
+
+
+# --------------------------------------------------------------------- unsteady windows
+def test_an_unsteady_window_withholds_the_claim_and_is_marked_where_shown():
+    rows = [*with_(repeats("u", "fp32", [1000, 1002, 998], busy=0.95), steady=True),
+            *with_(repeats("u", "amp-bf16", [2000, 2004, 1996], busy=0.95), steady=True)]
+    rows[-1]["steady"] = False
+    v = build(rows)
+    assert row_of(v, "u")["claim"] == "not judged: unsteady windows"
+    assert "amp-bf16: 1 of 3 windows unsteady" in row_of(v, "u")["how it was decided"]
+    assert cells(v, "u")[("bs 512", "amp-bf16")]["samples/s"].endswith(
+        ", 1 of 3 windows unsteady")
+    # a set whose records predate the check says nothing of it
+    old = build([*repeats("u", "fp32", [1000, 1002, 998], busy=0.95),
+                 *repeats("u", "amp-bf16", [2000, 2004, 1996], busy=0.95)])
+    assert row_of(old, "u")["claim"] == "pays off"
+
+
+# ---------------------------------------------------- host-bound: interleaved, and the cure
+def recipe(graphs=False):
+    """The recipe on a drifting host: fp32 GPU-bound; tf32 and amp-bf16 host-bound and wide.
+    With ``graphs``, the same setting with CUDA graphs on."""
+    rows = [*repeats("amp_recipe", "fp32", [162.0e3, 162.1e3, 162.3e3], busy=0.97, tc=0.0,
+                     mm=0.9),
+            *repeats("amp_recipe", "tf32", [400e3, 520e3, 450e3], busy=0.84, tc=0.68, mm=0.68),
+            *repeats("amp_recipe", "amp-bf16", [300e3, 420e3, 390e3], busy=0.5, tc=0.3, mm=0.3)]
+    if graphs:
+        for p, thr in (("fp32", [162e3, 162.2e3, 161.9e3]), ("tf32", [606e3, 605e3, 607e3]),
+                       ("amp-bf16", [711e3, 712e3, 710e3])):
+            rows += with_(repeats("amp_recipe", p, thr, busy=0.98, tc=0.7, mm=0.7),
+                          cuda_graphs="on")
+    return rows
+
+
+def interleaved_rows():
+    """interleaved.csv as the job side writes it (contract): one row per arm and baseline."""
+    base = dict(run="synthetic", experiment="amp_recipe", workload="mnist_cnn",
+                data="synthetic", batch_size=512, model="mnist_cnn", loader="synthetic",
+                memory_format="contiguous", compile="off", cuda_graphs="off",
+                cudnn_benchmark="off", ratio_n=40, ratio_interval=stats.PAIRED, rounds=40,
+                training_cpu=9, status="ok", throughput_cv=0.1, record="x.json")
+    out = []
+    for arm, b, r, lo, hi in (("tf32", "fp32", 2.57, 2.53, 2.67),
+                              ("amp-bf16", "fp32", 2.13, 2.08, 2.17),
+                              ("amp-bf16", "tf32", 0.824, 0.804, 0.844)):
+        out.append(base | {"precision": arm, "baseline": b, "ratio": r, "ratio_low": lo,
+                           "ratio_high": hi, "throughput_median": 1.0,
+                           "baseline_throughput_median": 1.0})
+    return out
+
+
+def test_a_host_bound_cell_without_an_interleaved_ratio_is_not_judged():
+    v = build(recipe())
+    row = row_of(v, "amp_recipe")
+    assert row["claim"] == "not judged: host-bound, no interleaved comparison"
+    assert row["what limits it"].startswith("the host (GPU busy ")
+    assert "pays off" not in " ".join(v.bottom_line)
+    assert "2 not judged (host-bound, no interleaved comparison)" in " ".join(v.intro)
+
+
+@pytest.mark.parametrize("via", ["verdict", "speedup"])
+def test_a_host_bound_cell_is_decided_by_its_interleaved_ratio(via):
+    v = build(recipe(), interleaved_rows(), via=via)
+    row = row_of(v, "amp_recipe")
+    assert row["best mode and setting"] == "tf32, bs 512"
+    assert row["× its baseline [95% CI]"] == "2.57× [2.53, 2.67] fp32"
+    assert (row["claim"], row["how it was decided"]) == \
+        ("pays off", "interleaved in one process, 40 rounds")
+    bf16 = cells(v, "amp_recipe")[("bs 512", "amp-bf16")]
+    assert bf16["× its baseline"] == "2.13× [2.08, 2.17] fp32"
+    # the per-process repeats still give the absolute throughput with its spread
+    assert bf16["samples/s"].startswith("370,000 [")
+    intro = " ".join(v.intro)
+    assert "2 by an interleaved comparison in one process" in intro
+    assert "an interleaved comparison in one process" in said(v, "amp_recipe")
+    assert any("interleaved" in n for n in v.answer.notes)
+
+
+def test_the_cure_is_measured_beside_a_host_bound_cell():
+    v = build(recipe(graphs=True))
+    limits = cells(v, "amp_recipe")[("bs 512, graphs off", "amp-bf16")]["limited by"]
+    assert limits.startswith("the host (GPU busy 50%); with CUDA graphs amp-bf16 reaches 4.39× [")
+    assert "fp32 and 1.17× tf32 (ratio of means) (1.92× its eager throughput)" in limits
+    # the graphs cells themselves are GPU-bound and judged as any other
+    on = cells(v, "amp_recipe")[("bs 512, graphs on", "amp-bf16")]
+    assert on["claim"] == "pays off"
+
+
+def test_the_host_speed_over_the_study_is_stated():
+    rows = recipe()
+    for i, r in enumerate(rows):
+        r |= {"host_probe_ops_per_s": 173e3 + i * (350e3 - 173e3) / (len(rows) - 1),
+              "host_probe_change": 0.05 if i == 0 else -0.01}
+    intro = " ".join(build(rows).intro)
+    assert "ranged 173,000–350,000 ops/s over the study's 9 jobs (CV " in intro
+    assert "within one job it changed by up to 5%" in intro
+    assert "was not probed" in " ".join(build(recipe()).intro)
+
+
+def test_tables_of_an_older_set_without_the_new_columns_still_make_a_verdict():
+    m = RS.order(pd.DataFrame(bimodal_rows()))
+    s = summarise(m)
+    sp = speedup(m, s)
+    new = [c for c in sp.columns if c.endswith(("_gate", "_pairs_low", "_pairs_high"))
+           or c in ("claim", "decided_by", "bimodal", "unsteady_n", "slow_mode", "fast_mode")]
+    v = Vd.build(s.drop(columns=[c for c in ("bimodal", "unsteady_n", "slow_mode",
+                                             "fast_mode") if c in s]),
+                 sp.drop(columns=new), m)
+    assert "recipe" in answers(v)

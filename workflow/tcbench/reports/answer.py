@@ -1,0 +1,169 @@
+"""The verdict's answer on one screen: one row per experiment (per model in a model zoo) with
+the question it answers, its best mode and setting (the strongest claim its intervals support,
+``analysis.claims``), that mode's ratio to its one baseline with the interval (amp-bf16 for an
+FP8 mode, fp32 otherwise), the claim, peak memory against the same baseline, what limits it and
+how it was decided; and the bottom line, a sentence that says the same per claim.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from .. import stats
+from .. import vocabulary as V
+from ..analysis import claims
+from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, times
+from ..render.settings import changes, setting_text
+from ..render.table import Table
+from .findings import Findings
+from .phrases import claim_said, decided, judged_ratio, limits, memory_against, same_cell
+
+COLUMNS = ["experiment", "question it answers", "best mode and setting",
+           "× its baseline [95% CI]", "claim", "peak memory ×", "what limits it",
+           "how it was decided"]
+# workloads named after what builds them rather than what they train: the model names them
+BY_MODEL = ("torchvision", "timm", "custom", "transformers")
+
+
+def question(df: pd.DataFrame) -> str:
+    """What one experiment asks, from what it ran: FP8 against bf16; how far precision and
+    execution knobs take a workload beyond plain fp32 (no fp32 cell at the reduced cells'
+    settings); accuracy parity; else whether Tensor Cores speed it up, across what it varies."""
+    w = str(df["workload"].iloc[0])
+    subject = str(df["model"].iloc[0]) if w in BY_MODEL and df["model"].nunique() == 1 else w
+    modes = set(df["precision"].astype(str))
+    if modes & claims.FP8:
+        return f"does FP8 train {subject} faster than {V.FP8_BASELINE}?"
+    gains = "gain" in df and df["gain"].notna().any()
+    if V.BASELINE not in modes and not gains:
+        return f"does reduced precision speed up {subject}?"
+    reduced = df[df["precision"].astype(str) != V.BASELINE]
+    fp32 = {tuple(str(r[k]) for k in V.BASELINE_KEYS)
+            for _, r in df[df["precision"].astype(str) == V.BASELINE].iterrows()}
+    if len(reduced) and not any(tuple(str(r[k]) for k in V.BASELINE_KEYS) in fp32
+                                for _, r in reduced.iterrows()):
+        return f"how far do precision and execution knobs take {subject} beyond plain fp32?"
+    if "test_accuracy" in df and df["test_accuracy"].notna().any():
+        return f"does reduced precision keep the accuracy of {subject}, and speed it up?"
+    varied = (["batch sizes"] if df["batch_size"].nunique() > 1 else []) + \
+        [V.axis(a).label + "s" for a in V.AXIS_NAMES if a != "model"
+         and df[a].astype(str).nunique() > 1]
+    return f"do Tensor Cores speed up {subject} over fp32" + \
+        (f", across {' and '.join(varied)}" if varied else "") + "?"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One experiment's row of the answer, and the judgement it rests on."""
+
+    experiment: str
+    cells: list[str]
+    judgement: claims.Judgement | None
+    findings: Findings | None
+
+    @property
+    def claim(self) -> str:
+        return "" if self.judgement is None else self.judgement.claim
+
+
+def _fp32_slowdown(x: Findings, j: claims.Judgement) -> str:
+    """An FP8 cell not judged against bf16 that was slower than fp32 all the same."""
+    for s in x.slowdowns:
+        if same_cell(s.row, j.row) and s.baseline == V.BASELINE:
+            return f"; against {V.BASELINE}: {claim_said(s)}"
+    return ""
+
+
+def answer(name: str, x: Findings | None) -> Answer:
+    if x is None:
+        return Answer(name, [name, MISSING, "no configuration finished", MISSING, "",
+                             MISSING, MISSING, MISSING], None, None)
+    q = question(x.df)
+    j = x.strongest
+    if j is None:
+        top = x.fastest
+        why = "only fp32 ran" if not len(x.reduced) else "no fp32 run to judge it against"
+        return Answer(name, [name, q, f"{top['precision']}, {setting_text(top, x.axes)}",
+                             f"{MISSING} ({why})", "", MISSING, limits(top, x.all),
+                             f"n = {int(top['repeats_ok'])}"], None, x)
+    r = j.row
+    ratio = judged_ratio(j)
+    if j.stem == "gain":
+        ratio += f" (also changed: {', '.join(changes(r, 'plain_')) or 'nothing'})"
+    said = claim_said(j)
+    if j.claim == stats.NO_BASELINE:
+        said = f"not judged: no {j.baseline} run" + _fp32_slowdown(x, j)
+    return Answer(name, [name, q, f"{r['precision']}, {setting_text(r, x.axes)}", ratio, said,
+                         memory_against(j, x.all), limits(r, x.all), decided(j, x.all)], j, x)
+
+
+def answers(facts: list[dict]) -> list[Answer]:
+    return [answer(f["experiment"], f["findings"]) for f in facts]
+
+
+def table(rows: list[Answer]) -> Table:
+    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE]
+    if any(a.judgement is not None and a.judgement.decided_by == claims.INTERLEAVED
+           for a in rows):
+        notes.append(PAIRED_NOTE)
+    return Table("The answer, per experiment", COLUMNS, [a.cells for a in rows],
+                 align="lllrllll", notes=notes)
+
+
+# ---------------------------------------------------------------------------- bottom line
+def _named(a: Answer) -> str:
+    j = a.judgement
+    base = "plain fp32" if j.stem == "gain" else j.baseline
+    value = j.estimate.value
+    mode = j.row["precision"] + (" with other knobs changed" if j.stem == "gain" else "")
+    return f"{a.experiment} ({mode}, {times(value)} {base})" if value is not None else \
+        f"{a.experiment} ({mode})"
+
+
+GROUPS = (("pays off in", (stats.PAYS_OFF,)),
+          ("is faster, by less than the threshold, in", (stats.FASTER,)),
+          (f"is equivalent to its baseline within ±{stats.MARGIN:.0%} in", (stats.EQUIVALENT,)),
+          ("is slower in", (stats.SLOWER, stats.ALL_SLOWER)),
+          ("is inconclusive in", (stats.INCONCLUSIVE,)),
+          ("cannot be judged from fewer than three repeats in", (stats.UNJUDGED,)))
+GATE_WORDS = {stats.TWO_MODES: "two modes", stats.UNSTEADY: "unsteady windows",
+              stats.HOST_BOUND: "host-bound, no interleaved comparison",
+              stats.NO_BASELINE: "no baseline run"}
+
+
+def bottom_line(rows: list[Answer]) -> str:
+    """Per claim, the experiments that reach it (with the mode and its ratio), those whose
+    repeats cannot decide it and why, and those with nothing to judge."""
+    parts = []
+    for words, kinds in GROUPS:
+        named = [_named(a) for a in rows if a.claim in kinds]
+        if named:
+            parts.append(f"{words} {_list(named)}")
+    gated = [f"{a.experiment} ({GATE_WORDS[a.claim]})" for a in rows if a.claim in GATE_WORDS]
+    if gated:
+        parts.append(f"is not judged in {_list(gated)}")
+    nothing = [a.experiment for a in rows if a.judgement is None]
+    said = ("Reduced precision " + "; it ".join(parts) + "." if parts else
+            "No experiment has a reduced-precision cell to judge.")
+    slow = [f"{a.experiment} ({_list(s)})" for a in rows if (s := _other_slowdowns(a))]
+    if slow:
+        said += f" Slower than its baseline: {_list(slow)}."
+    if nothing and parts:
+        said += f" Nothing to judge in {_list(nothing)} (no reduced precision against fp32)."
+    return said
+
+
+def _other_slowdowns(a: Answer) -> list[str]:
+    """The slowdowns of an experiment besides its answer, as "<mode> against <baseline>"."""
+    if a.findings is None:
+        return []
+    j = a.judgement
+    return [f"{s.row['precision']} at bs {int(s.row['batch_size'])} against {s.baseline}"
+            for s in a.findings.slowdowns
+            if j is None or not same_cell(s.row, j.row) or s.baseline != j.baseline]
+
+
+def _list(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

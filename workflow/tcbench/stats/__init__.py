@@ -1,0 +1,50 @@
+"""The one statistics core: every number a report prints about repeats comes from here.
+
+Aggregate, tables, figures, the verdict and the cross-GPU comparison all call these functions
+with their own grouping keys, so a cell's value, its interval and what the interval *is* are
+computed once, the same way everywhere.
+
+The rules (a reviewer's, not a convenience):
+
+* A cell's value is the **mean** of its finished repeats (status ok); ``n`` is how many.
+* Its interval is a **95% confidence interval of the mean (Student's t)** only where n >= 3;
+  with n = 2 it is the **range** (min to max), labelled as such; one run has no interval and
+  is marked as a single run.
+* A **ratio** of two cells (a speedup) is the ratio of their means, r = mean(a) / mean(b). Its
+  95% interval, where both have n >= 3, is ``r * exp(-+ t * se)`` with
+  ``se = sqrt(CV_a^2 / n_a + CV_b^2 / n_b)`` (CV = s / mean: the delta method's standard error
+  of log(mean), summed over the two sides) and t at the Welch-Satterthwaite degrees of freedom
+  of those two terms (``RATIO_INTERVAL``). It is not a Welch test on per-run logarithms; it is
+  asymmetric like the ratio itself. With fewer repeats the interval is the range of the ratios
+  of any two runs, labelled as a range; ``every_pair`` gives that range at any n.
+* A cell's repeats that fall into **two modes** (``modes``: a gap in their sorted values far
+  wider than the spread within the groups it separates) get no pooled interval and no claim:
+  both modes are reported, each with its n (``BIMODAL``).
+* A **difference** of two cells (accuracy against fp32) pairs the runs by seed where the seeds
+  match (repeat r of every precision trains from the same seed) and takes the t interval of
+  the mean paired difference; unpaired, Welch's t interval of the difference of means.
+* A **warm-up** (time to the first fast step: autotuning, compilation) is a skewed, positive
+  quantity whose runs fall into two populations (a compile-cache hit, a miss that compiles
+  afresh): it is summarised by its **median and range** (``spread``), never a Student-t
+  interval (which can reach below zero), and a cell's misses are summarised apart from its
+  other runs (``warmup``).
+* A **paired ratio** from an interleaved comparison (every precision arm of one setting in
+  one process, alternated in rounds: ``tcbench.interleave``) is the **median of the per-round
+  ratios** arm / baseline, with a **95% percentile bootstrap interval of that median**
+  (``scipy.stats.bootstrap``, 10,000 resamples, a fixed seed) over at least ``MIN_CI_N``
+  rounds (``paired_ratio``). Host drift hits every arm of a round alike, so the paired ratio
+  resolves what processes run minutes apart cannot; it is a confidence interval, and claims
+  are made from it as from a t interval.
+* A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
+  lies wholly beyond its threshold. The claims a report makes about a throughput ratio
+  (``claim``: pays off / equivalent within the stated margin, an equivalence test, said with
+  its direction / faster / slower / inconclusive / n < 3, and "every run slower" where every
+  pair of runs says so although no interval can; ``GATES``: not judged where the repeats
+  cannot decide it) and about an accuracy
+  difference (``difference_claim``) are decided here, once, with the words every table,
+  verdict sentence and README line uses for them.
+"""
+
+from .claims import *  # noqa: F401,F403
+from .core import *  # noqa: F401,F403
+from .modes import *  # noqa: F401,F403
