@@ -77,6 +77,8 @@ rule verdict:
         metrics=rules.aggregate.output.metrics,
         summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
+        # the interleaved comparisons' ratios (host-bound cells are decided by them)
+        interleaved=rules.aggregate.output.interleaved,
         # where FP8 starts to pay (crossover.smk), where the set has the crossover study
         crossover=CROSSOVER_TABLE or [],
     output:
@@ -95,4 +97,5 @@ rule verdict:
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "{params.crossover:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"
+        "--interleaved {input.interleaved:q} {params.crossover:q} --md {output.md:q} "
+        "--html {output.html:q} > {log:q} 2>&1"
