@@ -354,3 +354,55 @@ def test_a_server_that_will_not_start_is_tried_once_per_workflow(tmp_path, monke
     assert forkclient.server("k2") is None  # another workflow's key tries for itself
     assert len(started) == 2
 
+
+
+@pytest.mark.slow
+def test_a_fork_server_killed_mid_study_leaves_a_complete_matrix(workflow_copy, tmp_path):
+    """kill -9 of the server while a job trains: that job runs again in a fresh interpreter
+    (its record says why), the later jobs start a new server, and the study completes."""
+    import threading
+
+    import yaml
+
+    from conftest import snakemake
+
+    rt = tmp_path / "rt"
+    params = {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1, "warmup_steps": 0,
+              "min_timed_s": 2.0}   # each job trains ~2 s: long enough to be killed mid-way
+    cfg = {"run": "killed", "require_gpu": False, "repeats": 1,
+           "adaptive_repeats": {"enabled": False}, "calibrate": {"enabled": False},
+           "experiments": [{"name": "mlp", "workload": "amp_recipe",
+                            "precisions": ["fp32", "amp-bf16"], "batch_sizes": [4, 8],
+                            "params": params}]}
+    (workflow_copy / "config" / "killed.yaml").write_text(yaml.safe_dump(cfg))
+    killed = []
+
+    def kill_the_first_server():
+        def serving():
+            for log in rt.glob("*.log") if rt.exists() else []:
+                m = re.search(r"pid (\d+) serving", log.read_text())
+                if m:
+                    return int(m.group(1))
+            return None
+        wait_until(lambda: serving() and list((workflow_copy / "logs").rglob("*.log")),
+                   "the first server and a job")
+        time.sleep(1.0)   # into the first job's training
+        pid = serving()
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    watcher = threading.Thread(target=kill_the_first_server, daemon=True)
+    watcher.start()
+    # the target first: --configfile takes every word after it
+    snakemake(workflow_copy, "results/killed/metrics.csv", "--cores", "1", "--configfile",
+              "config/killed.yaml", env={forkclient.DIR_ENV: str(rt)}, timeout=900)
+    watcher.join(timeout=60)
+    assert killed, "the server was never seen to kill"
+    records = [R.read(p) for p in sorted((workflow_copy / "results/killed/records")
+                                         .rglob("*.json"))]
+    assert len(records) == 4   # the whole matrix
+    starts = [r["harness"]["process"] for r in records]
+    rerun = [p for p in starts if p["start"] == "fresh_interpreter"]
+    assert len(rerun) == 1 and "ended before the job did" in rerun[0]["because"]
+    servers = {p["server_pid"] for p in starts if p["start"] == "forked"}
+    assert servers and killed[0] not in servers   # the later jobs: a new server

@@ -1,0 +1,110 @@
+"""The interleaved comparison (tcbench.interleave): every precision arm of one setting in one
+process, alternated in rounds; its ratios come from its own per-round numbers."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tcbench import interleave as IL, matrix as M, record as R, stats
+from tcbench.analysis import interleaved as A
+from tcbench.vocabulary import ConfigError
+
+TINY = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
+        "precisions": ["fp32", "amp-bf16", "tf32"],
+        "params": {"in_size": 32, "out_size": 32, "num_batches": 3, "epochs": 1,
+                   "warmup_steps": 1},
+        "interleave": {"rounds": 4, "segment_s": 0.005}}
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    record = IL.compare(json.loads(json.dumps(TINY)))
+    path = tmp_path_factory.mktemp("il") / "bs16.json"
+    R.write(record, path, R.INTERLEAVED)     # schema-valid, as the job writes it
+    return R.read(path, R.INTERLEAVED) | {"_path": str(path)}
+
+
+def test_the_arms_alternate_in_rotated_rounds_and_an_unsupported_arm_says_why(compared):
+    arms = {a["precision"]: a for a in compared["arms"]}
+    assert arms["tf32"]["status"] == "unsupported" and "CPU" in arms["tf32"]["status_reason"]
+    assert arms["fp32"]["status"] == arms["amp-bf16"]["status"] == "ok"
+    orders = [[s["precision"] for s in r["segments"]] for r in compared["rounds"]]
+    assert len(orders) == 4 and orders[0] == ["fp32", "amp-bf16"]
+    assert orders[1] == ["amp-bf16", "fp32"] and orders[2] == orders[0]
+    for r in compared["rounds"]:
+        for seg in r["segments"]:
+            assert seg["steps"] == arms[seg["precision"]]["steps_per_segment"]
+            assert seg["samples"] == 16 * seg["steps"] and seg["seconds"] > 0
+            assert seg["host_probe_ops_per_s"] > 0
+    assert compared["host_state"]["probe"]["before_ops_per_s"] > 0
+    assert compared["placement"]["training_core"]["chosen_by"] == "cpu-job"
+
+
+def test_its_ratios_are_recomputed_from_its_own_per_round_numbers(compared):
+    ratios = A.ratios([compared])
+    row = ratios[(ratios["precision"] == "amp-bf16") & (ratios["baseline"] == "fp32")].iloc[0]
+    by_hand = []
+    for r in compared["rounds"]:
+        thr = {s["precision"]: s["samples"] / s["seconds"] for s in r["segments"]}
+        by_hand.append(thr["amp-bf16"] / thr["fp32"])
+    assert row["ratio"] == pytest.approx(float(np.median(by_hand)))
+    assert row["ratio_n"] == 4 and row["ratio_interval"] == stats.PAIRED
+    assert row["ratio_low"] <= row["ratio"] <= row["ratio_high"]
+    assert min(by_hand) <= row["ratio_low"] and row["ratio_high"] <= max(by_hand)
+    # tf32 could not run: it is no baseline, and its own row says why
+    assert "tf32" not in set(ratios["baseline"])
+    tf32 = ratios[ratios["precision"] == "tf32"].iloc[0]
+    assert tf32["status"] == "unsupported" and np.isnan(tf32["ratio"])
+    rounds = A.rounds([compared])
+    assert len(rounds) == 8 and set(rounds["precision"]) == {"fp32", "amp-bf16"}
+
+
+def test_drift_that_hits_both_arms_of_a_round_cancels_in_the_paired_ratio():
+    """The host halves its speed now and then: both arms of a round slow down together, so the
+    per-round ratio stays 2, while the ratio of the arms' means over separate runs does not
+    know which runs met the slow host."""
+    host = np.array([1.0, 0.5, 1.0, 0.5, 1.0, 0.5, 0.5, 1.0])
+    a, b = 100e3 * host, 200e3 * host
+    paired = stats.paired_ratio(b, a)
+    assert (paired.value, paired.low, paired.high) == (2.0, 2.0, 2.0)
+    unpaired = stats.ratio(b[[0, 2, 4]], a[[1, 3, 5]])   # b met the fast host, a the slow
+    assert unpaired.value == pytest.approx(4.0)
+    assert stats.claim(paired) == stats.PAYS_OFF
+
+
+def test_bad_settings_are_named_before_anything_runs():
+    with pytest.raises(ValueError, match="rounds=2 must be within 3"):
+        IL.settings({"rounds": 2})
+    with pytest.raises(ValueError, match="unknown setting"):
+        IL.settings({"round": 5})
+    with pytest.raises(ValueError, match="two or more distinct"):
+        IL.parse(TINY | {"precisions": ["fp32"]})
+    with pytest.raises(ValueError, match="precision"):
+        IL.parse(TINY | {"precisions": ["fp32", "fp64"]})
+
+
+def test_the_matrix_makes_one_comparison_per_setting_of_an_experiment_that_asks():
+    from tcbench import config as C
+
+    cfg = C.check({"require_gpu": False, "repeats": 2, "experiments": [
+        {"name": "r", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],
+         "batch_sizes": [8, 16], "params": {"in_size": 8, "out_size": 8},
+         "interleave": {"enabled": True, "rounds": 5}},
+        {"name": "plain", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],
+         "batch_sizes": [8]}]})
+    jobs = M.expand(cfg)
+    found = M.comparisons(cfg, jobs)
+    assert sorted(found) == ["r/bs16", "r/bs8"]
+    spec = found["r/bs8"].spec("x")
+    assert spec["precisions"] == ["fp32", "amp-bf16"] and spec["interleave"]["rounds"] == 5
+    assert spec["params"]["seed"] == dict(jobs["r/fp32_bs8_r1"].params)["seed"]
+    bad = json.loads(json.dumps(cfg))
+    bad["experiments"][0]["interleave"]["segment_s"] = 0        # the schema says it
+    with pytest.raises(ConfigError, match=r"experiments\[0\]\.interleave\.segment_s=0"):
+        C.check(bad)
+    bad["experiments"][0]["interleave"]["segment_s"] = 100      # the comparison's own limit
+    with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: segment_s=100"):
+        M.comparisons(C.check(bad), jobs)
