@@ -148,7 +148,12 @@ INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the
                  "both, each with its n, and no pooled interval.")
 PAIRED_NOTE = ("An interleaved ratio is the median of the per-round ratios of two precision "
                "arms run side by side in one process, alternated in rounds, with its 95% "
-               "bootstrap interval: host drift hits both arms of a round alike.")
+               "bootstrap interval: host drift hits both arms of a round alike. It holds for the "
+               "host's speed during that comparison (each segment's dispatch probe is in "
+               "interleaved_rounds.csv): where a host-bound arm meets a GPU-bound one, a host "
+               "whose speed drifts over minutes moves the ratio itself, so comparisons minutes "
+               "apart can differ by more than their intervals; the claim, not the last digit, "
+               "is what carries over.")
 WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
                "autotuning and compilation) is the median of the runs with their range, "
                "median (min–max), never a mean's interval: it is skewed and positive. Runs "
