@@ -49,6 +49,7 @@ class Blocks:
     def __init__(self, results: Path, run: str = "nvidia-h200", compare: str = "compare"):
         self.dir = Path(results) / run
         self.compare = Path(results) / compare
+        self.host_bound_dir = Path(results) / "bench" / run / "host-bound" / "workflow"
         self.summary = _read(self.dir / V.SET_TABLES["summary"])
         self.speedup = _read(self.dir / V.SET_TABLES["speedup"])
         self.metrics = pd.read_csv(self.dir / V.SET_TABLES["metrics"])
@@ -88,13 +89,22 @@ class Blocks:
         it was decided, built from the set's tables as summary.md's is."""
         return _table(self.verdict().answer)
 
-    def verdict(self):
-        optional = {k: self.dir / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
-                                                 ("interleaved", "interleaved.csv"))}
+    def verdict(self, folder: Path | None = None):
+        folder = self.dir if folder is None else folder
+        optional = {k: folder / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
+                                               ("interleaved", V.SET_TABLES["interleaved"]))}
         read = {k: RS.read_raw(f) if f.exists() else None for k, f in optional.items()}
-        return build_verdict(RS.read_raw(self.dir / V.SET_TABLES["summary"]),
-                             RS.read_raw(self.dir / V.SET_TABLES["speedup"]), self.metrics,
+        metrics = self.metrics if folder == self.dir else \
+            pd.read_csv(folder / V.SET_TABLES["metrics"])
+        return build_verdict(RS.read_raw(folder / V.SET_TABLES["summary"]),
+                             RS.read_raw(folder / V.SET_TABLES["speedup"]), metrics,
                              read["crossover"], read["interleaved"])
+
+    def host_bound(self) -> str:
+        """The host-bound study's one-screen table (config/host_bound.yaml on the same GPU,
+        results/bench/<gpu>/host-bound/workflow/): the recipe eager and graphed, decided by
+        their interleaved comparisons."""
+        return _table(self.verdict(self.host_bound_dir).answer)
 
     # -- per experiment ----------------------------------------------------------------------
     def experiment(self, experiment: str, which: int = 0) -> str:
@@ -136,7 +146,7 @@ class Blocks:
             exp, _, which = arg.rpartition("-")
             return self.experiment(exp, int(which))
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
-                "answer": self.answer,
+                "answer": self.answer, "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "jobcost": self.job_cost}[kind]()
 
 
