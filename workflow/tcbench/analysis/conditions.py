@@ -58,7 +58,9 @@ def conditions(metrics: pd.DataFrame) -> Conditions:
         else metrics
     gpu = _col(df, "gpu_uuid")
     keys = [k for k in V.CELL_KEYS if k in df]
-    across = int((df.assign(_gpu=gpu).dropna(subset=["_gpu"]).groupby(
+    # only the keys and the GPU: the metrics frame is wide, and a copy of it all is not needed
+    cells = df[keys].assign(_gpu=gpu.to_numpy())
+    across = int((cells.dropna(subset=["_gpu"]).groupby(
         keys, observed=True, dropna=False)["_gpu"].nunique() > 1).sum()) if keys else 0
     neighbours = pd.to_numeric(_col(df, "neighbours"), errors="coerce")
     return Conditions(
