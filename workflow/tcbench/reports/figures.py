@@ -211,8 +211,8 @@ def fig_warmup(s, exp, width="auto", plan=None, runs=None):
         yerr = [[v - lo], [hi - v]] if np.isfinite(lo) and np.isfinite(hi) else None
         ax.errorbar(x, v, yerr=yerr, zorder=3, **MISS_MARK | {"mec": V.PALETTE[
             str(r["precision"])]})
-    if not log:
-        ax.set_ylim(bottom=0)
+    if not log:   # from zero, with room above the highest point or whisker
+        ax.set_ylim(0, float(np.nanmax(s[cols].to_numpy(dtype=float))) * 1.15)
     ax.set_title(title)
     extra = [Line2D([], [], **{k: v for k, v in MISS_MARK.items()
                                if k not in ("ecolor", "elinewidth", "capsize", "capthick")},
