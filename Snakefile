@@ -57,6 +57,7 @@ localrules:
     repeats_summary,
     aggregate,
     figures,
+    set_figures,
     table,
     tables_combined,
     set_tables,

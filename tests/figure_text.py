@@ -1,5 +1,6 @@
 """Text on a figure: every visible piece of text with its box on the canvas, and what is wrong
-with them (overlapping one another, or outside the figure's own width and height)."""
+with them (overlapping one another, outside the figure's own width and height, or an axis label
+longer than its axes)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,25 @@ def texts(fig) -> list[tuple[str, object]]:
     return out
 
 
+def _outruns(fig, tolerance_px: float) -> list[str]:
+    """Axis labels longer than their axes: a y label taller than its panel (it runs into the
+    panel above or past the top edge), an x label wider than its panel."""
+    renderer = fig.canvas.get_renderer()
+    bad = []
+    for ax in fig.axes:
+        box = ax.get_window_extent(renderer)
+        for label, (lo, hi), (a, b) in (
+                (ax.yaxis.label, (box.y0, box.y1), (1, 3)),
+                (ax.xaxis.label, (box.x0, box.x1), (0, 2))):
+            if not label.get_visible() or not label.get_text().strip():
+                continue
+            ext = label.get_window_extent(renderer).extents
+            if ext[a] < lo - tolerance_px or ext[b] > hi + tolerance_px:
+                bad.append(f"{label.get_text()!r} outruns its axes ({ext[a]:.0f}-{ext[b]:.0f} "
+                           f"against {lo:.0f}-{hi:.0f})")
+    return bad
+
+
 def problems(fig, tolerance_px: float = 0.5) -> list[str]:
     found = texts(fig)
     w, h = fig.bbox.width, fig.bbox.height
@@ -43,4 +63,4 @@ def problems(fig, tolerance_px: float = 0.5) -> list[str]:
         if a.x0 + tolerance_px < b.x1 and b.x0 + tolerance_px < a.x1 and \
                 a.y0 + tolerance_px < b.y1 and b.y0 + tolerance_px < a.y1:
             bad.append(f"{ta!r} overlaps {tb!r}")
-    return bad
+    return bad + _outruns(fig, max(tolerance_px, 2.0))

@@ -28,7 +28,8 @@ def expected_figures(folder: Path) -> set[Path] | None:
     summary = folder / V.SET_TABLES["summary"]
     comparison = folder / V.COMPARE_FILES["csv"]
     if summary.exists():
-        experiments, kinds, extra = pd.read_csv(summary)["experiment"].unique(), F.KINDS, []
+        experiments, kinds = pd.read_csv(summary)["experiment"].unique(), F.KINDS
+        extra = [V.set_figure_name(k, ext) for k in F.SET_KINDS for ext in V.FIGURE_FORMATS]
     elif comparison.exists():
         experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), CF.KINDS
         extra = [f"{V.COMPARE_OVERVIEW}.{ext}" for ext in V.FIGURE_FORMATS]

@@ -1,5 +1,8 @@
 """Figures: every format written, fonts embedded in PDFs, one colour per precision, every slot
-either a bar or a label saying why not, widths of the two paper layouts."""
+either a bar or a label saying why not, each run a dot on its bar, ratios with their 1x and
+pays-off lines, every mode drawn the same way, a figure with nothing to show not drawn (and
+marked so), widths of the two paper layouts; the set's host-bound and interleaved figures from
+planted tables in the job half's columns."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import shutil
 import subprocess
 
 import matplotlib
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -16,9 +20,15 @@ from conftest import REPO
 
 import figure_text
 import gpu_like
+import host_like
+from tcbench import stats
 from tcbench import vocabulary as V
+from tcbench.analysis.speedup import speedup as speedup_table
+from tcbench.analysis.summarise import summarise
+from tcbench.render import placeholder
 from tcbench.render import plot as P
 from tcbench.reports import figures as F
+from tcbench.reports import host_figures as H
 
 matplotlib.use("Agg")
 
@@ -63,6 +73,7 @@ def test_every_kind_in_every_format(rendered):
     out, written = rendered
     expected = {out / f"{e}_{k}.{x}" for e in ("amp_recipe", "resnet50", "mnist_seed")
                 for k in F.KINDS for x in P.FORMATS}
+    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in P.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
 
 
@@ -74,6 +85,7 @@ def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables):
     for width in ("auto", "one"):
         for exp in experiments:
             for kind, fig in F.build(*F.read_set(gpu_tables), exp, width).items():
+                fig = P.figure_of(fig)
                 assert figure_text.problems(fig) == [], (exp, kind, width)
                 checked += 1
                 P.plt.close(fig)
@@ -89,6 +101,7 @@ def test_committed_result_sets_figures_pass_the_same_check(run):
     P.style()
     for exp in pd.read_csv(tables / "summary.csv")["experiment"].unique():
         for kind, fig in F.build(*F.read_set(tables), exp, "auto").items():
+            fig = P.figure_of(fig)
             assert figure_text.problems(fig) == [], (run, exp, kind)
             P.plt.close(fig)
 
@@ -101,6 +114,13 @@ def test_the_overlap_check_catches_overlaps():
     fig2, ax2 = P.plt.subplots(figsize=(3, 2), layout="constrained")
     ax2.set_title("a title far too long for a figure three inches wide, it runs off the page")
     assert any("leaves the canvas" in p for p in figure_text.problems(fig2))
+    # resnet50_fastest's y label ran into the top edge: longer than its axes
+    fig3, ax3 = P.plt.subplots(figsize=(3.5, 2.6), layout="constrained")
+    ax3.set_ylabel("× plain fp32 (resnet50_fastest, bs 256)")
+    ax3.set_xlabel("x")
+    fig3.legend(handles=[P.Patch(label=f"mode {i}") for i in range(6)], loc="outside lower "
+                "center", ncols=2)
+    assert any("outruns its axes" in p for p in figure_text.problems(fig3))
     P.plt.close("all")
 
 
@@ -148,8 +168,10 @@ def _cells(gpu_tables, exp, table="summary"):
 def test_missing_cells_are_labelled_not_dropped(gpu_tables):
     P.style()
     assert "oom" in _texts(F.fig_throughput(_cells(gpu_tables, "resnet50"), "resnet50"))
+    # fp32 (oom at bs 256) has no slot on the speedup figure; the cells it leaves without a
+    # baseline say so
     texts = _texts(F.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
-    assert "oom" in texts and texts.count("no fp32") == 3
+    assert "oom" not in texts and texts.count("no fp32") == 3
     assert _texts(F.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
         "no record") == 2                         # no plan known: only that there is none
     assert "diverged" in _texts(F.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
@@ -183,22 +205,50 @@ def test_the_rule_passes_the_plan_and_the_cli_uses_it(gpu_tables, tmp_path):
 
 
 def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
+    """The baseline is named in the title (the y label stays inside its axes), and its runs
+    are another experiment's: each dot is one run over their mean."""
     P.style()
-    fig = F.fig_speedup(_cells(gpu_tables, "resnet50_fast", "speedup"), "resnet50_fast")
+    sp = _cells(gpu_tables, "resnet50_fast", "speedup")
+    fig = F.fig_speedup(sp, "resnet50_fast", runs=F.Runs(pd.read_csv(gpu_tables / "metrics.csv")))
     ax = fig.axes[0]
-    assert "plain fp32 (resnet50, bs 64)" in ax.get_ylabel()
+    assert ax.get_ylabel() == "× plain fp32"
+    assert "resnet50's fp32 at bs 64" in ax.get_title().replace("\n", " ")
     heights = [p.get_height() for p in ax.patches]
     assert len(heights) == 3 and min(heights) > 1            # no empty panel
+    dots = _dots(ax)
+    assert len(dots) == 9 and min(dots) > 1
+    assert figure_text.problems(fig) == []
     P.plt.close("all")
 
 
-def test_cpu_figures_say_not_measured(gpu_tables):
+def test_a_knobs_studys_own_baseline_cell_is_not_drawn_over_itself(gpu_tables):
+    """resnet50_fastest's plain fp32 cell read 1.00 in a slot of its own; its setting's
+    other slots read "not in design"."""
+    P.style()
+    metrics = pd.read_csv(gpu_tables / "metrics.csv")
+    own = metrics[(metrics["experiment"] == "resnet50") & (metrics["batch_size"] == 64)
+                  & (metrics["precision"] == "fp32")].assign(experiment="resnet50_fast")
+    m = pd.concat([metrics[metrics["experiment"] == "resnet50_fast"], own])
+    summary = summarise(m)
+    sp = F.experiment_rows(speedup_table(m, summary))
+    assert ((sp["precision"].astype(str) == "fp32") & (sp["gain"] == 1)).any()
+    fig = F.fig_speedup(sp, "resnet50_fast", runs=F.Runs(m))
+    ax = fig.axes[0]
+    assert len(ax.patches) == 3 and all(p.get_height() > 1 for p in ax.patches)
+    assert "fp32" not in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "bs 64" not in [t.get_text() for t in ax.get_xticklabels()]
+    P.plt.close("all")
+
+
+def test_cpu_figures_are_not_drawn_and_say_why(gpu_tables):
     P.style()
     s = _cells(gpu_tables, "amp_recipe").assign(max_memory_allocated_bytes=float("nan"),
                                                 tensor_core_share=float("nan"))
-    for fig in (F.fig_memory(s, "amp_recipe"), F.fig_tensor_cores(s, "amp_recipe")):
-        assert any(t.startswith("not measured") for t in _texts(fig))
-        assert not fig.axes or not fig.axes[0].patches        # a note, not an empty panel
+    memory, tensor = F.fig_memory(s, "amp_recipe"), F.fig_tensor_cores(s, "amp_recipe")
+    assert isinstance(memory, P.NotDrawn) and "only on CUDA devices" in memory.reason
+    assert isinstance(tensor, P.NotDrawn) and "no kernel profile" in tensor.reason
+    note = P.figure_of(memory)
+    assert not note.axes and figure_text.problems(note) == []   # a note, not an empty panel
     P.plt.close("all")
 
 
@@ -232,7 +282,7 @@ def test_intervals_say_what_they_are(gpu_tables):
     assert not bars(fig) and "single run" in legend(fig)
     assert _texts(fig).count(P.SINGLE) == 6
     fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
-    assert len(bars(fig)) == 4                                # ratios carry intervals too
+    assert len(bars(fig)) == 3                  # ratios carry intervals too; fp32 has no bar
     P.plt.close("all")
 
 
@@ -284,13 +334,21 @@ def test_cli_writes_exactly_the_outputs_it_is_given(gpu_tables, tmp_path):
 
 
 def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
-    """The rule lists vocabulary.FIGURES as outputs; this module draws KINDS: one list."""
+    """The rules list vocabulary.FIGURES and SET_FIGURES as outputs; this module draws KINDS
+    and SET_KINDS: one list each. Every caption says what a figure not drawn is."""
     from tcbench.reports import compare_figures as CF
 
     assert tuple(F.KINDS) == V.FIGURES and tuple(CF.KINDS) == V.COMPARE_FIGURES
+    assert tuple(F.SET_KINDS) == V.SET_FIGURES
     report = REPO / "workflow" / "report"
-    assert all((report / f"figure_{k}.rst").exists() for k in V.FIGURES)
+    for k in (*V.FIGURES, *V.SET_FIGURES):
+        assert "**not drawn**" in (report / f"figure_{k}.rst").read_text(), k
     assert all((report / f"compare_{k}.rst").exists() for k in V.COMPARE_FIGURES)
+    rules = (REPO / "workflow" / "rules" / "figures.smk").read_text()
+    common = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    assert "for kind in SET_FIGURE_KINDS" in rules and "placeholder.label(" in rules
+    assert "SET_FIGURE_KINDS = list(V.SET_FIGURES)" in common
+    assert "*expand(set_figures, run=RUN)" in common
 
 
 def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
@@ -303,7 +361,7 @@ def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
     for end in ("", "_low", "_high", "_n"):
         lm[f"throughput_tokens_per_s{end}"] = lm[f"throughput_samples_per_s{end}"] * (
             1024 if end != "_n" else 1)
-    ax = F.fig_throughput(lm, "lm").axes[0]
+    ax = F.fig_throughput(lm, "lm", runs=F.NO_RUNS).axes[0]
     assert ax.get_ylabel() == "tokens/s (steady state)"
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
         lm["throughput_tokens_per_s"].max())
@@ -358,15 +416,20 @@ def _warm_rows():
     return F.experiment_rows(pd.DataFrame(rows))
 
 
-def test_warmup_bars_are_medians_with_their_range_and_misses_apart():
-    """Whiskers are the runs' own min and max (never below zero, so never clipped on a log
-    axis); cache misses are diamonds of their own; a cell whose every run missed says so."""
+def test_warmup_is_points_with_their_range_and_misses_apart():
+    """A median is a point, not a bar from zero; whiskers are the runs' own min and max (never
+    below zero, so never clipped on a log axis); cache misses are diamonds of their own beside
+    the point; a cell whose every run missed says so."""
     P.style()
     fig = F.fig_warmup(_warm_rows(), "e")
     ax = fig.axes[0]
+    assert not [p for p in ax.patches if p.get_height() > 0]
     whiskers = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
     lows = [seg[0][1] for c in whiskers for coll in c.lines[2] for seg in coll.get_segments()]
     assert lows and min(lows) > 0 and min(lows) >= ax.get_ylim()[0]
+    medians = sorted(round(float(ln.get_ydata()[0]), 2) for ln in ax.get_lines()
+                     if ln.get_marker() == "o")
+    assert medians == [5.36, 6.56, 18.7]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "median, range" in legend and "cache miss" in legend
     assert "95% CI (n ≥ 3)" not in legend
@@ -377,46 +440,276 @@ def test_warmup_bars_are_medians_with_their_range_and_misses_apart():
     P.plt.close("all")
 
 
-def test_attribution_is_per_sample_with_an_interval(gpu_tables):
-    """Settings of other batch sizes compare per sample; the sum of compute and data wait
-    carries the interval of its repeats."""
+def _dots(ax) -> list[float]:
+    """The y values of the run dots (``plot.RUN_MARK``) on ``ax``."""
+    return [float(y) for ln in ax.get_lines() if ln.get_marker() == "o"
+            and ln.get_markerfacecolor() == "white" for y in ln.get_ydata()]
+
+
+def test_each_run_is_a_dot_on_its_bar(gpu_tables):
+    """amp_recipe's throughput: a dot per finished run at its own value; its speedup: a dot
+    per run of the mode over the mean of fp32's runs, whose mean is the bar."""
     P.style()
-    m = pd.read_csv(gpu_tables / "metrics.csv").query("experiment == 'amp_recipe'")
-    fig = F.fig_attribution(m, "amp_recipe")
-    assert "per sample" in fig.axes[0].get_ylabel()
-    assert [c for c in fig.axes[0].containers
-            if isinstance(c, matplotlib.container.ErrorbarContainer)]
-    ok = F.per_sample(F.experiment_rows(m))
-    one = ok.iloc[0]
-    steady = (one["steps"] - one["warmup_steps"]) * one["batch_size"]
-    assert one["compute_us"] == pytest.approx(one["compute_s"] / steady * 1e6)
+    metrics = pd.read_csv(gpu_tables / "metrics.csv")
+    runs = F.Runs(metrics)
+    amp = metrics[(metrics["experiment"] == "amp_recipe") & (metrics["status"] == "ok")]
+    fig = F.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe", runs=runs)
+    assert sorted(_dots(fig.axes[0])) == pytest.approx(sorted(amp["throughput_samples_per_s"]))
+    assert "one run" in [t.get_text() for t in fig.legends[0].get_texts()]
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    fig = F.fig_speedup(sp, "amp_recipe", runs=runs)
+    ax = fig.axes[0]
+    fp32 = amp[amp["precision"] == "fp32"]["throughput_samples_per_s"].mean()
+    tf32 = amp[amp["precision"] == "tf32"]["throughput_samples_per_s"]
+    assert len(_dots(ax)) == 9
+    assert set(map(round, (tf32 / fp32 * 1e6))) <= set(round(d * 1e6) for d in _dots(ax))
+    bar = sp.loc[sp["precision"].astype(str) == "tf32", "speedup"].iloc[0]
+    assert (tf32 / fp32).mean() == pytest.approx(bar)
     P.plt.close("all")
 
 
-def test_a_figure_with_nothing_to_draw_keeps_its_axes_and_says_why(gpu_tables):
-    """zoo's speedup had only a sentence: the settings stay on the x axis, every slot says
-    why it has no bar, and the panel says why the figure is empty."""
+def _hlines(ax) -> set[float]:
+    return {round(float(ln.get_ydata()[0]), 6) for ln in ax.get_lines()
+            if len(ln.get_ydata()) == 2 and ln.get_ydata()[0] == ln.get_ydata()[1]
+            and ln.get_marker() in ("None", "", None)}
+
+
+def test_speedup_panels_have_lines_at_1_and_at_the_pays_off_threshold(gpu_tables):
+    P.style()
+    fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
+    assert {1.0, stats.GAIN} <= _hlines(fig.axes[0])
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert f"{stats.GAIN:.2f}× (pays-off threshold)" in legend and "fp32" not in legend
+    assert not [p for p in fig.axes[0].patches
+                if matplotlib.colors.to_hex(p.get_facecolor()) == P.PALETTE["fp32"].lower()]
+    P.plt.close("all")
+
+
+def _fp8_set(bf16_repeats: int = 2, with_bf16: bool = True):
+    """An FP8 MLP: fp32, amp-bf16 (``bf16_repeats`` runs) and both FP8 recipes at one batch
+    size, FP8 1.25x bf16 and bf16 11x fp32 (a span that takes a log axis)."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for p, t, n in (("fp32", 11.0, 3), ("amp-bf16", 1.0, bf16_repeats),
+                    ("fp8-tensorwise", 0.8, 3), ("fp8-rowwise", 0.83, 3)):
+        if p == "amp-bf16" and not with_bf16:
+            continue
+        rows += gpu_like._cell("fp8_mlp", "fp8_mlp", p, 32768, time=t, mem=900 * 10**6,
+                               tc=0.0 if p == "fp32" else 0.5, busy=0.98, repeats=n,
+                               samples=32768 * 100, rng=rng)
+    m = pd.DataFrame(rows)
+    summary = summarise(m)
+    return m, F.experiment_rows(speedup_table(m, summary))
+
+
+def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
+    """fp8_mlp: the FP8-over-bf16 ratio is its own panel (amp-bf16 at n = 2: the range), and
+    no FP8 bar stands over fp32; the panel over fp32 has amp-bf16 alone, on a log axis that
+    says so."""
+    P.style()
+    m, sp = _fp8_set()
+    fig = F.fig_speedup(sp, "fp8_mlp", runs=F.Runs(m))
+    over_bf16, over_fp32 = fig.axes
+    assert over_bf16.get_ylabel() == "× amp-bf16" and "FP8 over amp-bf16" in over_bf16.get_title()
+    heights = sorted(round(p.get_height(), 6) for p in over_bf16.patches)
+    assert heights == sorted(round(v, 6) for v in sp.loc[sp["precision"].astype(str).str
+                                                         .startswith("fp8"), "bf16_speedup"])
+    assert 1.15 < min(heights) and max(heights) < 1.4
+    assert over_fp32.get_ylabel() == "× fp32 (log scale)"
+    assert [round(p.get_height(), 3) for p in over_fp32.patches] == [
+        round(sp.loc[sp["precision"].astype(str) == "amp-bf16", "speedup"].iloc[0], 3)]
+    assert len(_dots(over_bf16)) == 6 and len(_dots(over_fp32)) == 2
+    assert {1.0, stats.GAIN} <= _hlines(over_bf16)
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_fp8_without_amp_bf16_is_drawn_over_fp32_and_says_why():
+    P.style()
+    m, sp = _fp8_set(with_bf16=False)
+    fig = F.fig_speedup(sp, "fp8_digits", runs=F.Runs(m))
+    assert len(fig.axes) == 1 and "amp-bf16, did not run" in fig.axes[0].get_title()
+    assert len(fig.axes[0].patches) == 2
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_tensor_core_panels_draw_every_mode_the_same_way(gpu_tables):
+    """fp32 got a floating black line and no bar: now every cell is an outline as tall as its
+    matrix kernels, filled as far as they ran on Tensor Cores, its share printed above; the
+    host-bound line is the vocabulary's threshold."""
+    P.style()
+    s = _cells(gpu_tables, "amp_recipe")
+    fig = F.fig_tensor_cores(s, "amp_recipe")
+    top, bottom = fig.axes
+    outlines = {matplotlib.colors.to_hex(p.get_edgecolor()): p.get_height()
+                for p in top.patches if not p.get_fill()}
+    for p in ("fp32", "tf32", "amp-fp16", "amp-bf16"):
+        mm = float(s.loc[s["precision"].astype(str) == p, "matmul_share"].iloc[0]) * 100
+        assert outlines[P.PALETTE[p].lower()] == pytest.approx(mm)
+    assert [t.get_text() for t in top.texts if t.get_text().isdigit()] == ["0", "60", "35", "35"]
+    assert V.HOST_BOUND_BUSY_SHARE * 100 in _hlines(bottom)
+    assert "host-bound below 90%" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_attribution_attributes_and_its_legend_lists_what_shows(gpu_tables):
+    """amp_recipe (busy 0.3, wait 2%): GPU, host and wait all show and are named; resnet50
+    with its wait under 1%: the wait is not in the legend and the axis says why; each bar
+    adds up to the whole step."""
+    P.style()
+    metrics = pd.read_csv(gpu_tables / "metrics.csv")
+    amp = metrics.query("experiment == 'amp_recipe'")
+    fig = F.fig_attribution(amp, "amp_recipe")
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"GPU running kernels", "GPU idle, host issuing work", "waiting for data"} <= \
+        set(legend)
+    assert "where the step time goes" in fig.axes[0].get_title()
+    parts = F.step_parts(F.experiment_rows(amp))
+    assert list(parts[["gpu", "host", "wait"]].sum(axis=1)) == pytest.approx([1.0] * 4)
+    tf32 = parts[parts["precision"] == "tf32"].iloc[0]
+    assert tf32["gpu"] == pytest.approx(0.3) and tf32["wait"] == pytest.approx(0.02)
+    quiet = metrics.query("experiment == 'resnet50'").assign(
+        data_wait_s=lambda d: d["compute_s"] * 0.001)
+    fig = F.fig_attribution(quiet, "resnet50")
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "waiting for data" not in legend
+    assert "waiting for data: under 1% of every step" in fig.axes[0].get_xlabel()
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_a_figure_with_nothing_to_draw_is_not_drawn_and_marked_so(gpu_tables, tmp_path):
+    """zoo's speedup was an empty frame with one sentence: it is not drawn; its files are a
+    note saying why, marked in every format's metadata, which the report reads."""
     P.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     sp = sp[sp["precision"].astype(str) != "fp32"].assign(speedup=float("nan"),
                                                           gain=float("nan"))
-    fig = F.fig_speedup(sp, "amp_recipe")
-    ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_xticklabels()] == list(dict.fromkeys(sp["group"]))
-    texts = _texts(fig)
-    assert texts.count("no fp32") == len(sp) and any("no fp32 run finished" in t for t in texts)
-    assert fig.legends and figure_text.problems(fig) == []
+    nd = F.fig_speedup(sp, "zoo")
+    assert isinstance(nd, P.NotDrawn) and "no fp32 run finished" in nd.reason
+    paths = P.save_as(nd, [tmp_path / f"zoo_speedup.{x}" for x in P.FORMATS])
+    for path in paths:
+        assert placeholder.reason(path) == nd.reason, path.suffix
+        assert placeholder.label(path) == f"no: {nd.reason}"
+    drawn = P.save_as(F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe"),
+                      [tmp_path / f"amp_recipe_speedup.{x}" for x in P.FORMATS])
+    assert all(placeholder.reason(p) is None and placeholder.label(p) == "yes" for p in drawn)
     P.plt.close("all")
 
 
-def test_an_fp32_only_experiment_draws_no_speedup_bar(gpu_tables):
-    """fp32 over fp32 is 1.00 by definition: an experiment that ran only fp32 (zoo_timm) gets
-    its axes and the reason, not one 1.00 bar that looks like a result."""
+def test_the_not_drawn_mark_survives_text_beyond_latin_1(tmp_path):
+    why = "needs compute capability ≥ 8.9 — none here"
+    paths = P.save_as(P.NotDrawn("e: speedup", why), [tmp_path / f"n.{x}" for x in P.FORMATS])
+    assert [placeholder.reason(p) for p in paths] == [why] * 3
+
+
+def test_an_fp32_only_experiment_is_not_drawn(gpu_tables):
+    """fp32 over fp32 is 1.00 by definition: an experiment that ran only fp32 (zoo_timm) has
+    no speedup figure, and says why."""
     P.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
-    sp = sp[sp["precision"].astype(str) == "fp32"]
-    fig = F.fig_speedup(sp, "only_fp32")
-    assert not [p for p in fig.axes[0].patches if p.get_height() > 0]
-    assert any("only strict fp32 ran" in t for t in _texts(fig))
+    nd = F.fig_speedup(sp[sp["precision"].astype(str) == "fp32"], "only_fp32")
+    assert isinstance(nd, P.NotDrawn) and "only strict fp32 ran" in nd.reason
+
+
+def test_log_axes_say_so():
+    P.style()
+    fig, ax = P.plt.subplots()
+    assert P.value_axis(ax, [1.0, 50.0], label="× fp32") and ax.get_ylabel() == \
+        "× fp32 (log scale)"
+    assert P.value_axis(ax, [1.0, 50.0], label="samples/s (steady state)")
+    assert ax.get_ylabel() == "samples/s (steady state)\n(log scale)"
+    fig, ax = P.plt.subplots()
+    assert not P.value_axis(ax, [1.0, 5.0], label="× fp32") and ax.get_ylabel() == "× fp32"
+    P.plt.close("all")
+
+
+# ------------------------------------------------------------------------ the set's figures
+@pytest.fixture(scope="module")
+def host_tables(tmp_path_factory):
+    return host_like.write(tmp_path_factory.mktemp("host-like"))
+
+
+def test_host_bound_cells_against_the_host_probe(host_tables):
+    """One point per run of each host-bound cell (GPU busy < 90%: not fp32 at 0.99), at the
+    probe's mean over its window, in the mode's colour."""
+    P.style()
+    m = pd.read_csv(host_tables["metrics"])
+    fig = H.fig_host_bound(m)
+    ax = fig.axes[0]
+    points = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    colours = {matplotlib.colors.to_hex(ln.get_markerfacecolor()) for ln in points}
+    assert colours == {P.PALETTE[p].lower() for p in ("tf32", "amp-fp16", "amp-bf16")}
+    xs = sorted(x for ln in points for x in ln.get_xdata())
+    bound = m[m["precision"] != "fp32"]
+    assert xs == pytest.approx(sorted(bound["host_probe_ops_per_s"]))
+    assert sorted(y for ln in points for y in ln.get_ydata()) == pytest.approx(
+        sorted(bound["throughput_samples_per_s"]))
+    assert "amp_recipe, bs 512" in ax.get_title()
     assert figure_text.problems(fig) == []
     P.plt.close("all")
+
+
+def test_host_bound_figure_is_not_drawn_without_its_data():
+    m = host_like.metrics(with_probe=False)
+    assert "no host probe" in H.fig_host_bound(m).reason
+    busy = host_like.metrics().assign(gpu_busy_share=lambda d: d["gpu_busy_share"] * 0 + 0.99)
+    assert "no cell is host-bound" in H.fig_host_bound(busy).reason
+    none = host_like.metrics().assign(gpu_busy_share=float("nan"))
+    assert "GPU busy share" in H.fig_host_bound(none).reason
+
+
+def test_interleaved_rounds_and_paired_ratios(host_tables):
+    """Left: each arm's throughput in every round; right: per arm but fp32, its per-round
+    ratios to fp32 (recomputed here from the rounds) and the median with its bootstrap
+    interval as interleaved.csv holds it."""
+    P.style()
+    rounds = pd.read_csv(host_tables["interleaved_rounds"])
+    ratios = pd.read_csv(host_tables["interleaved"])
+    fig = H.fig_interleaved(ratios, rounds)
+    left, right = fig.axes
+    assert len(left.get_lines()) == 4 and all(len(ln.get_xdata()) == 24
+                                              for ln in left.get_lines())
+    assert [t.get_text() for t in right.get_xticklabels()] == [
+        "tf32\n÷ fp32", "amp-fp16\n÷ fp32", "amp-bf16\n÷ fp32"]
+    medians = [c for c in right.containers
+               if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    assert len(medians) == 3
+    for c, arm in zip(medians, ("tf32", "amp-fp16", "amp-bf16")):
+        row = ratios[(ratios["precision"] == arm) & (ratios["baseline"] == "fp32")].iloc[0]
+        assert float(c.lines[0].get_ydata()[0]) == pytest.approx(row["ratio"])
+        per_round = H.round_ratios(rounds, arm, "fp32")
+        assert len(per_round) == 24 and per_round.median() == pytest.approx(row["ratio"])
+        assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
+    assert len(_dots(right)) == 3 * 24
+    assert {1.0, stats.GAIN} <= _hlines(right)
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_interleaved_figure_is_not_drawn_without_its_tables():
+    assert "no experiment of this set was compared interleaved" in \
+        H.fig_interleaved(None, None).reason
+    empty = host_like.rounds().iloc[0:0]
+    assert "empty" in H.fig_interleaved(host_like.interleaved(host_like.rounds()), empty).reason
+
+
+def test_set_figures_cli(host_tables, tmp_path):
+    outs = [tmp_path / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in ("png", "svg")]
+    args = ["--metrics", str(host_tables["metrics"]), "--interleaved",
+            str(host_tables["interleaved"]), "--interleaved-rounds",
+            str(host_tables["interleaved_rounds"])]
+    assert F.main([*args, "--outputs", *map(str, outs)]) == 0
+    assert sorted(tmp_path.iterdir()) == sorted(outs)
+    assert all(placeholder.reason(p) is None for p in outs)
+    # without the interleaved tables (a set whose aggregate writes none): a note, not an error
+    alone = tmp_path / "alone" / V.set_figure_name("interleaved", "png")
+    assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs", str(alone)]) == 0
+    assert "compared interleaved" in placeholder.reason(alone)
+    # a table named but missing is an error naming it; a name that is no set figure too
+    assert F.main(["--metrics", str(host_tables["metrics"]), "--interleaved",
+                   str(tmp_path / "nope.csv"), "--outputs", str(alone)]) == 2
+    assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs",
+                   str(tmp_path / "host.png")]) == 2

@@ -13,6 +13,7 @@ import yaml
 
 import gpu_like
 from conftest import REPO, snakemake
+from tcbench import vocabulary as V
 
 pytestmark = pytest.mark.slow
 SMOKE = ("--configfile", "config/smoke.yaml", "--config", "run=smoke")
@@ -51,8 +52,11 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     assert desc.index("Bottom line.") < desc.index("How these numbers were made")
     assert re.search(r'Result set: <tt class="docutils literal">(<span class="pre">)?smoke<', desc)
     assert "body{" not in desc  # the verdict's style stays inside its own wrapper
-    # every figure and table of the study is in it, each under its experiment
-    assert len(re.findall(r'"[^"]*/figures/[a-z0-9_]+\.png": \{', html)) == N_SMOKE * 6
+    # every figure and table of the study is in it, each under its experiment, and the set's
+    # own figures; each says whether it was drawn (a CPU has no memory statistics)
+    assert len(re.findall(r'"[^"]*/figures/[a-z0-9_]+\.png": \{', html)) == \
+        N_SMOKE * len(V.FIGURES) + len(V.SET_FIGURES)
+    assert '"drawn": "yes"' in html and '"drawn": "no: torch.cuda memory statistics' in html
     assert len(re.findall(r'"[^"]*/tables/[a-z0-9_]+\.html": \{', html)) == N_SMOKE
 
 

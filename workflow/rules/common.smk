@@ -44,6 +44,7 @@ if config["require_gpu"] and not environment.nvidia_gpus():
     )
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
 FIGURE_KINDS = list(V.FIGURES)
+SET_FIGURE_KINDS = list(V.SET_FIGURES)
 FIGURE_FORMATS = list(V.FIGURE_FORMATS)
 TABLE_FORMATS = list(V.TABLE_FORMATS)
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
@@ -193,6 +194,7 @@ def calibration_paths():
 def all_targets():
     """Everything one run of this study makes: records, tables, figures, tables, verdict."""
     figures = [*rules.figures.output.png, *rules.figures.output.other]
+    set_figures = [*rules.set_figures.output.png, *rules.set_figures.output.other]
     tables = [*rules.table.output]
     return [
         # the records: this study's initial ones (looks add the rest through repeats_targets);
@@ -203,6 +205,7 @@ def all_targets():
         *expand(rules.aggregate.output, run=RUN),
         *expand(rules.set_tables.output, run=RUN),
         *expand(figures, run=RUN, experiment=SET_EXPERIMENTS),
+        *expand(set_figures, run=RUN),
         *expand(tables, run=RUN, experiment=SET_EXPERIMENTS),
         *expand(rules.tables_combined.output, run=RUN),
         *expand(rules.verdict.output, run=RUN),

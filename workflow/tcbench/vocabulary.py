@@ -306,6 +306,10 @@ def metric(column: str) -> Metric:
 FIGURES: tuple[str, ...] = ("throughput", "speedup", "warmup", "memory", "attribution",
                             "tensor_cores")
 COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
+# the figures of a whole result set (tcbench.reports.figures, figures/<kind>.<format>): the
+# host-bound cells' throughput against the host's measured speed, and the interleaved
+# comparisons; each is drawn where its data exist and is a note saying why not elsewhere
+SET_FIGURES: tuple[str, ...] = ("host_bound", "interleaved")
 COMPARE_OVERVIEW = "overview"
 # the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
 # a set of published numbers (a reference, in the comparison's tables and figures)
@@ -342,6 +346,11 @@ CROSSOVER_FIGURE = "fp8_crossover"
 def figure_name(experiment: str, kind: str, ext: str) -> str:
     """The file name of one figure of one experiment (``figures/`` of a result set)."""
     return f"{experiment}_{kind}.{ext}"
+
+
+def set_figure_name(kind: str, ext: str) -> str:
+    """The file name of one figure of a whole result set (``figures/`` of the set)."""
+    return f"{kind}.{ext}"
 
 
 def table_name(experiment: str, ext: str) -> str:

@@ -2,13 +2,18 @@
 embedded in PDFs, text as paths in SVGs, one fixed colour per precision in every figure (the
 vocabulary's, colour-vision safe), the number format of ``render.numbers``. Wherever a cell has
 repeats its bar carries its interval (``tcbench.stats``): a 95% confidence interval where n >= 3
-(black, capped), the range where n = 2 (grey, uncapped); a single run is marked with a dagger.
-Every (setting, precision) slot is either a bar or a label saying why there is none: the
-cell's status (unsupported, oom, diverged, error), the reason its finished runs have no such
-value (``why_missing``: "no fp32", "not measured"), or why there is no record of it at all
-(``absent``: "not in design", "planned, no record", "no record"). Axes whose values span more
-than ``LOG_SPAN``× are logarithmic, with labelled ticks at 1, 2 and 5 of each decade where they
-span few decades.
+(black, capped), the range where n = 2 (grey, uncapped); a single run is marked with a dagger;
+and each finished run is a dot on its bar (``runs``), so that a spread of two modes shows.
+Every (setting, precision) slot is either a bar (or a point) or a label saying why there is
+none: the cell's status (unsupported, oom, diverged, error), the reason its finished runs have
+no such value (``why_missing``: "no fp32", "not measured"), or why there is no record of it at
+all (``absent``: "not in design", "planned, no record", "no record"). Axes whose values span
+more than ``LOG_SPAN``x are logarithmic, labelled ticks at 1, 2 and 5 of each decade where they
+span few decades, and their label says "log scale". A ratio's panel has a line at 1 and at
+``stats.GAIN`` (``ratio_lines``).
+
+A figure with nothing to show is not drawn (``NotDrawn``): ``save_as`` writes a one-line note
+in its place, marked as such (``render.placeholder``).
 
 Widths follow the two usual paper layouts: one column (3.5 in) for up to ``ONE_COLUMN_SLOTS``
 bars, two columns (7 in) beyond.
@@ -33,6 +38,7 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from .. import stats  # noqa: E402
 from .. import vocabulary as V  # noqa: E402
+from . import placeholder  # noqa: E402
 from .settings import axis_value, shown_axes  # noqa: E402
 
 PALETTE = V.PALETTE
@@ -44,6 +50,8 @@ HEIGHT_IN = 2.6
 ONE_COLUMN_SLOTS = 10          # more bars than this do not fit 3.5 in legibly
 
 VALUE_FONT = 5.5               # pt, values printed on bars
+# behind a printed value: a reference line or a grid line does not strike through it
+VALUE_BOX = dict(boxstyle="square,pad=0.08", fc="white", ec="none", alpha=0.85)
 
 WIDTHS = ("auto", "one", "two")
 
@@ -104,9 +112,13 @@ def log_ticks(v, _pos=None) -> str:
 FEW_DECADES = 3.0
 
 
-def value_axis(ax, values, *, floor_one: bool = False) -> bool:
-    """Linear axis with ``Ticks``, or a log axis where the values span more than ``LOG_SPAN``×.
-    Returns whether the axis is logarithmic."""
+LOG_NOTE = " (log scale)"
+
+
+def value_axis(ax, values, *, label: str | None = None) -> bool:
+    """Linear axis with ``Ticks``, or a log axis where the values span more than ``LOG_SPAN``×;
+    ``label`` becomes the y label, which says "log scale" on a log axis. Returns whether the
+    axis is logarithmic."""
     v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
     v = v[v > 0]
     log = bool(len(v) > 1 and v.max() / v.min() > LOG_SPAN)
@@ -122,7 +134,40 @@ def value_axis(ax, values, *, floor_one: bool = False) -> bool:
         ax.set_ylim(v.min() / 1.6, v.max() * 1.6)
     else:
         ax.yaxis.set_major_formatter(Ticks())
+    if label is not None:
+        # a long label takes the note on a line of its own rather than outrun its axes
+        note = LOG_NOTE if len(label) + len(LOG_NOTE) <= 26 else "\n" + LOG_NOTE.strip()
+        ax.set_ylabel(label + (note if log else ""))
     return log
+
+
+# each finished run, on its bar or beside its point: hollow, so that it shows on every colour
+RUN_MARK = dict(marker="o", markersize=2.6, mfc="white", mec="0.1", mew=0.6, ls="none")
+RUN_HANDLE = Line2D([], [], label="one run", **RUN_MARK)
+
+
+def run_dots(ax, x: float, values, n: int) -> bool:
+    """Each run's value as a dot at ``x``, spread across the middle of the slot (in their
+    order) so that equal values stay countable. Returns whether any dot was drawn."""
+    v = [float(y) for y in values if y is not None and np.isfinite(float(y))]
+    if not v:
+        return False
+    half = slot_width(n) * 0.22 if len(v) > 1 else 0.0
+    xs = np.linspace(x - half, x + half, len(v))
+    ax.plot(xs, v, zorder=4, clip_on=False, **RUN_MARK)
+    return True
+
+
+def ratio_lines(ax) -> list:
+    """A ratio's two references: 1× (the same speed) and ``stats.GAIN`` (the threshold a
+    95% interval must clear for "pays off"); the legend's handles for them."""
+    same = dict(color="0.2", lw=0.8, ls="--")
+    gain = dict(color="#7a1f1f", lw=0.9, ls=":")
+    # over the bars and the grid (a grid line often sits at 1 too), under runs and whiskers
+    ax.axhline(1.0, zorder=1.5, **same)
+    ax.axhline(stats.GAIN, zorder=1.6, **gain)
+    return [Line2D([], [], label="1× (same speed)", **same),
+            Line2D([], [], label=f"{stats.GAIN:.2f}× (pays-off threshold)", **gain)]
 
 
 def figure_width(slots: int, width: str = "auto") -> float:
@@ -243,51 +288,55 @@ def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dic
     return v, False
 
 
-def interval_at(ax, x: float, r, interval: str, drawn: dict) -> None:
-    """The interval of ``r``'s ``interval`` columns drawn at ``x``, on its own (the top of a
-    stacked bar), marked and added to the legend's intervals as every bar's is."""
-    v = r.get(interval)
-    if v is not None and pd.notna(v):
-        _interval_bar(ax, x, float(v), r, interval, None, drawn)
-
-
 def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, annotate,
-         drawn: dict) -> None:
-    """One bar with its interval, and its status (some repeats failed) or its value on top."""
+         drawn: dict, point: bool = False, above: float = -np.inf) -> None:
+    """One bar (or, with ``point``, one marker) with its interval, and its status (some
+    repeats failed) or its value on top, above ``above`` too (its highest run's dot)."""
     v = r[value]
-    ax.bar(x, v, width=slot_width(n) * 0.92, color=PALETTE[p], edgecolor="white",
-           linewidth=0, hatch=REFERENCE_HATCH if hatch else None)
+    if point:
+        ax.plot([x], [v], marker="o", markersize=4.2, mfc=PALETTE[p], mec="0.1", mew=0.6,
+                ls="none", zorder=3.5)
+    else:
+        ax.bar(x, v, width=slot_width(n) * 0.92, color=PALETTE[p], edgecolor="white",
+               linewidth=0, hatch=REFERENCE_HATCH if hatch else None)
     top, single = _interval_bar(ax, x, v, r, interval, annotate, drawn) if interval \
         else (v, False)
+    lift = 3.0 if np.isfinite(above) else 1.5      # clear of the dots
+    top = max(top, above)
     status = str(r.get("status", V.OK))
     if status != V.OK:   # some repeats failed: say so on the bar
         ax.annotate(status, (x, top), xytext=(0, 6), textcoords="offset points",
                     ha="center", va="bottom", fontsize=5, rotation=90, color="0.2")
     elif annotate:
         text = annotate(v) + (SINGLE if interval and single else "")
-        ax.annotate(text, (x, top), xytext=(0, 1.5), textcoords="offset points",
-                    ha="center", va="bottom", fontsize=VALUE_FONT, color="0.15")
+        ax.annotate(text, (x, top), xytext=(0, lift), textcoords="offset points",
+                    ha="center", va="bottom", fontsize=VALUE_FONT, color="0.15",
+                    bbox=VALUE_BOX, zorder=5)
 
 
 def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None = None,
                  interval: str | None = None, hatched=(), annotate=None,
-                 precisions: list[str] | None = None, absent=None) -> dict:
+                 precisions: list[str] | None = None, absent=None, runs=None,
+                 point: bool = False) -> dict:
     """Bars of ``value`` per (group, precision), in fixed precision colours and slots.
 
     ``data`` has one row per (group, precision) with ``status`` and ``repeats_ok``;
     ``interval`` names the stem of ``{interval}_low``/``_high``/``_n`` columns (drawn as
     ``tcbench.stats`` says what they are); groups in ``hatched`` (published references) are
     hatched; ``annotate`` formats the value printed above each bar (all or none, so that a
-    partial set does not mislead). A slot without a value gets a label saying why
-    (``absent(group, precision)`` for a cell with no row at all). Returns
-    what was drawn, for the legend: ``{"precisions": [...], "intervals": {methods}}``."""
+    partial set does not mislead); ``runs`` maps (group, precision) to the values of the
+    cell's finished runs, each drawn as a dot on its bar; ``point`` draws a marker instead
+    of a bar (a median, which a bar from zero would misstate). A slot without a value gets a
+    label saying why (``absent(group, precision)`` for a cell with no row at all). Returns
+    what was drawn, for the legend:
+    ``{"precisions": [...], "intervals": {methods}, "runs": bool}``."""
     groups = groups if groups is not None else list(dict.fromkeys(data["group"]))
     precisions = precisions or present_precisions(data)
     n = len(precisions)
     if annotate and not labels_fit(ax, data[value].dropna().map(annotate), len(groups), n):
         annotate = None
     rows = {(str(r["group"]), str(r["precision"])): r for _, r in data.iterrows()}
-    drawn = {"precisions": precisions, "intervals": set()}
+    drawn = {"precisions": precisions, "intervals": set(), "runs": False}
     for i, g in enumerate(groups):
         for j, p in enumerate(precisions):
             x = slot_x(i, j, n)
@@ -296,8 +345,12 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
                 label_slot(ax, x, missing_text(r, absent(g, p) if absent and r is None
                                                else NO_RECORD), PALETTE[p])
                 continue
+            dots = runs.get((g, p), ()) if runs is not None else ()
             _bar(ax, x, r, value, p, n, hatch=g in hatched, interval=interval,
-                 annotate=annotate, drawn=drawn)
+                 annotate=annotate, drawn=drawn, point=point,
+                 above=max((float(v) for v in dots), default=-np.inf))
+            if run_dots(ax, x, dots, n):
+                drawn["runs"] = True
     ax.set_xticks(range(len(groups)), groups)
     ax.set_xlim(-0.55, len(groups) - 0.45)
     ax.grid(axis="x", visible=False)
@@ -318,38 +371,53 @@ INTERVAL_HANDLES = {
 }
 
 
-def legend(fig, precisions: list[str], extra: list | None = None, intervals=()):
+def legend(fig, precisions: list[str], extra: list | None = None, intervals=(),
+           runs: bool = False):
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in precisions]
     handles += [INTERVAL_HANDLES[k] for k in (stats.CI, stats.RANGE, stats.SPREAD, stats.SINGLE)
                 if k in intervals]
+    handles += [RUN_HANDLE] if runs else []
     handles += list(extra or [])
-    width_in = fig.get_size_inches()[0]
-    per_row = max(2, int(width_in / 1.15))
-    fig.legend(handles=handles, loc="outside lower center", ncols=min(len(handles), per_row),
-               handlelength=1.2, columnspacing=0.9, borderaxespad=0.2)
+    fitted_legend(fig, handles, borderaxespad=0.2)
 
 
-def nothing_to_plot(groups: list[str], precisions: list[str], slot: str, reason: str,
-                    title: str, width: str = "auto"):
-    """A figure whose cells have nothing to draw: the same axes as if they had (every
-    setting on the x axis, a slot per precision labelled ``slot``, the legend), with
-    ``reason`` stated inside the panel, so that every result set has the same files and a
-    reader sees which cells the figure is about and why they have no bar."""
-    n = len(precisions)
-    fig, ax = new_figure(len(groups) * n, width)
-    for i in range(len(groups)):
-        for j, p in enumerate(precisions):
-            label_slot(ax, slot_x(i, j, n), slot, PALETTE[p])
-    ax.set_xticks(range(len(groups)), groups)
-    ax.set_xlim(-0.55, len(groups) - 0.45)
-    ax.set_ylim(0, 1)
-    ax.set_yticks([])
-    ax.grid(visible=False)
-    ax.text(0.5, 0.72, "\n".join(wrapped(reason, axes_width_in(ax))), transform=ax.transAxes,
-            ha="center", va="center", fontsize=6.5, color="0.2")
-    ax.set_title(title)
-    legend(fig, precisions)
-    return fig
+def fitted_legend(fig, handles, **kw):
+    """A legend under the panels in as many columns as fit the figure's width (measured:
+    matplotlib sizes each column by its widest entry)."""
+    renderer = fig.canvas.get_renderer()
+    for k in range(len(handles), 0, -1):
+        leg = fig.legend(handles=handles, loc="outside lower center", ncols=k,
+                         handlelength=1.2, columnspacing=0.9, **kw)
+        if k == 1 or leg.get_window_extent(renderer).width <= fig.bbox.width - 4:
+            return leg
+        leg.remove()
+
+
+class NotDrawn:
+    """A figure with nothing to show: not drawn. ``save_as`` writes, in its place, one line
+    that says what the figure would have shown and why it has nothing, marked in the file's
+    metadata (``render.placeholder``), so that every result set has the same files and the
+    report says which are notes."""
+
+    def __init__(self, title: str, reason: str):
+        self.title, self.reason = title, reason.rstrip(".")
+
+    def __repr__(self) -> str:
+        return f"NotDrawn({self.title!r}: {self.reason!r})"
+
+    def figure(self):
+        """The note as a figure: no axes, no frame, only the words."""
+        lines = wrapped(f"{self.title} — {placeholder.NOT_DRAWN}: {self.reason}.",
+                        ONE_COLUMN_IN - 0.1, 6.5)
+        fig = plt.figure(figsize=(ONE_COLUMN_IN, 0.12 + 0.13 * len(lines)))
+        fig.text(0.02, 0.5, "\n".join(lines), ha="left", va="center", fontsize=6.5,
+                 color="0.25")
+        return fig
+
+
+def figure_of(fig):
+    """A figure to look at: ``fig`` itself, or a ``NotDrawn``'s note."""
+    return fig.figure() if isinstance(fig, NotDrawn) else fig
 
 
 def wrapped(text: str, width_in: float, font: float = 6.5) -> list[str]:
@@ -366,9 +434,14 @@ def wrapped(text: str, width_in: float, font: float = 6.5) -> list[str]:
 
 def save_as(fig, paths) -> list[Path]:
     """``fig`` written to each of ``paths``, in the format its suffix names, each to a
-    temporary name and renamed; reproducible metadata. Closes the figure."""
+    temporary name and renamed; reproducible metadata. A ``NotDrawn`` is written as its note,
+    marked as not drawn. Closes the figure."""
     meta = {"pdf": {"CreationDate": None, "Creator": "tcbench"},
             "svg": {"Date": None, "Creator": "tcbench"}, "png": {"Software": "tcbench"}}
+    if isinstance(fig, NotDrawn):
+        for ext, key in placeholder.KEY.items():
+            meta[ext] = meta[ext] | {key: placeholder.mark(fig.reason)}
+        fig = fig.figure()
     written = []
     for path in map(Path, paths):
         ext = path.suffix.removeprefix(".")

@@ -71,25 +71,44 @@ def _stack(lines: list[str], align: str, small_from: int | None = None) -> str:
     return rf"\begin{{tabular}}[t]{{@{{}}{align}@{{}}}}{body}\end{{tabular}}"
 
 
-def _wrap(text: str, width: int) -> list[str]:
+def _wrap(text: str, width: int, glue=()) -> list[str]:
+    """``text`` in lines of at most ``width`` characters where its words allow; a word that
+    ends in one of ``glue`` joins the next without a space (a range's dash)."""
     lines: list[str] = []
+    joined = False
     for word in str(text).split(" "):
-        if lines and len(lines[-1]) + 1 + len(word) <= width:
-            lines[-1] += " " + word
+        sep = "" if joined else " "
+        if lines and len(lines[-1]) + len(sep) + len(word) <= width:
+            lines[-1] += sep + word
         else:
             lines.append(word)
+        joined = bool(word) and word[-1] in glue
     return lines
 
 
+# an interval under its value is broken into lines of about this many characters, at its spaces
+# and after a range's dash ("(range 2,300,000–2,310,000)", or a note such as "range of zero
+# width: the 2 runs agree exactly", would otherwise widen its whole column)
+INTERVAL_WIDTH = 12
+# a body cell of words longer than this is set on several lines of about this many characters
+WORDS_WIDTH = 10
+
+
+def _interval_lines(text: str) -> list[str]:
+    return _wrap(text.replace("–", "– "), INTERVAL_WIDTH, glue={"–"})
+
+
 def _latex_cell(text: str, align: str) -> str:
-    """A body cell, narrowed for print: an interval goes under its value, a long setting is
-    broken at its commas."""
+    """A body cell, narrowed for print: an interval goes under its value (broken into short
+    lines), a long setting is broken at its commas, other words into short lines."""
     text = str(text)
     m = _INTERVAL_TAIL.match(text)
     if m:
-        return _stack([m.group(1), m.group(2)], align, small_from=1)
+        return _stack([m.group(1), *_interval_lines(m.group(2))], align, small_from=1)
     if len(text) > 18 and ", " in text:
         return _stack(text.split(", "), align)
+    if len(text) > WORDS_WIDTH and " " in text:   # "not profiled", "Tensor Cores"
+        return _stack(_wrap(text, WORDS_WIDTH), align)
     return latex_escape(text)
 
 
@@ -100,7 +119,9 @@ def to_latex(t: Table, float_env: bool = True, shared: dict[str, str] | None = N
     ``float_env=False`` gives the bare tabular for ``\\input`` in a float. ``shared`` maps a
     note already given in full by an earlier table to that table's label: the caption refers
     to it instead of repeating it (``to_latex_all``)."""
-    head = " & ".join(_stack(_wrap(c, 11), "c") for c in t.columns) + r" \\"
+    # a header breaks at its spaces and after a slash ("energy/ sample")
+    head = " & ".join(_stack(_wrap(c.replace("/", "/ "), 11, glue={"/"}), "c")
+                      for c in t.columns) + r" \\"
     body = [r"\begin{tabular}{" + t.align + "}", r"\toprule", head, r"\midrule"]
     body += [" & ".join(_latex_cell(c, a) for c, a in zip(row, t.align)) + r" \\"
              for row in t.rows]

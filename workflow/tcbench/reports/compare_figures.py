@@ -1,12 +1,15 @@
 """Cross-GPU comparison figures: speed, speedup over fp32 and peak memory per precision per
 set for one experiment (``KINDS``, as ``vocabulary.COMPARE_FIGURES`` names them), and one
-overview figure. Reference sets' bars are hatched."""
+overview figure. Reference sets' bars are hatched. A speedup panel draws no fp32 bar (fp32
+over itself is 1 by definition) and has lines at 1x and at ``stats.GAIN``; a figure whose
+panel has nothing to show is not drawn (``render.plot.NotDrawn``)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from .. import stats
 from .. import vocabulary as V
 from ..analysis.crossgpu import metric_of, ratio_columns
 from ..references import DAGGER
@@ -23,10 +26,22 @@ def set_groups(c: pd.DataFrame) -> pd.DataFrame:
     return c
 
 
+def _has_values(c, kind: str) -> bool:
+    """Whether a panel of ``kind`` has anything to draw for these rows."""
+    metric = metric_of(c)
+    if kind == "speedup":
+        c = c[c["precision"].astype(str) != V.BASELINE]
+    value = {"speed": metric, "speedup": ratio_columns(metric)}.get(
+        kind, "max_memory_allocated_bytes")
+    return value in c and pd.to_numeric(c[value], errors="coerce").notna().any()
+
+
 def _panel(ax, c, kind: str):
-    """One comparison panel; returns (hatched groups, intervals drawn)."""
+    """One comparison panel; returns (hatched groups, intervals drawn, reference lines)."""
     c = c.copy()
     metric = metric_of(c)
+    if kind == "speedup":   # fp32 over itself is 1 by definition: no bar of it
+        c = c[c["precision"].astype(str) != V.BASELINE]
     groups = list(dict.fromkeys(c["group"]))
     hatched = set(c.loc[c["kind"] == "reference", "group"])
     if kind == "speed":
@@ -47,21 +62,21 @@ def _panel(ax, c, kind: str):
         ax.text(0.5, 0.5, "not measured", ha="center", va="center", transform=ax.transAxes,
                 fontsize=7, color="0.25")
         ax.set_axis_off()
-        return hatched, set()
-    F.value_axis(ax, pd.concat([c[col] for col in cols]))
+        return hatched, set(), []
+    references = [1.0, stats.GAIN] if kind == "speedup" else []
+    F.value_axis(ax, pd.concat([*(c[col] for col in cols), pd.Series(references, dtype=float)]),
+                 label=ylabel)
     drawn = F.grouped_bars(ax, c, value, groups=groups, interval=interval, hatched=hatched,
                            annotate=num if kind != "speed" else None,
                            precisions=F.present_precisions(c))
-    if kind == "speedup":
-        ax.axhline(1.0, color="0.3", lw=0.8, ls="--", zorder=0.5)
-    ax.set_ylabel(ylabel)
-    return hatched, drawn["intervals"]
+    lines = F.ratio_lines(ax) if kind == "speedup" else []
+    return hatched, drawn["intervals"], lines
 
 
-def _legend(fig, c, hatched, intervals):
+def _legend(fig, c, hatched, intervals, lines=()):
     extra = [F.Patch(facecolor="0.85", hatch=F.REFERENCE_HATCH, edgecolor="white",
                      label=f"published ({DAGGER})")] if hatched else []
-    F.legend(fig, F.present_precisions(c), extra, intervals)
+    F.legend(fig, F.present_precisions(c), [*extra, *lines], intervals)
 
 
 def speedup_title(c: pd.DataFrame) -> str:
@@ -72,17 +87,27 @@ def speedup_title(c: pd.DataFrame) -> str:
             else "speedup (throughput)")
 
 
+WHY_EMPTY = {"speed": "no set has a finished run of it",
+             "speedup": "no set has a reduced-precision cell with fp32 beside it",
+             "memory": "no set measured its memory (torch.cuda memory statistics exist only on "
+                       "CUDA devices)"}
+
+
 def fig_metric(c, experiment, kind, width="auto"):
     c = set_groups(c[c["experiment"] == experiment])
-    slots = c["group"].nunique() * len(F.present_precisions(c))
-    fig, ax = F.new_figure(slots, width, height=F.HEIGHT_IN + 0.3)
-    hatched, intervals = _panel(ax, c, kind)
     sets = c["label"].nunique()
     across = "across GPUs" if sets > 1 else f"on {c['label'].iloc[0]}"
     what = {"speed": V.metric(metric_of(c)).label, "speedup": speedup_title(c),
             "memory": "peak memory"}[kind]
-    ax.set_title(f"{experiment}: {what}, {across}")
-    _legend(fig, c, hatched, intervals)
+    title = f"{experiment}: {what}, {across}"
+    if not _has_values(c, kind):
+        return F.NotDrawn(title, WHY_EMPTY[kind])
+    shown = c[c["precision"].astype(str) != V.BASELINE] if kind == "speedup" else c
+    slots = shown["group"].nunique() * len(F.present_precisions(shown))
+    fig, ax = F.new_figure(slots, width, height=F.HEIGHT_IN + 0.3)
+    hatched, intervals, lines = _panel(ax, c, kind)
+    ax.set_title("\n".join(F.wrapped(title, fig.get_size_inches()[0] - 0.3, 8)))
+    _legend(fig, shown, hatched, intervals, lines)
     return fig
 
 
@@ -101,15 +126,16 @@ def fig_overview(c: pd.DataFrame, width: str = "two"):
     fig, axes = F.plt.subplots(len(exps), 2, figsize=(w, 0.6 + 2.0 * len(exps)),
                                layout="constrained", squeeze=False)
     c = c[c["experiment"].isin(exps)]
-    hatched, intervals = set(), set()
+    hatched, intervals, lines = set(), set(), []
     for i, exp in enumerate(exps):
         e = set_groups(c[c["experiment"] == exp])
-        h, k = _panel(axes[i, 0], e, "speedup")
+        h, k, lines_ = _panel(axes[i, 0], e, "speedup")
         hatched |= h
         intervals |= k
+        lines = lines or lines_
         axes[i, 0].set_title(f"{exp}: {speedup_title(e)}")
-        h, _ = _panel(axes[i, 1], e, "memory")
+        h, _, _ = _panel(axes[i, 1], e, "memory")
         hatched |= h
         axes[i, 1].set_title(f"{exp}: peak memory")
-    _legend(fig, c, hatched, intervals)
+    _legend(fig, c, hatched, intervals, lines)
     return fig
