@@ -168,6 +168,55 @@ def _why_no_interleaved(interleaved, rounds) -> str | None:
     return None
 
 
+def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
+    """Each arm's throughput in every round of one setting, in the precision's colour."""
+    for p in arms:
+        a = g[g["precision"].astype(str) == p].sort_values("round")
+        ax.plot(_numbers(a, "round"), _numbers(a, "throughput_samples_per_s"),
+                color=PALETTE[p], lw=0.8, marker="o", markersize=1.8, zorder=3)
+    value_axis(ax, _numbers(g, "throughput_samples_per_s"), label=V.metric(V.HEADLINE).unit)
+    ax.set_xlabel("round (order rotated each round)")
+    _panel_title(ax, f"{label}: each arm, round by round")
+
+
+def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
+    """Per arm of one setting, its per-round ratios to its baseline and the median with its
+    interval from interleaved.csv (``mine``: that setting's rows); the intervals drawn and
+    the legend's handles for the reference lines."""
+    ticks, values, intervals = [], [], set()
+    for p in arms:
+        b = arm_baseline(p, arms)
+        if b is None:
+            continue
+        x = len(ticks)
+        r = round_ratios(g, p, b)
+        # the rounds as a strip left of the slot's middle, the median with its interval
+        # right of it
+        ax.plot(x - 0.08 + np.linspace(-0.16, 0.16, len(r)) if len(r) > 1 else
+                [x - 0.08] * len(r), r.to_numpy(), zorder=3, **RUN_MARK)
+        values += list(r)
+        row = mine[(mine["precision"].astype(str) == p) & (mine["baseline"].astype(str) == b)]
+        if len(row):
+            e = stats.from_row(row.iloc[0], "ratio")
+            if e.value is not None:
+                # a paired bootstrap interval is a confidence interval: drawn as one
+                colour, cap = WHISKERS[stats.RANGE if e.method == stats.RANGE else stats.CI]
+                yerr = None if e.low is None else [[e.value - e.low], [e.high - e.value]]
+                ax.errorbar([x + 0.22], [e.value], yerr=yerr, fmt="o", markersize=4.2,
+                            mfc=PALETTE[p], mec="0.1", mew=0.6, ecolor=colour,
+                            elinewidth=0.9, capsize=cap, zorder=4)
+                intervals.add(e.method)
+                values += [v for v in (e.value, e.low, e.high) if v is not None]
+        ticks.append(f"{p}\n÷ {b}")
+    ax.set_xticks(range(len(ticks)), ticks)
+    ax.set_xlim(-0.6, len(ticks) - 0.4)
+    ax.grid(axis="x", visible=False)
+    value_axis(ax, pd.Series([*values, 1.0, stats.GAIN]), label="paired ratio")
+    lines = ratio_lines(ax)
+    _panel_title(ax, "per-round ratios; median, 95% bootstrap CI")
+    return intervals, lines
+
+
 def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | None):
     """One row per setting compared interleaved: left, each arm's throughput in every round
     (in the precision's colour, over the round number); right, per arm, its per-round ratios
@@ -185,50 +234,13 @@ def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | Non
     shown, intervals = [], set()
     for (key, g, label), (left, right) in zip(groups, axes):
         arms = [p for p in V.PRECISIONS if p in set(g["precision"].astype(str))]
-        for p in arms:
-            a = g[g["precision"].astype(str) == p].sort_values("round")
-            left.plot(_numbers(a, "round"), _numbers(a, "throughput_samples_per_s"),
-                      color=PALETTE[p], lw=0.8, marker="o", markersize=1.8, zorder=3)
-            if p not in shown:
-                shown.append(p)
-        value_axis(left, _numbers(g, "throughput_samples_per_s"),
-                   label=V.metric(V.HEADLINE).unit)
-        left.set_xlabel("round (order rotated each round)")
-        _panel_title(left, f"{label}: each arm, round by round")
+        _rounds_panel(left, g, arms, label)
+        shown += [p for p in arms if p not in shown]
         mine = ratios
         for k, v in zip(V.BASELINE_KEYS, key):
             mine = mine[mine[k].astype(str) == str(v)] if k in mine else mine
-        ticks, values = [], []
-        for p in arms:
-            b = arm_baseline(p, arms)
-            if b is None:
-                continue
-            x = len(ticks)
-            r = round_ratios(g, p, b)
-            # the rounds as a strip left of the slot's middle, the median with its interval
-            # right of it
-            right.plot(x - 0.08 + np.linspace(-0.16, 0.16, len(r)) if len(r) > 1 else
-                       [x - 0.08] * len(r), r.to_numpy(), zorder=3, **RUN_MARK)
-            values += list(r)
-            row = mine[(mine["precision"].astype(str) == p) & (mine["baseline"].astype(str) == b)]
-            if len(row):
-                e = stats.from_row(row.iloc[0], "ratio")
-                if e.value is not None:
-                    # a paired bootstrap interval is a confidence interval: drawn as one
-                    colour, cap = WHISKERS[stats.RANGE if e.method == stats.RANGE else stats.CI]
-                    yerr = None if e.low is None else [[e.value - e.low], [e.high - e.value]]
-                    right.errorbar([x + 0.22], [e.value], yerr=yerr, fmt="o", markersize=4.2,
-                                   mfc=PALETTE[p], mec="0.1", mew=0.6, ecolor=colour,
-                                   elinewidth=0.9, capsize=cap, zorder=4)
-                    intervals.add(e.method)
-                    values += [v for v in (e.value, e.low, e.high) if v is not None]
-            ticks.append(f"{p}\n÷ {b}")
-        right.set_xticks(range(len(ticks)), ticks)
-        right.set_xlim(-0.6, len(ticks) - 0.4)
-        right.grid(axis="x", visible=False)
-        value_axis(right, pd.Series([*values, 1.0, stats.GAIN]), label="paired ratio")
-        lines = ratio_lines(right)
-        _panel_title(right, "per-round ratios; median, 95% bootstrap CI")
+        drawn, lines = _ratios_panel(right, g, mine, arms)
+        intervals |= drawn
     fig.suptitle(title, fontsize=8)
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in V.PRECISIONS if p in shown]
     handles.append(Line2D([], [], label="one round", **RUN_MARK))

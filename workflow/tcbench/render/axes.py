@@ -1,0 +1,104 @@
+"""A figure's value axes: one number format for every tick (``Ticks``), a logarithmic axis
+where the values span more than ``LOG_SPAN``x, labelled at 1, 2 and 5 of each decade where they
+span few decades, its label saying "log scale"; and a ratio's two reference lines, at 1 and at
+``stats.GAIN`` (``ratio_lines``)."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+from matplotlib.lines import Line2D
+
+from .. import stats
+
+LOG_SPAN = 10.0                # values spanning more than this factor get a log axis
+
+
+class Ticks(matplotlib.ticker.Formatter):
+    """One format for every tick of an axis: thousands as k (millions as M) once the largest
+    tick reaches 10,000, and as many decimals as the tick step needs, the same for all."""
+
+    def set_locs(self, locs):
+        super().set_locs(locs)
+        finite = sorted(float(v) for v in locs if np.isfinite(v))
+        top = max((abs(v) for v in finite), default=0.0)
+        self.div, self.suffix = (1e6, "M") if top >= 1e7 else (1e3, "k") if top >= 1e4 \
+            else (1.0, "")
+        # the fewest decimals that print every tick exactly (2.5 is "2.5", never "2")
+        scaled = [v / self.div for v in finite]
+        self.decimals = next((d for d in range(7) if all(
+            abs(round(v, d) - v) <= 1e-9 * max(1.0, abs(v)) for v in scaled)), 6)
+
+    def __call__(self, x, pos=None):
+        if not hasattr(self, "div"):
+            self.set_locs(self.axis.get_majorticklocs() if self.axis else [x])
+        return f"{x / self.div:,.{self.decimals}f}{self.suffix}"
+
+
+@matplotlib.ticker.FuncFormatter
+def log_ticks(v, _pos=None) -> str:
+    """Ticks on a log axis: 0.1, 0.2, 0.5, 1, 2, 5, 10, 100, 1k, 10k, 1M."""
+    if v <= 0:
+        return ""
+    if v >= 1e6:
+        return f"{v / 1e6:.3g}M"
+    if v >= 1e3:
+        return f"{v / 1e3:.3g}k"
+    return f"{v:.3g}"
+
+
+# a log axis spanning fewer decades than this gets labelled ticks at 1, 2 and 5 of each decade
+# (decades alone would leave one or two labels on the axis)
+FEW_DECADES = 3.0
+
+
+LOG_NOTE = " (log scale)"
+
+
+def value_axis(ax, values, *, label: str | None = None) -> bool:
+    """Linear axis with ``Ticks``, or a log axis where the values span more than ``LOG_SPAN``×;
+    ``label`` becomes the y label, which says "log scale" on a log axis. Returns whether the
+    axis is logarithmic."""
+    v = pd.to_numeric(pd.Series(values), errors="coerce").dropna()
+    v = v[v > 0]
+    log = bool(len(v) > 1 and v.max() / v.min() > LOG_SPAN)
+    if log:
+        ax.set_yscale("log")
+        few = math.log10(v.max() / v.min()) < FEW_DECADES
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(
+            base=10, subs=(1.0, 2.0, 5.0) if few else (1.0,)))
+        ax.yaxis.set_major_formatter(log_ticks)
+        ax.yaxis.set_minor_locator(matplotlib.ticker.LogLocator(base=10, subs="auto"))
+        ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        # the axis spans the data (bars stand on its floor), not whole empty decades
+        ax.set_ylim(v.min() / 1.6, v.max() * 1.6)
+    else:
+        ax.yaxis.set_major_formatter(Ticks())
+    if label is not None:
+        # a long label takes the note on a line of its own rather than outrun its axes
+        note = LOG_NOTE if len(label) + len(LOG_NOTE) <= 26 else "\n" + LOG_NOTE.strip()
+        ax.set_ylabel(label + (note if log else ""))
+    return log
+
+
+def ratio_lines(ax) -> list:
+    """A ratio's two references: 1× (the same speed) and ``stats.GAIN`` (the threshold a
+    95% interval must clear for "pays off"); the legend's handles for them."""
+    same = dict(color="0.2", lw=0.8, ls="--")
+    gain = dict(color="#7a1f1f", lw=0.9, ls=":")
+    # over the bars and the grid (a grid line often sits at 1 too), under runs and whiskers
+    ax.axhline(1.0, zorder=1.5, **same)
+    ax.axhline(stats.GAIN, zorder=1.6, **gain)
+    return [Line2D([], [], label="1× (same speed)", **same),
+            Line2D([], [], label=f"{stats.GAIN:.2f}× (pays-off threshold)", **gain)]
+
+
+def axes_width_in(ax) -> float:
+    """Approximate drawing width of ``ax`` in inches (its share of the figure's columns, less
+    room for the y axis labels)."""
+    spec = ax.get_subplotspec()
+    share = len(spec.colspan) / spec.get_gridspec().ncols if spec else 1.0
+    return ax.figure.get_size_inches()[0] * share - 0.45
