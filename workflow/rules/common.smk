@@ -1,6 +1,7 @@
 # The study matrix, resolved once at parse time (every bad value stops here, before any job),
 # and the helpers the rules share: which cells are this study's, which files of the result set
 # are someone else's, what a rule's outputs are for this study's run.
+import csv
 import functools
 import json
 import os
@@ -161,7 +162,10 @@ def experiments_in_set(run):
     """This study's experiments, then those other studies left in the result set (records
     found when the DAG is built): every experiment of the set gets its figures and tables."""
     found = glob_wildcards(f"results/{run}/records/{{experiment}}/{{cell}}.json").experiment
-    return list(dict.fromkeys([*EXPERIMENTS, *sorted(found)]))
+    # another device's set has only what ran there: an experiment the config has gained since
+    # has no records in it, so nothing to tabulate or draw
+    mine = [e for e in EXPERIMENTS if e in set(found)] if FOREIGN_SET else EXPERIMENTS
+    return list(dict.fromkeys([*mine, *sorted(found)]))
 
 
 SET_EXPERIMENTS = experiments_in_set(RUN)
@@ -259,7 +263,24 @@ COMPARE = config["compare"]
 COMPARE_DIR = f"results/{COMPARE['name']}"
 # "auto" is this study's own result set, as in run: auto
 COMPARE_RUNS = list(dict.fromkeys(RUN if r == "auto" else r for r in COMPARE["runs"]))
-COMPARE_EXPERIMENTS = COMPARE.get("experiments") or EXPERIMENTS
+def compare_experiments():
+    """The experiments the comparison covers: the config's list, else this study's
+    experiments that some compared set or reference has (every one where this study's own set
+    is built here; only those its records have where it is another device's set)."""
+    if COMPARE.get("experiments"):
+        return COMPARE["experiments"]
+    if RUN in COMPARE_RUNS and not FOREIGN_SET:
+        return EXPERIMENTS
+    have = set()
+    for path in [*(f"results/{r}/{V.SET_TABLES['metrics']}" for r in COMPARE_RUNS),
+                 *COMPARE.get("references", [])]:
+        if Path(path).exists():
+            with open(path, newline="") as f:
+                have |= {row.get("experiment") for row in csv.DictReader(f)}
+    return [e for e in EXPERIMENTS if e in have]
+
+
+COMPARE_EXPERIMENTS = compare_experiments()
 COMPARE_KINDS = list(V.COMPARE_FIGURES)
 
 if COMPARE["name"] in {RUN, *COMPARE_RUNS}:

@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -128,8 +127,7 @@ class Arm:
             return
         import torch
 
-        torch.manual_seed(job.params["seed"])
-        self.flags()
+        torch.manual_seed(job.params["seed"])   # the same seed as the cell's first repeat
         job.channels_last = job.params["memory_format"] == "channels_last"
         job.record["precision_flags"] = self.flags()
         w, step = job.prepare()
