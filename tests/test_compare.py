@@ -122,6 +122,9 @@ def test_figures_mark_references_and_gaps(combined):
     for exp in ("amp_recipe", "mnist_seed", "resnet50"):
         for kind in CF.KINDS:
             assert figure_text.problems(CF.fig_metric(c, exp, kind)) == [], (exp, kind)
+    # each kind is a panel of its own (a new kind must not fall through to another's)
+    labels = {CF.fig_metric(c, "amp_recipe", kind).axes[0].get_ylabel() for kind in CF.KINDS}
+    assert len(labels) == len(CF.KINDS), labels
     assert figure_text.problems(CF.fig_overview(c)) == []
     F.plt.close("all")
 

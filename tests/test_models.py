@@ -349,16 +349,25 @@ def test_bad_input_is_named_before_any_job(tmp_path, case):
         assert fragment in str(err.value), f"{fragment!r} not in {str(err.value)!r}"
 
 
-def test_the_check_is_cached_per_model():
-    """It runs for every cell at parse time: the second model check costs nothing."""
-    import time
+def test_the_check_is_cached_per_model(monkeypatch):
+    """It runs for every cell at parse time: a model's forward pass is tried once per model
+    and input size, not once per cell."""
+    from tcbench.workloads import classify
 
-    params = {"model": "convnext_tiny", "image_size": 64}
-    W.resolve_params("torchvision", params)
-    t = time.perf_counter()
-    for fmt in ("contiguous", "channels_last") * 5:
-        W.resolve_params("torchvision", params | {"memory_format": fmt})
-    assert time.perf_counter() - t < 0.5
+    tried = []
+    real = classify.forward_check
+    monkeypatch.setattr(classify, "forward_check",
+                        lambda what, *a, **k: tried.append(what) or real(what, *a, **k))
+    classify.ByName._forward_check.cache_clear()
+    try:
+        params = {"model": "resnet18", "image_size": 64}
+        for fmt in ("contiguous", "channels_last") * 5:
+            W.resolve_params("torchvision", params | {"memory_format": fmt})
+        assert len(tried) == 1, tried
+        W.resolve_params("torchvision", params | {"image_size": 32})
+        assert len(tried) == 2, tried
+    finally:
+        classify.ByName._forward_check.cache_clear()  # no entry made with the stand-in kept
 
 
 # ------------------------------------------------------------------------ through Snakemake
