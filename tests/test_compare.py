@@ -142,6 +142,7 @@ def test_wide_spans_get_a_log_axis(combined):
     F.plt.close("all")
 
 
+@pytest.mark.slow
 def test_end_to_end_from_tables_alone(combined, tmp_path):
     out, _ = combined
     written = C.compare([out / "metrics.csv"], [SEED], tmp_path)
