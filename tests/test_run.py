@@ -268,14 +268,20 @@ def test_compile_cache_option_points_inductor_and_triton_at_one_folder(tmp_path)
 def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
     """Two fresh processes compile the same model with one --compile-cache: the first fills it,
     the second hits it, and each record says so (compile time reported on its own)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
     recs = []
     for i in (1, 2):
         out = tmp_path / f"r{i}.json"
         spec = tiny(1, compile="default") | {"cell": f"fp32_bs8_compile-default_r{i}"}
-        proc = __import__("subprocess").run(
-            [__import__("sys").executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+        proc = subprocess.run(
+            [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
              "--compile-cache", str(tmp_path / "cc"), "--out", str(out)],
-            capture_output=True, text=True, timeout=600)
+            capture_output=True, text=True, timeout=600,  # this tree's tcbench, not an install's
+            env=os.environ | {"PYTHONPATH": str(Path(run.__file__).parents[1])})
         assert proc.returncode == 0, proc.stderr
         recs.append(R.read(out))
     first, second = (r["metrics"]["compile_cache"] for r in recs)
