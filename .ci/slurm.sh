@@ -20,4 +20,4 @@ PY
 bash .ci/slurm-up.sh "$TCBENCH_SLURM_DIR"
 trap 'timeout 60 scancel --user root || true; bash .ci/slurm-down.sh "$TCBENCH_SLURM_DIR"' EXIT
 # opted in: the test fails, never skips, if the cluster cannot be used
-TCBENCH_SLURM_TEST=1 timeout 2700 "$PY" -m pytest -q -p no:cacheprovider tests/test_slurm.py
+TCBENCH_SLURM_TEST=1 timeout 2700 "$PY" -m pytest -q -p no:cacheprovider -m slow tests/test_slurm.py

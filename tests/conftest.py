@@ -40,6 +40,38 @@ def tracked_files(root: Path = REPO) -> list[str]:
                       if p.is_file() and not skip & set(p.relative_to(root).parts))
 
 
+# ------------------------------------------------------------------------- the two test runs
+# `python -m pytest` runs the unit and contract tests (pyproject's addopts deselect the slow
+# ones); `python -m pytest -m slow` runs the rest: every test that runs Snakemake, forks or
+# starts training jobs in processes of their own, builds an environment, or trains a real
+# model. A test is slow when its module is in SLOW_MODULES, when it uses a fixture in
+# SLOW_FIXTURES, or when it or its parameter carries @pytest.mark.slow in its module.
+# snakemake() refuses to run in a test that is not slow, so a workflow test left unmarked fails
+# by name. tests/README.md lists the slow set; tests/test_links.py holds the two to each other.
+SLOW_MODULES = frozenset({"test_workflow.py", "test_publication_workflow.py",
+                          "test_interrupt.py", "test_slurm.py"})
+# the smoke study, natively and in the fake apptainer; a throw-away virtualenv pip installs into
+SLOW_FIXTURES = frozenset({"smoke_run", "container_run", "image_like_python"})
+_running = {"slow": False}
+
+
+def slow_by_rule(module: str, fixtures) -> bool:
+    """Slow by its module or its fixtures (a marker in the module aside)."""
+    return module in SLOW_MODULES or bool(SLOW_FIXTURES & set(fixtures))
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by the markers
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if slow_by_rule(item.path.name, getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(tryfirst=True)   # before the test's fixtures are set up (smoke_run runs there)
+def pytest_runtest_setup(item):
+    _running["slow"] = item.get_closest_marker("slow") is not None
+
+
 def copy_workflow(dest: Path) -> Path:
     """The workflow, configs and profiles copied to ``dest`` (results and logs stay behind)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -56,6 +88,9 @@ def copy_workflow(dest: Path) -> Path:
 def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float = 600,
               check: bool = True) -> subprocess.CompletedProcess:
     """Run the Snakemake CLI of this interpreter's environment in ``workdir``."""
+    if not _running["slow"]:
+        raise AssertionError("this test runs Snakemake: mark it slow (tests/conftest.py, "
+                             "SLOW_MODULES or @pytest.mark.slow; tests/README.md)")
     full_env = os.environ | {"PYTHONPATH": str(workdir / "workflow")} | (env or {})
     exe = Path(sys.executable).with_name("snakemake")
     cmd = [str(exe) if exe.exists() else "snakemake", *args]

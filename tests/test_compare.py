@@ -124,6 +124,10 @@ def test_figures_mark_references_and_gaps(combined):
         for kind in CF.KINDS:
             assert figure_text.problems(F.figure_of(CF.fig_metric(c, exp, kind))) == [], \
                 (exp, kind)
+    # each kind is a panel of its own (a new kind must not fall through to another's)
+    labels = {F.figure_of(CF.fig_metric(c, "amp_recipe", kind)).axes[0].get_ylabel()
+              for kind in CF.KINDS}
+    assert len(labels) == len(CF.KINDS), labels
     assert figure_text.problems(CF.fig_overview(c)) == []
     F.plt.close("all")
 
@@ -141,6 +145,7 @@ def test_wide_spans_get_a_log_axis(combined):
     F.plt.close("all")
 
 
+@pytest.mark.slow
 def test_end_to_end_from_tables_alone(combined, tmp_path):
     out, _ = combined
     written = C.compare([out / "metrics.csv"], [SEED], tmp_path)

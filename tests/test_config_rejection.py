@@ -166,6 +166,7 @@ def test_rejected_naming_key_and_value(case_id):
         assert fragment in message, f"{fragment!r} not in {message!r}"
 
 
+@pytest.mark.slow
 def test_base_config_runs_jobs_on_the_command_line(workflow_copy):
     (workflow_copy / "config" / "base.yaml").write_text(yaml.safe_dump(BASE))
     proc = snakemake(workflow_copy, "-n", "--cores", "1", "--configfile", "config/base.yaml")

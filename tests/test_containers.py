@@ -249,6 +249,7 @@ def write_requirements(tmp_path, *lines, pins=()):
     return req, con
 
 
+@pytest.mark.slow
 def test_imagedeps_nothing_missing(tmp_path):
     manifest = imagedeps.ensure(REPO / "containers/requirements.txt",
                                 REPO / "containers/constraints.txt", tmp_path / "ub", "img")
@@ -258,6 +259,7 @@ def test_imagedeps_nothing_missing(tmp_path):
     assert not (tmp_path / "ub").exists()  # nothing to install, nothing written
 
 
+@pytest.mark.slow
 def test_imagedeps_never_installs_torch(tmp_path, capsys):
     req, con = write_requirements(tmp_path, "torch>=99")
     rc = imagedeps.main(["--requirements", str(req), "--constraints", str(con), "--user-base",
@@ -359,11 +361,13 @@ def read_log(log: Path) -> list[list[str]]:
     return [json.loads(line)["argv"] for line in log.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_native_runs_ignore_containers(workflow_copy):
     out = snakemake(workflow_copy, "-n", "--configfile", "config/smoke.yaml").stdout
     assert "image_python" not in out and "singularity" not in out.lower()
 
 
+@pytest.mark.slow
 def test_use_singularity_is_accepted(workflow_copy, tmp_path):
     log = tmp_path / "apptainer.log"
     proc = snakemake(workflow_copy, "-n", "--use-singularity", "--configfile",

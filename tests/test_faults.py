@@ -60,14 +60,26 @@ def test_fault_spec_parsing():
 
 
 # ------------------------------------------------------------------------- out of memory
-def test_oom_is_a_record_with_the_memory_in_use(tmp_path):
-    """Through the command line, as the workflow runs it: exit 0, a schema-valid oom record."""
+def test_oom_is_a_record_with_the_memory_in_use(tmp_path, monkeypatch):
+    """The job's entry point: exit 0, a schema-valid oom record."""
+    monkeypatch.setenv("TCBENCH_INJECT_FAULT", "oom@2:tiny/*")
+    out = tmp_path / "rec.json"
+    assert tr.main(["--spec", json.dumps(tiny_spec()), "--out", str(out)]) == 0
+    said_oom_with_the_memory_in_use(R.read(out))
+
+
+@pytest.mark.slow
+def test_oom_through_the_command_line_is_the_same_record(tmp_path):
+    """As the workflow runs it, a fresh process."""
     out = tmp_path / "rec.json"
     env = os.environ | {"TCBENCH_INJECT_FAULT": "oom@2:tiny/*", "PYTHONPATH": SRC}
     proc = subprocess.run([*FAULT_RUN, "--spec", json.dumps(tiny_spec()), "--out", str(out)],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    r = R.read(out)
+    said_oom_with_the_memory_in_use(R.read(out))
+
+
+def said_oom_with_the_memory_in_use(r: dict) -> None:
     assert r["status"] == "oom"
     assert r["metrics"] is None
     e = r["error"]

@@ -63,35 +63,49 @@ def gpu_tables(tmp_path_factory):
     return gpu_like.write(tmp_path_factory.mktemp("gpu-like"))
 
 
+def render_and_check(gpu_tables, out, experiments):
+    written = F.render(gpu_tables, out, experiments)
+    expected = {out / f"{e}_{k}.{x}" for e in experiments for k in F.KINDS for x in P.FORMATS}
+    assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
+    return written
+
+
 @pytest.fixture(scope="module")
 def rendered(gpu_tables, tmp_path_factory):
+    """One experiment's figures in every format (a few seconds each: PDF and SVG are slow)."""
     out = tmp_path_factory.mktemp("figures")
-    return out, F.render(gpu_tables, out, ["amp_recipe", "resnet50", "mnist_seed"])
+    return out, render_and_check(gpu_tables, out, ["amp_recipe"])
 
 
 def test_every_kind_in_every_format(rendered):
     out, written = rendered
-    expected = {out / f"{e}_{k}.{x}" for e in ("amp_recipe", "resnet50", "mnist_seed")
-                for k in F.KINDS for x in P.FORMATS}
+    expected = {out / f"amp_recipe_{k}.{x}" for k in F.KINDS for x in P.FORMATS}
     expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in P.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
 
 
-def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables):
-    """Every figure of the GPU-shaped set, every experiment, both widths."""
+@pytest.mark.slow
+def test_every_experiment_in_every_format(gpu_tables, tmp_path):
+    render_and_check(gpu_tables, tmp_path, ["amp_recipe", "resnet50", "mnist_seed"])
+
+
+# every figure drawn and measured, text box by text box: about a second each
+@pytest.mark.parametrize("width", ["auto", pytest.param("one", marks=pytest.mark.slow)])
+def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables, width):
+    """Every figure of the GPU-shaped set, every experiment, each width."""
     P.style()
     experiments = pd.read_csv(gpu_tables / "summary.csv")["experiment"].unique()
     checked = 0
-    for width in ("auto", "one"):
-        for exp in experiments:
-            for kind, fig in F.build(*F.read_set(gpu_tables), exp, width).items():
-                fig = P.figure_of(fig)
-                assert figure_text.problems(fig) == [], (exp, kind, width)
-                checked += 1
-                P.plt.close(fig)
-    assert checked == 2 * len(experiments) * len(F.KINDS)
+    for exp in experiments:
+        for kind, fig in F.build(*F.read_set(gpu_tables), exp, width).items():
+            fig = P.figure_of(fig)
+            assert figure_text.problems(fig) == [], (exp, kind, width)
+            checked += 1
+            P.plt.close(fig)
+    assert checked == len(experiments) * len(F.KINDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["nvidia-h200"])
 def test_committed_result_sets_figures_pass_the_same_check(run):
     """The figures a reader gets: every experiment of each committed GPU result set."""

@@ -112,6 +112,50 @@ def start_long(tmp: Path, env: dict, name="long"):
     return proc, child, server
 
 
+# ------------------------------------------------------------- the key and the protocol alone
+def test_the_server_key_follows_source_environment_and_owner(tmp_path, monkeypatch):
+    """What makes a server another job's, without one: another byte of source or another
+    variable gives another key; a per-job variable (a job's GPU) does not."""
+    src = tmp_path / "tcbench"
+    shutil.copytree(SRC / "tcbench", src, ignore=shutil.ignore_patterns("__pycache__"))
+    before = forkclient.source_digest(src)
+    assert forkclient.source_digest(src) == before
+    (src / "run.py").write_text((src / "run.py").read_text() + "\n")
+    assert forkclient.source_digest(src) != before
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in (forkclient.OWNER_ENV, "TCBENCH_KEY_PROBE")}   # owner: this one's parent
+    key = forkclient.server_key(env)
+    assert forkclient.server_key(env | {"CUDA_VISIBLE_DEVICES": "3"}) == key
+    assert forkclient.server_key(env | {"TCBENCH_KEY_PROBE": "1"}) != key
+    # the owner: the workflow's process where it says so, else the client's parent; with its
+    # start time, so that a reused pid is another owner
+    me = forkclient.owner({forkclient.OWNER_ENV: str(os.getpid())})
+    assert me[0] == os.getpid() and me[1] is not None
+    assert forkclient.owner({})[0] == os.getppid()
+
+
+def test_a_request_crosses_the_socket_whole_with_its_descriptors(tmp_path):
+    """The client's framing as the server reads it: a length header carrying the descriptors,
+    then the payload; replies are JSON lines, however the bytes arrive."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs, open(tmp_path / "log", "w") as log:
+        request = {"argv": ["--spec", "{}"], "cwd": str(tmp_path), "env": {"A": "é" * 5000}}
+        forkclient.send_request(ours, request, [log.fileno()])
+        head, fds, _flags, _addr = socket.recv_fds(theirs, forkclient.HEADER.size, 3)
+        got = json.loads(forkclient.recv_exact(theirs, forkclient.HEADER.unpack(head)[0]))
+        assert got == request and len(fds) == 1
+        with os.fdopen(fds[0], "w") as passed:
+            passed.write("from the child\n")
+        theirs.sendall(b'{"pid": 7}\n{"ex')
+        theirs.sendall(b'it": 3}\n')
+        theirs.shutdown(socket.SHUT_WR)
+        assert list(forkclient.read_lines(ours)) == [{"pid": 7}, {"exit": 3}]
+    assert (tmp_path / "log").read_text() == "from the child\n"
+    assert forkclient.end_as({"exit": 3}) == 3
+
+
+@pytest.mark.slow
 def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
     env = env_for(tmp_path, owner.pid)
     first = client(TINY, tmp_path / "a.json", env)
@@ -136,6 +180,7 @@ def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
     assert not list((tmp_path / "rt").glob("*.sock"))
 
 
+@pytest.mark.slow
 def test_the_calibration_is_forked_by_the_training_jobs_server(tmp_path, owner):
     """--module tcbench.calibrate: the same server as the set's training jobs (the client takes
     --compile-cache for the key and keeps it from the calibration), its file as a fresh one
@@ -161,6 +206,7 @@ def test_the_calibration_is_forked_by_the_training_jobs_server(tmp_path, owner):
     assert bad.returncode == 2 and "choose one of tcbench.run, tcbench.calibrate" in bad.stderr
 
 
+@pytest.mark.slow
 def test_failing_jobs_exit_as_a_fresh_process_would(tmp_path, owner):
     env = env_for(tmp_path, owner.pid)
     bad = client({"workload": "amp_recipe"}, tmp_path / "x.json", env)
@@ -178,6 +224,7 @@ def test_failing_jobs_exit_as_a_fresh_process_would(tmp_path, owner):
     assert FORKED.search(bug.stderr)  # all three were forked, not run fresh
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGTERM to the client", "SIGINT to the client",
                                  "SIGKILL to the child", "SIGKILL to the client"])
 def test_a_killed_job_loses_its_own_cell_only(tmp_path, owner, how):
@@ -197,6 +244,7 @@ def test_a_killed_job_loses_its_own_cell_only(tmp_path, owner, how):
     assert R.read(tmp_path / "next.json")["harness"]["process"]["server_pid"] == server
 
 
+@pytest.mark.slow
 def test_a_server_killed_mid_job_costs_that_job_a_fresh_rerun_not_its_record(tmp_path, owner):
     """The server dies (kill -9) while its child trains: the child dies with it, the client
     runs the job again in a fresh interpreter (its record says why), and the next job starts a
@@ -220,6 +268,7 @@ def test_a_server_killed_mid_job_costs_that_job_a_fresh_rerun_not_its_record(tmp
     assert again["start"] == "forked" and again["server_pid"] != server
 
 
+@pytest.mark.slow
 def test_a_stale_socket_and_changed_source_get_a_new_server(tmp_path, owner):
     src = tmp_path / "src"
     for part in ("tcbench", "schemas"):
@@ -245,6 +294,7 @@ def test_a_stale_socket_and_changed_source_get_a_new_server(tmp_path, owner):
     assert two["start"] == "forked" and two["server_pid"] != one["server_pid"]
 
 
+@pytest.mark.slow
 def test_two_workflows_at_once_have_a_server_each(tmp_path, owner):
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
     try:
@@ -264,6 +314,7 @@ def test_two_workflows_at_once_have_a_server_each(tmp_path, owner):
         other.wait()
 
 
+@pytest.mark.slow
 def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
     probe = tmp_path / "probe_model.py"
     probe.write_text(PROBE_MODEL)
@@ -294,6 +345,7 @@ def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
     assert forked_again == fresh
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("extra, launcher", [((), "-m tcbench.forkclient "),
                                              (("--config", "fresh_interpreter=true"),
                                               "-m tcbench.run ")])

@@ -185,6 +185,7 @@ def test_gpu_identity_is_the_physical_index():
     assert environment.gpu_identity("GPU-elsewhere", 3, gpus=FAKE)["gpu_index"] == 3
 
 
+@pytest.mark.slow
 def test_run_pins_before_training_and_records_scheduler(tmp_path):
     """tcbench.run claims a GPU (a fake one: torch still trains on the CPU), records which
     device CUDA was limited to and the SLURM job id, and leaves the GPU free on exit."""
@@ -209,6 +210,7 @@ def test_run_pins_before_training_and_records_scheduler(tmp_path):
         c.release()
 
 
+@pytest.mark.slow
 def test_snakemake_runs_k_jobs_each_on_its_own_gpu(workflow_copy, tmp_path):
     """--resources gpu=2 on a host with two (fake) GPUs: the train jobs spread over both, each
     log says which one it held, and every record names a single device by UUID."""

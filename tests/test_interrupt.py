@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 from conftest import fault_env, snakemake
@@ -74,7 +73,6 @@ def wait_for_stall(log: Path, proc: subprocess.Popen, timeout: float = 240) -> i
     raise AssertionError(f"no stall in {log} after {timeout} s")
 
 
-@pytest.mark.slow
 def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_copy):
     wd = workflow_copy
     (wd / "config" / "kill.yaml").write_text(yaml.safe_dump(CONFIG))
@@ -120,7 +118,6 @@ def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_c
     assert "Nothing to be done" in dry.stdout + dry.stderr
 
 
-@pytest.mark.slow
 def test_killing_snakemake_itself_loses_only_the_running_jobs(workflow_copy):
     """The harsher case: Snakemake and its job killed together (a batch system's time limit).
     Snakemake's lock is left behind, which --unlock removes; then a plain rerun completes."""
@@ -151,7 +148,6 @@ def test_killing_snakemake_itself_loses_only_the_running_jobs(workflow_copy):
     assert f"{VICTIM}.json" in set(after) - set(before)
 
 
-@pytest.mark.slow
 def test_ctrl_c_to_snakemake_alone_then_a_plain_rerun_completes(workflow_copy):
     """SIGINT to the snakemake process only (not its process group, so the running job is not
     interrupted): the job finishes while Snakemake shuts down, and Snakemake marks its record

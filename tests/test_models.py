@@ -59,6 +59,7 @@ def images(tmp_path):
 
 
 # ------------------------------------------------------------------------ torchvision by name
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["resnet18", "mobilenet_v3_small"])
 def test_torchvision_model_by_name_trains_on_the_cpu(tmp_path, name):
     import torchvision
@@ -71,6 +72,7 @@ def test_torchvision_model_by_name_trains_on_the_cpu(tmp_path, name):
     assert rec["data"]["data"] == "synthetic" and rec["data"]["samples_per_epoch"] == 3 * 2
 
 
+@pytest.mark.slow
 def test_resnet50_workload_is_the_torchvision_model(tmp_path):
     """The committed study's name still works, with its own parameters, built by the one
     builder: the same parameter count as torchvision's model."""
@@ -120,6 +122,7 @@ def test_auxiliary_outputs_and_bce():
                           torch.nn.functional.binary_cross_entropy_with_logits(logits, onehot))
 
 
+@pytest.mark.slow
 def test_googlenet_trains_with_its_auxiliary_heads(tmp_path):
     rec = job(tmp_path, "torchvision", {"model": "googlenet", "image_size": 64,
                                         "num_classes": 10, "optimizer": "adamw", "loss": "bce"},
@@ -198,6 +201,7 @@ def test_image_folder_subset_is_random_not_the_first_class(images):
     assert len(ds) == 6 and len(labels) > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("loader", ["dataloader", "gpu-resident", "synthetic"])
 def test_image_folder_job(tmp_path, images, loader):
     rec = job(tmp_path, "torchvision", {"model": "resnet18", "image_size": 32,
@@ -231,6 +235,7 @@ def test_a_missing_extra_says_what_to_install(monkeypatch, package, params):
                                         "batch_sizes": [2], "params": params}]})
 
 
+@pytest.mark.slow
 def test_timm_model_by_name_trains(tmp_path):
     pytest.importorskip("timm")
     rec = job(tmp_path, "timm", {"model": "resnet10t", "image_size": 32, "num_classes": 10})
@@ -349,16 +354,25 @@ def test_bad_input_is_named_before_any_job(tmp_path, case):
         assert fragment in str(err.value), f"{fragment!r} not in {str(err.value)!r}"
 
 
-def test_the_check_is_cached_per_model():
-    """It runs for every cell at parse time: the second model check costs nothing."""
-    import time
+def test_the_check_is_cached_per_model(monkeypatch):
+    """It runs for every cell at parse time: a model's forward pass is tried once per model
+    and input size, not once per cell."""
+    from tcbench.workloads import classify
 
-    params = {"model": "convnext_tiny", "image_size": 64}
-    W.resolve_params("torchvision", params)
-    t = time.perf_counter()
-    for fmt in ("contiguous", "channels_last") * 5:
-        W.resolve_params("torchvision", params | {"memory_format": fmt})
-    assert time.perf_counter() - t < 0.5
+    tried = []
+    real = classify.forward_check
+    monkeypatch.setattr(classify, "forward_check",
+                        lambda what, *a, **k: tried.append(what) or real(what, *a, **k))
+    classify.ByName._forward_check.cache_clear()
+    try:
+        params = {"model": "resnet18", "image_size": 64}
+        for fmt in ("contiguous", "channels_last") * 5:
+            W.resolve_params("torchvision", params | {"memory_format": fmt})
+        assert len(tried) == 1, tried
+        W.resolve_params("torchvision", params | {"image_size": 32})
+        assert len(tried) == 2, tried
+    finally:
+        classify.ByName._forward_check.cache_clear()  # no entry made with the stand-in kept
 
 
 # ------------------------------------------------------------------------ through Snakemake

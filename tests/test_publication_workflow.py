@@ -8,14 +8,12 @@ import json
 import re
 import shutil
 
-import pytest
 import yaml
 
 import gpu_like
 from conftest import REPO, snakemake
 from tcbench import vocabulary as V
 
-pytestmark = pytest.mark.slow
 SMOKE = ("--configfile", "config/smoke.yaml", "--config", "run=smoke")
 # every experiment of the smoke study gets a verdict section, a table and its figures
 N_SMOKE = len(yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())["experiments"])

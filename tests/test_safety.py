@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import snakemake
+from conftest import REPO, snakemake
 
 HOSTILE = ["..", ".", "", "a/b", "../x", "/abs", "a b", "x;rm", "$(id)", "`id`", "a'b", "*"]
 INJECTION = "data'; touch PWNED_QUOTE; echo '$(touch PWNED_SUBST)`touch PWNED_TICK`"
@@ -128,3 +128,21 @@ def test_a_hostile_config_string_stays_a_string(workflow_copy):
     assert not [p for p in workflow_copy.rglob("PWNED*")]
     assert not [p for p in Path("/tmp").glob("PWNED*")]
     assert not (workflow_copy / "results" / "hostile" / "records").exists()
+
+
+# ------------------------------------------------------------- where each rule runs
+# the rules that are worth a batch job: GPU work, and the image's own Python
+BATCH_RULES = {"train", "calibrate", "capacity_search", "image_python"}
+
+
+def test_every_rule_with_a_command_but_the_batch_ones_runs_where_snakemake_runs():
+    """A report rule left out of `localrules` becomes a SLURM job of its own (set_tables did,
+    when it was added): every rule with a shell command is either a batch rule or local."""
+    text = "\n".join(p.read_text() for p in [REPO / "Snakefile",
+                                             *sorted((REPO / "workflow" / "rules").glob("*.smk"))])
+    blocks = re.split(r"^(?:rule|checkpoint) (\w+):\n", text, flags=re.M)[1:]
+    with_command = {name for name, body in zip(blocks[::2], blocks[1::2])
+                    if re.search(r"^    (shell|run|script):", body.split("\nrule ")[0], re.M)}
+    local = set(re.search(r"^localrules:\n((?:    \w+,\n)+)", text, re.M).group(1)
+                .replace(",", " ").split())
+    assert with_command - BATCH_RULES == local - {"all"}, (with_command - BATCH_RULES) ^ local

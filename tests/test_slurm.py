@@ -27,7 +27,6 @@ STUDY_TIMEOUT_S = 1800   # the smoke study as batch jobs: about 3 minutes on 2 c
 SUBMITTED = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")
 
 pytestmark = [
-    pytest.mark.slow,
     pytest.mark.skipif(os.environ.get(OPT_IN) != "1",
                        reason=f"real-SLURM test is opt-in: set {OPT_IN}=1 or run .ci/slurm.sh "
                               "(installs slurm and munge from Debian, starts daemons as root)"),

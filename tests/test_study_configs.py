@@ -14,7 +14,9 @@ from tcbench import config as tcconfig
 from tcbench import matrix as M
 from tcbench import vocabulary as V
 
-GPU_STUDIES = ["config.yaml", "fastest.yaml", "fp8.yaml", "zoo.yaml"]
+# the zoo expands by trying every model's forward pass (seconds each on a CPU): slow
+ZOO = pytest.param("zoo.yaml", marks=pytest.mark.slow)
+GPU_STUDIES = ["config.yaml", "fastest.yaml", "fp8.yaml", ZOO]
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 BASE = "config.yaml"  # the Snakefile's configfile: every --configfile is read over it
 # Values a config states although they equal the schema's default, each because it is what
@@ -84,7 +86,7 @@ def test_every_cell_of_a_gpu_study_has_three_independent_repeats(name):
     assert all(len(s) == repeats[c] for c, s in seeds.items())
 
 
-@pytest.mark.parametrize("name", ["config.yaml", "fastest.yaml", "zoo.yaml"])
+@pytest.mark.parametrize("name", ["config.yaml", "fastest.yaml", ZOO])
 def test_every_experiment_has_its_fp32_baseline(name):
     """Speedups are against fp32 in the same experiment (for the fastest study: plain fp32,
     eager, so that best.md's gain is against what a plain script runs)."""
@@ -114,6 +116,7 @@ def test_fp8_study_measures_both_recipes_against_bf16_and_fp32():
     assert all(dict(j.params)["compile"] == "default" for j in jobs if j.experiment == "fp8_mlp")
 
 
+@pytest.mark.slow
 def test_zoo_has_a_torchvision_and_a_timm_model():
     sources = {(j.workload, dict(j.params)["model"]) for j in jobs_of("zoo.yaml")}
     assert ("torchvision", "resnet18") in sources

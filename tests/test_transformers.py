@@ -44,6 +44,7 @@ def job(tmp_path, params, precision="fp32", batch_size=2) -> dict:
     return R.read(out)  # validated against the record schema
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [GPT2, LLAMA, BERT], ids=["gpt2", "llama", "bert"])
 def test_tiny_models_train_on_the_cpu(tmp_path, model):
     rec = job(tmp_path, model)

@@ -3,12 +3,12 @@ tests fail the moment the two disagree, so a new precision mode or axis value ca
 in one place and forgotten in the other."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 import yaml
 
-from tcbench import precision as P
 from tcbench import vocabulary as V
 from tcbench import workloads as W
 
@@ -31,10 +31,14 @@ def test_precision_enums_are_the_modes_in_order():
     assert RECORD["properties"]["precision"]["enum"] == list(V.PRECISIONS)
 
 
-def test_every_mode_has_a_device_behaviour_and_a_colour():
-    assert list(P.MODES) == list(V.PRECISIONS)
+def test_every_mode_has_its_own_name_and_colour():
+    """Both are keys and legends: a repeated name would drop a mode from ``precision.MODES``
+    and ``PALETTE`` without a word, a repeated colour would draw two modes alike."""
+    assert len(set(V.PRECISIONS)) == len(V.MODES)
     assert V.PRECISIONS[0] == V.BASELINE
-    assert set(V.PALETTE) == set(V.PRECISIONS) and len(set(V.PALETTE.values())) == len(V.MODES)
+    colours = [m.colour for m in V.MODES]
+    assert len(set(colours)) == len(colours)
+    assert all(re.fullmatch(r"#[0-9A-F]{6}", c) for c in colours), colours
 
 
 def test_status_enum_is_the_vocabulary():
@@ -62,8 +66,19 @@ def test_workload_enums_are_the_registry():
 
 def test_cell_keys_hold_every_axis_once():
     assert len(set(V.CELL_KEYS)) == len(V.CELL_KEYS)
-    assert set(V.AXIS_NAMES) <= set(V.CELL_KEYS) and V.CELL_KEYS[-1] == "precision"
-    assert set(V.BASELINE_KEYS) == set(V.CELL_KEYS) - {"precision"}
+
+
+def test_a_records_row_carries_every_cell_key(tiny_record, tmp_path):
+    """The tables group by the cell keys found in the rows (``resultset``): a key the rows
+    lack would merge cells that differ in it without a word."""
+    import pandas as pd
+
+    from tcbench import record as R
+    from tcbench import resultset as RS
+
+    R.write(tiny_record, tmp_path / "r.json")
+    row = RS.tidy(RS.load([tmp_path / "r.json"])).iloc[0]
+    assert [k for k in V.CELL_KEYS if k not in row.index or pd.isna(row[k])] == []
 
 
 def test_fp8_recipe_enum_is_the_modes_recipes():

@@ -13,9 +13,6 @@ from conftest import REPO, copy_workflow, smoke_jobs, snakemake
 from tcbench import record as R
 from tcbench.reports.figures import KINDS
 
-pytestmark = pytest.mark.slow
-
-
 def test_smoke_study_writes_valid_records_tables_and_figures(smoke_run):
     records = sorted((smoke_run / "records").rglob("*.json"))
     assert len(records) == smoke_jobs()
@@ -220,19 +217,3 @@ def test_another_devices_set_is_read_never_trained_into(tmp_path):
     assert refused.returncode != 0
     assert "result set of another device" in refused.stdout + refused.stderr
 
-
-# the rules that are worth a batch job: GPU work, and the image's own Python
-BATCH_RULES = {"train", "calibrate", "capacity_search", "image_python"}
-
-
-def test_every_rule_with_a_command_but_the_batch_ones_runs_where_snakemake_runs():
-    """A report rule left out of `localrules` becomes a SLURM job of its own (set_tables did,
-    when it was added): every rule with a shell command is either a batch rule or local."""
-    text = "\n".join(p.read_text() for p in [REPO / "Snakefile",
-                                             *sorted((REPO / "workflow" / "rules").glob("*.smk"))])
-    blocks = re.split(r"^(?:rule|checkpoint) (\w+):\n", text, flags=re.M)[1:]
-    with_command = {name for name, body in zip(blocks[::2], blocks[1::2])
-                    if re.search(r"^    (shell|run|script):", body.split("\nrule ")[0], re.M)}
-    local = set(re.search(r"^localrules:\n((?:    \w+,\n)+)", text, re.M).group(1)
-                .replace(",", " ").split())
-    assert with_command - BATCH_RULES == local - {"all"}, (with_command - BATCH_RULES) ^ local
