@@ -66,6 +66,7 @@ def gpu_tables(tmp_path_factory):
 def render_and_check(gpu_tables, out, experiments):
     written = F.render(gpu_tables, out, experiments)
     expected = {out / f"{e}_{k}.{x}" for e in experiments for k in F.KINDS for x in P.FORMATS}
+    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in P.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
     return written
 

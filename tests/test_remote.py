@@ -20,7 +20,7 @@ from conftest import REPO
 REMOTE = REPO / "scripts" / "remote"
 SCRIPTS = sorted(p.name for p in REMOTE.iterdir() if p.suffix in (".sh", ".py"))
 # what a temporary checkout needs for bundle.sh and setup.sh: the manifest's writer and reader
-PACKAGE = ("__init__.py", "sourcetree.py", "atomic.py")
+PACKAGE = ("__init__.py", "sourcetree.py", "atomic.py", "cli.py")
 
 
 def git(repo: Path, *args: str) -> str:

@@ -132,7 +132,7 @@ def test_a_hostile_config_string_stays_a_string(workflow_copy):
 
 # ------------------------------------------------------------- where each rule runs
 # the rules that are worth a batch job: GPU work, and the image's own Python
-BATCH_RULES = {"train", "calibrate", "capacity_search", "image_python"}
+BATCH_RULES = {"train", "interleave", "calibrate", "capacity_search", "image_python"}
 
 
 def test_every_rule_with_a_command_but_the_batch_ones_runs_where_snakemake_runs():

@@ -64,9 +64,12 @@ def test_smoke_study_runs_as_slurm_batch_jobs(slurm_cluster, tmp_path):
     assert proc.returncode == 0, f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
 
     from tcbench import config as tcconfig, matrix
-    jobs = matrix.expand(tcconfig.check(yaml.safe_load((wd / "config" / "smoke.yaml").read_text())))
+    cfg = tcconfig.check(yaml.safe_load((wd / "config" / "smoke.yaml").read_text()))
+    jobs = matrix.expand(cfg)
     results = wd / "results" / "smoke"
     paths = [results / "records" / f"{key}.json" for key in jobs] + [results / "calibration.json"]
+    # the interleaved comparisons are GPU jobs too, one batch job each
+    paths += [results / "interleaved" / f"{key}.json" for key in matrix.comparisons(cfg, jobs)]
     envs = {p.relative_to(results).as_posix(): json.loads(p.read_text())["environment"]
             for p in paths}
 
@@ -84,11 +87,12 @@ def test_smoke_study_runs_as_slurm_batch_jobs(slurm_cluster, tmp_path):
         assert "TresPerJob=gres:gpu:1" in show, f"{name}: job {job_id} did not ask for a GPU"
         assert envs[name]["cuda_visible_devices"] in {"0", "1", "2", "3"}, envs[name]
         # the plugin kept each batch job's log, named after the job id
-        rule = "calibrate" if name == "calibration.json" else "train"
+        rule = "calibrate" if name == "calibration.json" else \
+            "interleave" if name.startswith("interleaved/") else "train"
         assert list((wd / ".snakemake" / "slurm_logs" / f"rule_{rule}").rglob(f"{job_id}.log"))
 
     # aggregation and figures ran where snakemake ran (localrules), not as batch jobs
     slurm_rules = {p.name for p in (wd / ".snakemake" / "slurm_logs").iterdir()}
-    assert slurm_rules == {"rule_train", "rule_calibrate"}, slurm_rules
+    assert slurm_rules == {"rule_train", "rule_calibrate", "rule_interleave"}, slurm_rules
     assert (results / "speedup.md").exists()
     assert len(list((results / "figures").glob("*.png"))) > 0

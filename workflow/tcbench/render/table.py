@@ -49,7 +49,10 @@ _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
           "×": r"$\times$", "–": "--", "—": "---", "†": r"\textsuperscript{\dag}", "‡": r"\textsuperscript{\ddag}",
           "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "µ": r"\textmu{}",
-          "Δ": r"$\Delta$", "→": r"$\rightarrow$", "<": r"\textless{}", ">": r"\textgreater{}"}
+          "Δ": r"$\Delta$", "→": r"$\rightarrow$", "<": r"\textless{}", ">": r"\textgreater{}",
+          # the ratio interval's formula (stats.RATIO_INTERVAL) and other notes' mathematics
+          "∓": r"$\mp$", "√": r"$\surd$", "²": r"\textsuperscript{2}", "₁": r"\textsubscript{1}",
+          "₂": r"\textsubscript{2}", "≈": r"$\approx$", "÷": r"$\div$", "−": r"$-$"}
 
 
 def latex_escape(s) -> str:
