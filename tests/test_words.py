@@ -20,6 +20,7 @@ PROCESS_TALK = re.compile(r"session|device call|\$OUT|\blent\b|issue ?#?[0-9]+|o
 ALLOWED = (
     (r"start_new_session", "subprocess's flag: the child in a POSIX session of its own"),
     (r"POSIX session", "the process-group sense: a detached server's own session"),
+    (r"process session", "the same sense, said so: a detached server's own session"),
     (r"""scope=["']session["']""", "pytest's fixture scope: once per test run"),
     (r"[a-z]owed", "'owed' inside another word: allowed, slowed, followed, showed"),
 )

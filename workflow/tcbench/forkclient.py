@@ -159,9 +159,9 @@ def connect(path: Path) -> socket.socket | None:
 
 
 def spawn_server(sock_path: Path, log: Path) -> subprocess.Popen:
-    """A detached server (a POSIX session of its own: no terminal's Ctrl-C, not Snakemake's group)
-    with this job's environment and working directory, which its key was made of (``-m`` puts
-    the working directory first on sys.path, as in the job's fresh process)."""
+    """A detached server (a process session of its own: no terminal's Ctrl-C, not Snakemake's
+    group) with this job's environment and working directory, which its key was made of (``-m``
+    puts the working directory first on sys.path, as in the job's fresh process)."""
     pid, ticks = owner()
     cmd = [sys.executable, "-m", "tcbench.forkserver", "--socket", str(sock_path),
            "--owner-pid", str(pid), "--owner-ticks", str(ticks or 0),
