@@ -11,6 +11,7 @@ import sys
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import closing, environment, forkclient, matrix, sourcetree  # noqa: E402
+from tcbench.render import placeholder  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
@@ -447,3 +448,16 @@ def calibrate_launcher(wildcards):
         return ["tcbench.forkclient", "--module", "tcbench.calibrate",
                 "--compile-cache", COMPILE_CACHE.format(run=wildcards.run)]
     return ["tcbench.calibrate"]
+
+
+# The figures (figures.smk): where a set's figures go, and the report's labels of one figure:
+# its kind, and whether it was drawn (read from the file when the report is made; a figure with
+# nothing to show is a one-line note, tcbench.render.placeholder).
+SET_FIGURES = "results/{run}/figures/"
+
+
+def drawn_label(kind, name):
+    return lambda wc: {
+        "figure": kind.replace("_", " "),
+        "drawn": placeholder.label(Path(SET_FIGURES.format(run=wc.run)) / name(wc)),
+    }

@@ -4,20 +4,6 @@
 # tcbench.vocabulary.figure_name and set_figure_name; the module writes exactly the paths it is
 # given. A figure with nothing to show is written as a one-line note saying why, marked in its
 # metadata; the report's "drawn" column reads the mark (tcbench.render.placeholder).
-from tcbench.render import placeholder  # noqa: E402
-
-SET_FIGURES = "results/{run}/figures/"
-
-
-def drawn_label(kind, name):
-    """The report's labels of one figure: its kind, and whether it was drawn (read from the
-    file when the report is made)."""
-    return lambda wc: {
-        "figure": kind.replace("_", " "),
-        "drawn": placeholder.label(Path(SET_FIGURES.format(run=wc.run)) / name(wc)),
-    }
-
-
 rule figures:
     message:
         "figures of {wildcards.experiment}"
