@@ -3,6 +3,7 @@ its process is, and torch.compile's on-disk cache (where it is, whether the job 
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
@@ -73,3 +74,22 @@ def compile_cache_info(configured: str | None) -> dict:
             # afresh: its warm-up is a miss's); partial: some did; none: nothing was compiled
             "outcome": outcome,
             "counters": counts}
+
+
+# ------------------------------------------------------------------------------ command line
+def job_arguments(prog: str, doc: str, what: str, argv: list[str] | None) -> argparse.Namespace:
+    """The command line of a job's entry point (``tcbench.run``, ``tcbench.interleave``): the
+    spec as JSON or a JSON file, where the record goes, torch.compile's cache folder; the cache
+    is pointed at before torch is imported (it reads the variables once)."""
+    ap = argparse.ArgumentParser(prog=prog, description=doc,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--spec", help=f"the {what} as a JSON object")
+    src.add_argument("--spec-file", type=Path, help=f"the {what} as a JSON file")
+    ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
+    ap.add_argument("--compile-cache", type=Path, metavar="DIR",
+                    help="torch.compile's caches (Inductor, Triton) in DIR, shared by the jobs "
+                         "that name it; default: torch's own (a per-user folder in /tmp)")
+    args = ap.parse_args(argv)
+    use_compile_cache(args.compile_cache)
+    return args

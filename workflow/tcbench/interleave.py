@@ -31,14 +31,12 @@ with its spread across processes.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
 import traceback
-from pathlib import Path
 
-from .harness import Phases, process_age_s, use_compile_cache
+from .harness import Phases, job_arguments, process_age_s
 from .process import exit_now
 from . import vocabulary as V
 
@@ -356,16 +354,7 @@ def finish(arms: list[Arm], rounds: list[dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     phases = Phases(started_s=process_age_s())
-    ap = argparse.ArgumentParser(prog="python -m tcbench.interleave", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--spec", help="the comparison as a JSON object")
-    src.add_argument("--spec-file", type=Path, help="the comparison as a JSON file")
-    ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
-    ap.add_argument("--compile-cache", type=Path, metavar="DIR",
-                    help="torch.compile's caches in DIR (as python -m tcbench.run)")
-    args = ap.parse_args(argv)
-    use_compile_cache(args.compile_cache)
+    args = job_arguments("python -m tcbench.interleave", __doc__, "comparison", argv)
 
     from . import cli, gpus, record as R
 

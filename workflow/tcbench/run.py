@@ -22,14 +22,13 @@ was used and whether the compilation hit it.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import traceback
-from pathlib import Path
 
 from .process import exit_now  # noqa: F401 - the job's end, for python -m and the fork server
-from .harness import Phases, compile_cache_info, process_age_s, use_compile_cache  # noqa: F401
+from .harness import (Phases, compile_cache_info, job_arguments, process_age_s,  # noqa: F401
+                      use_compile_cache)
 from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
                    pick_device)
 from . import vocabulary as V
@@ -355,17 +354,7 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     phases = Phases(started_s=process_age_s())
-    ap = argparse.ArgumentParser(prog="python -m tcbench.run", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    src = ap.add_mutually_exclusive_group(required=True)
-    src.add_argument("--spec", help="the job as a JSON object")
-    src.add_argument("--spec-file", type=Path, help="the job as a JSON file")
-    ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
-    ap.add_argument("--compile-cache", type=Path, metavar="DIR",
-                    help="torch.compile's caches (Inductor, Triton) in DIR, shared by the jobs "
-                         "that name it; default: torch's own (a per-user folder in /tmp)")
-    args = ap.parse_args(argv)
-    use_compile_cache(args.compile_cache)  # before torch is imported: it reads these once
+    args = job_arguments("python -m tcbench.run", __doc__, "job", argv)
 
     from . import cli, gpus, record as R
     from .data import DataMissingError  # imports torch
