@@ -458,3 +458,16 @@ def test_a_fork_server_killed_mid_study_leaves_a_complete_matrix(workflow_copy, 
     assert len(rerun) == 1 and "ended before the job did" in rerun[0]["because"]
     servers = {p["server_pid"] for p in starts if p["start"] == "forked"}
     assert servers and killed[0] not in servers   # the later jobs: a new server
+
+
+def test_a_workflow_that_is_gone_is_told_from_one_that_runs():
+    """A job whose server ended with its workflow ends too (no rerun); the client tells a gone
+    owner (exited, a zombie not yet reaped, or its pid taken by another process) by /proc."""
+    assert forkclient.owner_alive(forkclient.owner({forkclient.OWNER_ENV: str(os.getpid())}))
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    who = (proc.pid, forkclient.start_ticks(proc.pid))
+    wait_until(lambda: not forkclient.owner_alive(who), "a zombie to count as gone")
+    proc.wait()
+    assert not forkclient.owner_alive(who)
+    me = forkclient.owner({forkclient.OWNER_ENV: str(os.getpid())})
+    assert not forkclient.owner_alive((me[0], me[1] + 1))   # the pid, another process's start

@@ -76,6 +76,17 @@ def owner(environ=None) -> tuple[int, int | None]:
     return pid, start_ticks(pid)
 
 
+def owner_alive(who: tuple[int, int | None]) -> bool:
+    """Whether the owner ``(pid, start ticks)`` still runs (a zombie, killed and not yet
+    reaped, does not)."""
+    pid, ticks = who
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and (ticks is None or int(fields[19]) == ticks)
+
+
 def source_digest(package: Path = PACKAGE) -> str:
     """tcbench's modules as they are on disk now (path, size, mtime): a server that imported
     other code is not this code's server."""
@@ -267,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         use_compile_cache(Path(argv[at + 1]))
         if module == "tcbench.calibrate":  # the client's alone: it keys the jobs' server
             argv = argv[:at] + argv[at + 2:]
+    workflow = owner()   # the server ends with it; so does a job whose server did
     try:
         sock = server(server_key())
     except OSError as exc:
@@ -291,9 +303,15 @@ def main(argv: list[str] | None = None) -> int:
                 break
     if not started:
         fresh(argv, "the fork server closed the connection before forking", module)
-    # The server died mid-job and took the child with it (PR_SET_PDEATHSIG): the job is run
-    # again, once, in a fresh interpreter; its record is written only at its end, so nothing
-    # of the lost run remains. A later job starts a new server (a dead socket is replaced).
+    # The server died mid-job and took the child with it (PR_SET_PDEATHSIG). A server ends by
+    # itself when its workflow is gone: then the job ends too, as the workflow's own would.
+    # Otherwise (the server was killed, or crashed) the job is run again, once, in a fresh
+    # interpreter; its record is written only at its end, so nothing of the lost run remains,
+    # and a later job starts a new server (a dead socket is replaced).
+    if not owner_alive(workflow):
+        print(f"tcbench.forkclient: the fork server ended with its workflow (pid {workflow[0]}) "
+              "before the job did", file=sys.stderr)
+        return 1
     fresh(argv, "the fork server ended before the job did; the job was run again", module)
     return 1  # not reached: fresh() replaces this process
 
