@@ -361,7 +361,9 @@ def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
     assert all((report / f"compare_{k}.rst").exists() for k in V.COMPARE_FIGURES)
     rules = (REPO / "workflow" / "rules" / "figures.smk").read_text()
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    assert "for kind in SET_FIGURE_KINDS" in rules and "placeholder.label(" in rules
+    # the report's "drawn" label: the rule asks common.smk's helper, which reads the file's mark
+    assert "for kind in SET_FIGURE_KINDS" in rules and "drawn_label(" in rules
+    assert "placeholder.label(" in common
     assert "SET_FIGURE_KINDS = list(V.SET_FIGURES)" in common
     assert "*expand(set_figures, run=RUN)" in common
 
