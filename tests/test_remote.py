@@ -126,3 +126,15 @@ def test_the_guide_names_every_script_and_only_those():
     listed = set(re.findall(r"`([\w-]+\.(?:sh|py))\b", table))
     assert named <= set(SCRIPTS), sorted(named - set(SCRIPTS))
     assert listed == set(SCRIPTS), (sorted(set(SCRIPTS) - listed), sorted(listed - set(SCRIPTS)))
+
+
+def test_a_parts_targets_name_its_records_decisions_comparisons_and_the_calibration():
+    out = subprocess.run([sys.executable, str(REMOTE / "targets.py"), "config/config.yaml",
+                          "--only", "amp_recipe,digits", "--run", "part"], cwd=REPO,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert "results/part/records/amp_recipe/fp32_bs512_r1.json" in out
+    assert "results/part/repeats/digits/amp-bf16_bs64.json" in out
+    assert {p for p in out if "/interleaved/" in p} == {
+        "results/part/interleaved/amp_recipe/bs512.json", "results/part/interleaved/digits/bs64.json"}
+    assert "results/part/calibration.json" in out
+    assert not [p for p in out if "/resnet50/" in p or "/mnist_" in p]

@@ -1,6 +1,8 @@
 """Print the targets of some experiments of a config, to split a study into runs bounded in time:
-each cell's records and, for a cell whose repeats adapt (adaptive_repeats), its decision, which
-makes Snakemake run the looks and the repeats they add in the same run.
+each cell's records, for a cell whose repeats adapt (adaptive_repeats) its decision, which
+makes Snakemake run the looks and the repeats they add in the same run, the experiments'
+interleaved comparisons (interleave: {enabled: true}), and the device's calibration, which the
+reports of every part need (Snakemake makes it once).
 
     python3 scripts/remote/targets.py config/config.yaml [--only a,b] [--skip c] [--run NAME]
 
@@ -16,6 +18,7 @@ from snakemake.utils import update_config
 
 sys.path.insert(0, "workflow")
 from tcbench import config, matrix, repeats  # noqa: E402
+from tcbench import vocabulary as V  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("config")
@@ -39,4 +42,8 @@ jobs = matrix.expand(cfg)
 paths = [f"results/{run}/records/{k}.json" for k, j in jobs.items() if chosen(j.experiment)]
 paths += [f"results/{run}/repeats/{key}.json" for key, c in repeats.cells(cfg, jobs).items()
           if chosen(c.experiment)]
+paths += [f"results/{run}/{V.INTERLEAVED_DIR}/{c.experiment}/{c.setting}.json"
+          for c in matrix.comparisons(cfg, jobs).values() if chosen(c.experiment)]
+if cfg["calibrate"]["enabled"]:
+    paths.append(f"results/{run}/calibration.json")
 print(" ".join(paths))
