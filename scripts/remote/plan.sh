@@ -12,8 +12,6 @@ if [ "${1:-}" != --out ] || [ $# -ne 3 ]; then echo "$usage" >&2; exit 2; fi
 dest=$(realpath -m "$2"); part=$3
 case $part in a|b|c|d) ;; *) echo "plan.sh: unknown part $part; $usage" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/../.."
-source scripts/remote/setup.sh   # Snakemake and jsonschema, which targets.py needs
-t() { python3 scripts/remote/targets.py "$@"; }
 study() { bash scripts/remote/study.sh --out "$dest" "$@"; }
 case $part in
   a) # preflight (4 tiny jobs), the harness against a plain loop on the second GPU meanwhile,
@@ -22,14 +20,13 @@ case $part in
      mkdir -p results/bench/nvidia-h200 logs
      CUDA_VISIBLE_DEVICES=1 PYTHONPATH=workflow timeout 200 python3 scripts/bench/host_fidelity.py \
        --max-seconds 160 --out results/bench/nvidia-h200/host_fidelity > logs/host-fidelity.txt 2>&1 &
-     PREFLIGHT=1 study config/config.yaml 440 \
-       results/nvidia-h200/calibration.json $(t config/config.yaml --skip mnist_seed)
+     PREFLIGHT=1 SKIP=mnist_seed study config/config.yaml 440
      wait ;;
   b) # the seed's DataLoader runs (9 x ~70 s) and anything part a left (budget 480 s)
-     study config/config.yaml 480 $(t config/config.yaml) ;;
+     ONLY=all study config/config.yaml 480 ;;
   c) # the fastest configurations, then FP8 (budget 500 s)
-     study config/fastest.yaml 260 $(t config/fastest.yaml)
-     study config/fp8.yaml 240 $(t config/fp8.yaml) ;;
+     ONLY=all study config/fastest.yaml 260
+     ONLY=all study config/fp8.yaml 240 ;;
   d) # the model zoo (budget 360 s)
-     study config/zoo.yaml 360 $(t config/zoo.yaml) ;;
+     ONLY=all study config/zoo.yaml 360 ;;
 esac

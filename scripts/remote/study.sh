@@ -9,8 +9,11 @@
 # nothing at all. When the time is up the job in flight is stopped (its record is never
 # half-written: records are written atomically) and what finished is packed. Snakemake makes
 # only what is missing, so a study too long for one run is finished by the next, once the
-# records of the earlier ones are back in results/. Targets (scripts/remote/targets.py) name
-# the part to run; none: the whole study.
+# records of the earlier ones are back in results/. ONLY=a,b (or SKIP=c) runs those experiments
+# of the config (their records, adaptive decisions, interleaved comparisons and the
+# calibration: scripts/remote/targets.py, run here once Snakemake is installed; ONLY=all: every
+# experiment's, without the reports); targets given
+# instead name the part to run; neither: the whole study.
 # Optional steps first: PREFLIGHT=1 (four tiny jobs; stop if the harness fails on this GPU),
 # KERNELS=1 (kernel names per precision), NCU=1 (Nsight Compute cross-check). GPUS=N overrides
 # the number of GPUs used (default: every GPU of the host, one job each).
@@ -31,6 +34,17 @@ pack() {  # small on purpose: only results (records, job timings) and logs trave
 trap pack EXIT
 source scripts/remote/setup.sh
 python -c "import numpy, torch" || exit 1
+if [ -n "${ONLY:-}${SKIP:-}" ]; then
+  # after setup.sh: targets.py reads the config as Snakemake does, so it needs Snakemake, and a
+  # failure here must stop the run rather than leave no targets (which would mean the whole study)
+  only=${ONLY:-}; [ "$only" = all ] && only=
+  run=()   # the result set a `--config run=NAME` among the arguments names
+  for a in "$@"; do case $a in run=*) run=(--run "${a#run=}") ;; esac; done
+  part=$(python3 scripts/remote/targets.py "$cfg" --only "$only" --skip "${SKIP:-}" "${run[@]}") || {
+    echo "study.sh: no targets for ONLY=${ONLY:-} SKIP=${SKIP:-} in $cfg" >&2; exit 1; }
+  # shellcheck disable=SC2086  # the targets are words without spaces
+  set -- $part "$@"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit,temperature.gpu \
   --format=csv | tee "$dest/nvidia-smi.csv"
 if [ "${PREFLIGHT:-0}" = 1 ]; then
