@@ -635,3 +635,15 @@ def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
     # a set without the crossover study or a transformer in FP8 has no such section
     assert not any(s.title == "FP8 on this GPU" for s in build(
         repeats("fast", "fp32", [1000, 1010, 990])).sections)
+
+
+def test_a_set_made_by_two_commits_says_which_experiments_each_made():
+    metrics = pd.DataFrame({
+        "experiment": ["resnet50", "resnet50", "amp_recipe", "digits"],
+        "git_commit": ["a" * 40, "a" * 40, "b" * 40, "b" * 40],
+        "timestamp_utc": ["2026-11-20T10:00:00+00:00", "2026-11-20T10:01:00+00:00",
+                          "2026-12-01T23:40:00+00:00", "2026-12-01T23:41:00+00:00"]})
+    line = Vd.code_line(metrics)
+    assert line == ("Code: 2 commits, newest first: bbbbbbbbbbbb (2 records: amp_recipe, digits); "
+                    "aaaaaaaaaaaa (2 records: resnet50).")
+    assert Vd.code_line(metrics.iloc[:2]) == "Code: commit aaaaaaaaaaaa."

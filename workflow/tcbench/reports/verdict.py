@@ -94,11 +94,8 @@ def provenance(metrics: pd.DataFrame | None) -> list[str]:
     if metrics is None or not len(metrics):
         return []
     out = []
-    commits = metrics["git_commit"].dropna().astype(str).unique() if "git_commit" in metrics \
-        else []
-    if len(commits):
-        out.append("Code: commit " + ", ".join(c[:12] for c in commits[:3])
-                   + (f" and {len(commits) - 3} more" if len(commits) > 3 else "") + ".")
+    if "git_commit" in metrics and metrics["git_commit"].notna().any():
+        out.append(code_line(metrics))
     if "git_dirty" in metrics:
         dirty = metrics["git_dirty"].astype(str).str.lower()
         n_dirty = int((dirty == "true").sum())
@@ -121,6 +118,24 @@ def provenance(metrics: pd.DataFrame | None) -> list[str]:
                     "image)"
         out.append(f"Execution: {text}.")
     return out
+
+
+def code_line(metrics: pd.DataFrame) -> str:
+    """The commit the records ran, or, for a set made by several (part of it rerun under a newer
+    protocol), which experiments each one made, newest first, so a reader knows which numbers
+    come from which code."""
+    m = metrics.dropna(subset=["git_commit"]).astype({"git_commit": str})
+    commits = m["git_commit"].unique()
+    if len(commits) == 1:
+        return f"Code: commit {commits[0][:12]}."
+    when = "timestamp_utc" if "timestamp_utc" in m else None
+    parts = []
+    for commit, g in m.groupby("git_commit", sort=False):
+        latest = g[when].astype(str).max() if when else ""
+        exps = sorted(g["experiment"].astype(str).unique()) if "experiment" in g else []
+        parts.append((latest, f"{commit[:12]} ({len(g)} records: {', '.join(exps)})"))
+    parts.sort(reverse=True)
+    return f"Code: {len(commits)} commits, newest first: " + "; ".join(p for _, p in parts) + "."
 
 
 def _tally(counts: dict) -> str:
