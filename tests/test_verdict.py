@@ -647,3 +647,14 @@ def test_a_set_made_by_two_commits_says_which_experiments_each_made():
     assert line == ("Code: 2 commits, newest first: bbbbbbbbbbbb (2 records: amp_recipe, digits); "
                     "aaaaaaaaaaaa (2 records: resnet50).")
     assert Vd.code_line(metrics.iloc[:2]) == "Code: commit aaaaaaaaaaaa."
+
+
+def test_an_interleaved_comparison_of_a_newer_commit_is_named_beside_the_records():
+    metrics = pd.DataFrame({"experiment": ["amp_recipe"] * 2, "git_commit": ["a" * 40] * 2,
+                            "timestamp_utc": ["2026-11-20T10:00:00+00:00"] * 2})
+    interleaved = pd.DataFrame({"experiment": ["amp_recipe"] * 3, "setting": ["bs512"] * 3,
+                                "git_commit": ["b" * 40] * 3,
+                                "timestamp_utc": ["2026-12-01T23:41:49+00:00"] * 3})
+    assert Vd.code_line(metrics, interleaved) == (
+        "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
+        "aaaaaaaaaaaa (2 records: amp_recipe).")

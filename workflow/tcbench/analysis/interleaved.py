@@ -26,7 +26,7 @@ ROUND_COLUMNS = [*KEYS, "setting", "round", "position", "precision", "steps", "s
 RATIO_COLUMNS = [*KEYS, "setting", "precision", "baseline", "ratio", "ratio_low", "ratio_high",
                  "ratio_n", "ratio_interval", "throughput_median", "throughput_cv",
                  "baseline_throughput_median", "rounds", "training_cpu", "status",
-                 "status_reason", "record"]
+                 "status_reason", "git_commit", "timestamp_utc", "record"]
 
 
 def load(paths) -> list[dict]:
@@ -80,6 +80,8 @@ def ratios(records: list[dict]) -> pd.DataFrame:
         thr = per_round(r)
         status = {a["precision"]: (a["status"], a["status_reason"]) for a in r["arms"]}
         cpu = ((r.get("placement") or {}).get("training_core") or {}).get("cpu")
+        env = r.get("environment") or {}
+        made = {"git_commit": env.get("git_commit"), "timestamp_utc": env.get("timestamp_utc")}
         for base in V.INTERLEAVED_BASELINES:
             if base not in status or status[base][0] != V.OK:   # a baseline that did not run
                 continue
@@ -97,5 +99,5 @@ def ratios(records: list[dict]) -> pd.DataFrame:
                     "throughput_cv": stats.cv(own),
                     "baseline_throughput_median": stats.median(thr.get(base, [])),
                     "rounds": len(r["rounds"]), "training_cpu": cpu, "status": st,
-                    "status_reason": why, "record": r.get("_path")})
+                    "status_reason": why, **made, "record": r.get("_path")})
     return pd.DataFrame(rows, columns=RATIO_COLUMNS)

@@ -90,12 +90,13 @@ def joined(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
 
 
 # -------------------------------------------------------------------------------- the intro
-def provenance(metrics: pd.DataFrame | None) -> list[str]:
+def provenance(metrics: pd.DataFrame | None,
+               interleaved: pd.DataFrame | None = None) -> list[str]:
     if metrics is None or not len(metrics):
         return []
     out = []
     if "git_commit" in metrics and metrics["git_commit"].notna().any():
-        out.append(code_line(metrics))
+        out.append(code_line(metrics, interleaved))
     if "git_dirty" in metrics:
         dirty = metrics["git_dirty"].astype(str).str.lower()
         n_dirty = int((dirty == "true").sum())
@@ -120,20 +121,30 @@ def provenance(metrics: pd.DataFrame | None) -> list[str]:
     return out
 
 
-def code_line(metrics: pd.DataFrame) -> str:
-    """The commit the records ran, or, for a set made by several (part of it rerun under a newer
-    protocol), which experiments each one made, newest first, so a reader knows which numbers
-    come from which code."""
-    m = metrics.dropna(subset=["git_commit"]).astype({"git_commit": str})
+def code_line(metrics: pd.DataFrame, interleaved: pd.DataFrame | None = None) -> str:
+    """The commit the records (and the interleaved comparisons) ran, or, for a set made by
+    several (part of it rerun under a newer protocol), which experiments each one made, newest
+    first, so a reader knows which numbers come from which code."""
+    made = [metrics.assign(what="record")]
+    if interleaved is not None and len(interleaved) and "git_commit" in interleaved:
+        # one row per comparison, not per ratio
+        made.append(interleaved.drop_duplicates(["experiment", "setting"]).assign(
+            what="interleaved comparison"))
+    m = pd.concat([d[[c for c in ("experiment", "git_commit", "timestamp_utc", "what")
+                      if c in d]] for d in made], ignore_index=True)
+    m = m.dropna(subset=["git_commit"]).astype({"git_commit": str})
     commits = m["git_commit"].unique()
     if len(commits) == 1:
         return f"Code: commit {commits[0][:12]}."
-    when = "timestamp_utc" if "timestamp_utc" in m else None
     parts = []
     for commit, g in m.groupby("git_commit", sort=False):
-        latest = g[when].astype(str).max() if when else ""
-        exps = sorted(g["experiment"].astype(str).unique()) if "experiment" in g else []
-        parts.append((latest, f"{commit[:12]} ({len(g)} records: {', '.join(exps)})"))
+        latest = g["timestamp_utc"].astype(str).max() if "timestamp_utc" in g else ""
+        counts = g["what"].value_counts()
+        n = " and ".join(f"{k} {w}" + ("s" if k > 1 else "")
+                         for w, k in ((w, int(counts[w])) for w in ("record", "interleaved comparison")
+                                      if w in counts))
+        exps = ", ".join(sorted(g["experiment"].astype(str).unique())) if "experiment" in g else ""
+        parts.append((latest, f"{commit[:12]} ({n}: {exps})"))
     parts.sort(reverse=True)
     return f"Code: {len(commits)} commits, newest first: " + "; ".join(p for _, p in parts) + "."
 
@@ -256,14 +267,14 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
 
 
 def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
-          rows: list[A.Answer] = ()) -> list[str]:
+          rows: list[A.Answer] = (), interleaved: pd.DataFrame | None = None) -> list[str]:
     """What the set is, where it ran, from which code, how the host's speed varied, what its
     numbers mean, and which cells were decided how."""
     cuda = metrics is not None and "compute_capability" in metrics and \
         metrics["compute_capability"].notna().any()
     out = [f"Result set `{run}`: {len(df)} configurations of "
            f"{df['experiment'].nunique()} experiments on {device}" + _versions(metrics, cuda)]
-    out += provenance(metrics)
+    out += provenance(metrics, interleaved)
     said = conditions(metrics)
     out += [said] if said else []
     out.append(host_speed(metrics))
@@ -326,7 +337,7 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     precision = noisy.section(summary)
     return Verdict(f"Verdict: {run} on {device}",
                    [A.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
-                   A.table(rows), intro(df, metrics, run, device, rows),
+                   A.table(rows), intro(df, metrics, run, device, rows, interleaved),
                    secs + [s for s in (fp8, precision) if s], rows)
 
 
