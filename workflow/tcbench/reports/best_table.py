@@ -8,6 +8,7 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
+from ..analysis import claims
 from ..analysis import throughput as TP
 from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, missing, times,
                               warmup_text, with_interval)
@@ -50,8 +51,10 @@ def _overall(r) -> str:
         return f"{MISSING} (no plain {V.BASELINE} cell)"
     if str(r["precision"]) == V.BASELINE and _changed(r) == "nothing":
         return f"{MISSING} (it is the baseline)"
+    kind = r.get("gain_interval")
     text = with_interval(r.get("gain"), r.get("gain_low"), r.get("gain_high"),
-                         r.get("gain_n"), fmt=times)
+                         r.get("gain_n"), fmt=times,
+                         kind=kind if kind in stats.METHOD_TEXT else None)
     # where other knobs changed too, the overall ratio gets its own claim
     return text if _changed(r) == "nothing" or missing(r.get("gain_claim")) else \
         f"{text}, {stats.claim_text(str(r['gain_claim']), stats.from_row(r, 'gain'))}"
@@ -64,9 +67,11 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
     fair, said = _fair(r)
     gate = r.get("fastest_gate")
-    top = f"{r['precision']}, {setting_text(r, axes)}" + \
-        ("" if missing(gate) or not gate else f" (the highest mean, not judged fastest: "
-                                               f"{str(gate).removeprefix('not judged: ')})")
+    top = f"{r['precision']}, {setting_text(r, axes)}"
+    if not missing(gate) and gate:
+        top += f" (the highest mean, not judged fastest: {str(gate).removeprefix('not judged: ')})"
+    elif str(r.get("fastest_by")) == claims.INTERLEAVED:
+        top += " (faster than every other mode in its interleaved comparison)"
     return [name, top,
             *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                             r.get("repeats_ok")) for c in speeds),

@@ -125,13 +125,13 @@ def code_line(metrics: pd.DataFrame, interleaved: pd.DataFrame | None = None) ->
     """The commit the records (and the interleaved comparisons) ran, or, for a set made by
     several (part of it rerun under a newer protocol), which experiments each one made, newest
     first, so a reader knows which numbers come from which code."""
-    made = [metrics.assign(what="record")]
+    cols = ("experiment", "git_commit", "timestamp_utc")
+    made = [metrics[[c for c in cols if c in metrics]].assign(what="record")]
     if interleaved is not None and len(interleaved) and "git_commit" in interleaved:
         # one row per comparison, not per ratio
-        made.append(interleaved.drop_duplicates(["experiment", "setting"]).assign(
-            what="interleaved comparison"))
-    m = pd.concat([d[[c for c in ("experiment", "git_commit", "timestamp_utc", "what")
-                      if c in d]] for d in made], ignore_index=True)
+        il = interleaved.drop_duplicates(["experiment", "setting"])
+        made.append(il[[c for c in cols if c in il]].assign(what="interleaved comparison"))
+    m = pd.concat(made, ignore_index=True)
     m = m.dropna(subset=["git_commit"]).astype({"git_commit": str})
     commits = m["git_commit"].unique()
     if len(commits) == 1:
