@@ -658,3 +658,12 @@ def test_an_interleaved_comparison_of_a_newer_commit_is_named_beside_the_records
     assert Vd.code_line(metrics, interleaved) == (
         "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
         "aaaaaaaaaaaa (2 records: amp_recipe).")
+
+
+def test_an_experiment_whose_fp8_could_not_run_asks_what_its_other_modes_answer():
+    rows = [*repeats("cpu", "fp32", [1000, 1010, 990]),
+            *repeats("cpu", "amp-bf16", [100, 101, 99]),
+            row("cpu", "fp8-rowwise", status="unsupported", reason="no FP8 units")]
+    r = answers(build(rows))["cpu"]
+    assert r["question it answers"] == "do Tensor Cores speed up mnist_cnn over fp32?"
+    assert r["best mode and setting"] == "amp-bf16, bs 512"
