@@ -140,9 +140,8 @@ def code_line(metrics: pd.DataFrame, interleaved: pd.DataFrame | None = None) ->
     for commit, g in m.groupby("git_commit", sort=False):
         latest = g["timestamp_utc"].astype(str).max() if "timestamp_utc" in g else ""
         counts = g["what"].value_counts()
-        n = " and ".join(f"{k} {w}" + ("s" if k > 1 else "")
-                         for w, k in ((w, int(counts[w])) for w in ("record", "interleaved comparison")
-                                      if w in counts))
+        n = " and ".join(f"{counts[w]} {w}" + ("s" if counts[w] > 1 else "")
+                         for w in ("record", "interleaved comparison") if w in counts)
         exps = ", ".join(sorted(g["experiment"].astype(str).unique())) if "experiment" in g else ""
         parts.append((latest, f"{commit[:12]} ({n}: {exps})"))
     parts.sort(reverse=True)
