@@ -35,12 +35,19 @@ def snapshot(folder: Path) -> dict[str, tuple[int, str]]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
+def _interruptible() -> None:
+    # A test run started in the background by a non-interactive shell (`cmd &`) inherits
+    # SIGINT ignored, and Python keeps an ignored SIGINT ignored: Snakemake would never see
+    # the Ctrl-C these tests send. Its default makes Python turn it into KeyboardInterrupt.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_snakemake(wd: Path, *args: str, env: dict) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("snakemake")
     return subprocess.Popen([str(exe) if exe.exists() else "snakemake", *args], cwd=wd,
                             env=os.environ | {"PYTHONPATH": str(wd / "workflow")} | env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_interruptible)
 
 
 def kill_if_alive(pid: int | None) -> None:
