@@ -204,14 +204,17 @@ def test_another_devices_set_is_read_never_trained_into(tmp_path):
     cfg = TINY | {"require_gpu": False, "run": "nvidia-h200", "repeats": 3,
                   "adaptive_repeats": {"enabled": True, "target_halfwidth": 0.0001, "max": 6}}
     (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(cfg))
-    have = wd / "results/nvidia-h200/records/tiny/fp32_bs8_r1.json"
-    have.parent.mkdir(parents=True)
-    have.write_text("{}")
+    # an initial repeat and one its looks added there (no look here asked for it)
+    for repeat in (1, 4):
+        have = wd / f"results/nvidia-h200/records/tiny/fp32_bs8_r{repeat}.json"
+        have.parent.mkdir(parents=True, exist_ok=True)
+        have.write_text("{}")
     plan = snakemake(wd, "-n", "--printshellcmds", "--configfile", "config/tiny.yaml").stdout
     stats = plan.split("Job stats:")[1]
     assert not re.search(r"^(train|repeats_look)\s", stats, re.M)
     aggregate = next(line for line in plan.splitlines() if "tcbench.aggregate" in line)
-    assert "fp32_bs8_r1.json" in aggregate and "fp32_bs8_r2.json" not in aggregate
+    assert "fp32_bs8_r1.json" in aggregate and "fp32_bs8_r4.json" in aggregate
+    assert "fp32_bs8_r2.json" not in aggregate and "--run nvidia-h200" in aggregate
     refused = snakemake(wd, "results/nvidia-h200/records/tiny/fp32_bs8_r2.json", "--cores", "1",
                         "--configfile", "config/tiny.yaml", check=False)
     assert refused.returncode != 0

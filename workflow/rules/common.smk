@@ -79,7 +79,9 @@ def job_of(wildcards):
 def job_spec(wildcards):
     job = job_of(wildcards)
     spec = job.spec(wildcards.run)
-    if job.id in EXTRA_JOBS:  # an initial repeat's spec is as it was: its record says "initial"
+    # an initial repeat's spec is as it was: its record says "initial"; an added repeat of
+    # another device's set was made there, and its record says why (no look here to ask)
+    if job.id in EXTRA_JOBS and ADAPTIVE:
         spec["repeat_reason"] = added_repeat(wildcards.run, job)[1]
     return json.dumps(spec, sort_keys=True)
 
