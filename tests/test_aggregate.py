@@ -81,6 +81,20 @@ def test_records_given_one_by_one_are_the_folder(records_dir):
     assert a.equals(b)
 
 
+def test_records_made_under_another_run_name_are_the_sets(records_dir, template):
+    """A part of a study run under another name and copied into the set pools with the rest
+    (one cell, not two), and every row and comparison carries the set's name."""
+    R.write(make(template, "fp32", 4, 11.0, 97.0, 1000) | {"run": "t-part"},
+            records_dir / "rec" / "e" / "fp32_4.json")
+    apart = A.aggregate(records_dir / "rec", records_dir / "a")["summary"]
+    assert sorted(apart.loc[apart["precision"] == "fp32", "run"]) == ["t", "t-part"]
+    pooled = A.aggregate(records_dir / "rec", records_dir / "b", run="t")["summary"]
+    fp32 = pooled[pooled["precision"] == "fp32"]
+    assert len(fp32) == 1 and fp32.iloc[0]["throughput_samples_per_s_n"] == 4
+    assert set(pooled["run"]) == {"t"}
+    assert (records_dir / "rec" / "e" / "fp32_4.json").read_text().count('"t-part"') == 1
+
+
 def test_mfu_uses_the_calibrated_ceiling(records_dir):
     cal = records_dir / "cal.json"
     cal.write_text(json.dumps({"modes": {"fp32": {"tflops": 2.0}, "amp-fp16": {"tflops": 4.0}}}))

@@ -30,7 +30,7 @@ rule aggregate:
             ["--calibration", input.calibration] if input.calibration else []
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.aggregate "
+        "PYTHONPATH={params.src:q} python -m tcbench.aggregate --run {wildcards.run:q} "
         "--records {input.records:q} {input.other_records:q} "
         "--benchmarks {input.benchmarks:q} {input.other_benchmarks:q} "
         "--metrics {output.metrics:q} --summary {output.summary:q} --speedup {output.speedup:q} "

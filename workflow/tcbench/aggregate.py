@@ -54,20 +54,28 @@ def _check(paths: list[Path], records, expected) -> None:
         raise R.RecordError(f"{records}: no records to aggregate")
 
 
+def _into(records: list[dict], run: str | None) -> list[dict]:
+    """The records as the result set ``run``'s: a part of a study run under another name and
+    copied into the set is that set's (the files keep the name they were made under)."""
+    return records if run is None else [r | {"run": run} for r in records]
+
+
 def tables(records, calibration: Path | None = None, expected: list[Path] | None = None,
            benchmarks: Path | list[Path] | None = None,
-           comparisons: list[Path] | None = None) -> dict[str, pd.DataFrame]:
+           comparisons: list[Path] | None = None,
+           run: str | None = None) -> dict[str, pd.DataFrame]:
     """Every table of a result set, by ``V.SET_TABLES`` key. ``records``: a result set's
     records folder (every record in it: studies run with other configs on the same device add
-    to it), or the list of record files."""
+    to it), or the list of record files. ``run``: the set's name, which every row then carries
+    (None: each record's own)."""
     paths = _paths(records)
     _check(paths, records, expected)
-    df = RS.tidy(RS.load(paths))
+    df = RS.tidy(_into(RS.load(paths), run))
     cal = json.loads(Path(calibration).read_text()) if calibration and Path(calibration).exists() \
         else None
     df = add_tokens(RS.add_mfu(df, cal))
     summary = summarise(df)
-    compared = IL.load(sorted(map(Path, comparisons or [])))
+    compared = _into(IL.load(sorted(map(Path, comparisons or []))), run)
     ratios = IL.ratios(compared)
     # a host-bound cell's ratios are its interleaved comparison's (claims.attach_interleaved)
     table = speedup(df, summary, ratios)
@@ -81,9 +89,10 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
 def aggregate(records, out: Path | dict[str, Path], calibration: Path | None = None,
               expected: list[Path] | None = None,
               benchmarks: Path | list[Path] | None = None,
-              comparisons: list[Path] | None = None) -> dict[str, pd.DataFrame]:
+              comparisons: list[Path] | None = None,
+              run: str | None = None) -> dict[str, pd.DataFrame]:
     """``tables`` written to ``out``: a folder (``V.SET_TABLES`` names) or a path per table."""
-    result = tables(records, calibration, expected, benchmarks, comparisons)
+    result = tables(records, calibration, expected, benchmarks, comparisons, run)
     paths = out if isinstance(out, dict) else {k: Path(out) / name
                                                for k, name in V.SET_TABLES.items()}
     for key, df in result.items():
@@ -108,6 +117,8 @@ def main(argv=None) -> int:
     ap.add_argument("--comparisons", type=Path, nargs="*", default=[],
                     help="the interleaved comparisons' records (tcbench.interleave), for "
                          "interleaved.csv and interleaved_rounds.csv; a folder: every one in it")
+    ap.add_argument("--run", help="the result set's name, for every row (default: each "
+                    "record's own, the name of the run that made it)")
     args = ap.parse_args(argv)
     if (args.records is None) == (args.record_files is None):
         ap.error("give the records folder or --records FILE..., one of the two")
@@ -125,7 +136,7 @@ def main(argv=None) -> int:
 
     def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,
-                  comparisons)
+                  comparisons, args.run)
 
     return cli.main("tcbench.aggregate", tables, (R.RecordError,))
 
