@@ -138,3 +138,30 @@ def test_a_parts_targets_name_its_records_decisions_comparisons_and_the_calibrat
         "results/part/interleaved/amp_recipe/bs512.json", "results/part/interleaved/digits/bs64.json"}
     assert "results/part/calibration.json" in out
     assert not [p for p in out if "/resnet50/" in p or "/mnist_" in p]
+
+
+@pytest.mark.slow  # about 30 s: setup, the bound, the grace period
+def test_a_study_killed_at_its_bound_leaves_no_lock_for_the_next(checkout, tmp_path):
+    """A Snakemake that outlives its stop's grace period is killed (exit 137), and the lock it
+    left would refuse the next run in that tree: study.sh unlocks it, with the run's own
+    arguments, and still packs what was made."""
+    env = shell_env(tmp_path)
+    calls = tmp_path / "calls.txt"
+    fake = tmp_path / "bin" / "snakemake"
+    # a run that ignores SIGTERM (as one stopping its jobs may, for longer than the grace)
+    fake.write_text("#!/bin/sh\n"
+                    f'echo "$*" >> "{calls}"\n'
+                    'case " $* " in *" --unlock "*) exit 0 ;; esac\n'
+                    "trap '' TERM\nsleep 60\n")
+    fake.chmod(0o755)
+    (checkout / "config").mkdir()
+    (checkout / "config" / "tiny.yaml").write_text("repeats: 1\n")
+    proc = subprocess.run(["bash", "scripts/remote/study.sh", "--out", str(tmp_path / "out"),
+                           "config/tiny.yaml", "30", "a_target", "--config", "run=x"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=60)
+    assert "snakemake exit 137" in proc.stdout, proc.stdout + proc.stderr
+    run, unlock = calls.read_text().splitlines()
+    assert run.startswith("a_target --config run=x") and "--unlock" not in run
+    assert unlock.startswith("a_target --config run=x") and "--unlock" in unlock
+    assert "--configfile config/tiny.yaml" in unlock
+    assert (tmp_path / "out" / "results.tgz").exists()

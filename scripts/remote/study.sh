@@ -60,8 +60,19 @@ fi
 # every GPU of the host, one job each (tcbench.gpus pins each job to its own)
 gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
 log="$dest/snakemake-$(basename "$cfg" .yaml).log"
+bound=$(( $(left) - 15 ))   # 15 s to stop the job in flight and pack
+if [ "$bound" -le 0 ]; then
+  echo "study.sh: SECONDS=$budget leaves no time for Snakemake after $(( $(date +%s) - t0 )) s of setup" >&2
+  exit 1
+fi
 # targets first: --rerun-triggers takes several values and would swallow them
-timeout -k 10 "$(( $(left) - 15 ))" snakemake "$@" --cores "$(nproc)" --resources gpu="$gpus" \
+timeout -k 10 "$bound" snakemake "$@" --cores "$(nproc)" --resources gpu="$gpus" \
   --configfile "$cfg" --keep-going --rerun-triggers mtime > "$log" 2>&1
-echo "snakemake exit $? after $(( $(date +%s) - t0 )) s"
+rc=$?
+echo "snakemake exit $rc after $(( $(date +%s) - t0 )) s"
+if [ "$rc" = 137 ]; then
+  # killed when its stop took longer than the grace period: the lock it left would refuse the
+  # next run in this tree ("Directory cannot be locked")
+  snakemake "$@" --configfile "$cfg" --unlock >> "$log" 2>&1 && echo "study.sh: unlocked"
+fi
 grep -E "^(Error|Finished|[0-9]+ of [0-9]+ steps)" "$log" | tail -5
