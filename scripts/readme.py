@@ -28,7 +28,7 @@ from tcbench import vocabulary as V  # noqa: E402
 from tcbench.render import numbers as N  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
 from tcbench.reports import tables as T  # noqa: E402
-from tcbench.reports.verdict import build as build_verdict, conditions  # noqa: E402
+from tcbench.reports.verdict import build as build_verdict, code_line, conditions  # noqa: E402
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
@@ -59,17 +59,18 @@ class Blocks:
         m = self.metrics
         first = m.dropna(subset=["device_name"]).iloc[0]
         days = sorted({str(t)[:10] for t in m["timestamp_utc"].dropna()})
-        commits = sorted(set(m["git_commit"].dropna().astype(str)))
         dirty = m["git_dirty"].astype(str).str.lower().eq("true").sum() if "git_dirty" in m \
             else None
         cuda = first.get("torch_cuda_version", first.get("cuda_runtime_version"))
         text = (f"Measured on {', '.join(days)} on {first['device_name']} (PyTorch "
                 f"{first['torch_version']}, built with CUDA {cuda}, cuDNN "
                 f"{first.get('cudnn_version')}, driver {first['driver_version']}): "
-                f"{len(m)} training jobs, each its own process, from commit"
-                f"{'s' if len(commits) > 1 else ''} {', '.join(c[:10] for c in commits)}")
+                f"{len(m)} training jobs, each its own process")
         text += (", every record from a clean tree." if dirty == 0 else
                  f"; {dirty} records from a tree with uncommitted changes.")
+        # which experiments each commit made (a set partly rerun under a newer protocol)
+        interleaved = self.dir / V.SET_TABLES["interleaved"]
+        text += " " + code_line(m, RS.read(interleaved) if interleaved.exists() else None)
         said = conditions(m)  # where the set mixes GPUs, hosts, placements, process starts
         return text + (f" {said}" if said else "") + "\n"
 

@@ -38,7 +38,9 @@ def test_prediction_grows_with_the_shape_towards_the_roof_ratio():
 
 
 def test_an_old_calibration_says_how_to_remake_it():
-    old = json.loads((REPO / "results" / "nvidia-h200" / "calibration.json").read_text())
+    # the committed calibration as one made before the copy bandwidth was measured
+    cal = json.loads((REPO / "results" / "nvidia-h200" / "calibration.json").read_text())
+    old = {k: v for k, v in cal.items() if k != "memory"}
     with pytest.raises(ValueError, match="no copy bandwidth.*forcerun calibrate"):
         X.Roofs.from_calibration(old)
     roofs = X.Roofs.from_calibration(old | {"memory": {"copy_bandwidth_bytes_per_s": 4e12}})
