@@ -220,3 +220,24 @@ def test_another_devices_set_is_read_never_trained_into(tmp_path):
     assert refused.returncode != 0
     assert "result set of another device" in refused.stdout + refused.stderr
 
+
+
+def test_a_comparison_another_study_left_in_the_set_is_an_input_not_a_job(tmp_path):
+    """A set holds the interleaved comparisons of every study run into it (the GPU study's
+    beside the FP8 study's): a study whose config does not have them reads them and plans no
+    job for them; before, building its DAG stopped ("... is not an interleaved comparison of
+    this study")."""
+    wd = copy_workflow(tmp_path / "wf")
+    tiny = TINY | {"require_gpu": False, "run": "mine"}
+    tiny["experiments"] = [tiny["experiments"][0] | {"precisions": ["fp32", "tf32"],
+                                                      "interleave": {"enabled": True}}]
+    (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    left = wd / "results/mine/interleaved/other_study/bs512.json"
+    left.parent.mkdir(parents=True)
+    left.write_text("{}")
+    plan = snakemake(wd, "-n", "--printshellcmds", "--configfile", "config/tiny.yaml").stdout
+    stats = plan.split("Job stats:")[1]
+    assert re.search(r"^interleave\s+1\s", stats, re.M), stats   # this study's own, only
+    aggregate = next(line for line in plan.splitlines() if "tcbench.aggregate" in line)
+    assert "interleaved/other_study/bs512.json" in aggregate
+    assert "interleaved/tiny/bs8.json" in aggregate

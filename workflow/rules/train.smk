@@ -29,7 +29,8 @@ rule train:
 
 
 # One interleaved comparison per setting of an experiment that asks for it (interleave in the
-# config): every precision of the setting in one process, alternated in rounds.
+# config): every precision of the setting in one process, alternated in rounds. The constraints
+# keep the rule to this study's comparisons: one another study left in the set is an input.
 rule interleave:
     message:
         "interleave the precisions of {wildcards.experiment}/{wildcards.setting} (log: {log})"
@@ -48,7 +49,8 @@ rule interleave:
         launcher=interleave_launcher,
         compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),
     wildcard_constraints:
-        setting=r"[A-Za-z0-9][A-Za-z0-9._+-]*",
+        experiment=alternatives(c.experiment for c in COMPARISONS.values()) or "(?!)",
+        setting=alternatives(c.setting for c in COMPARISONS.values()) or "(?!)",
     resources:
         gpu=1,
     shell:
