@@ -237,14 +237,16 @@ TINY_STUDY = {
         *({"name": f"fp8_crossover_w{w}", "workload": "amp_recipe",
            "precisions": ["amp-bf16", "fp8-tensorwise", "fp8-rowwise"], "batch_sizes": [32],
            "params": {"in_size": w, "out_size": w, "num_layers": 3, "num_batches": 2,
-                      "epochs": 2, "warmup_steps": 1}} for w in (64, 128)),
+                      "epochs": 2, "warmup_steps": 1},
+           "interleave": {"enabled": True, "rounds": 3, "segment_s": 0.01}} for w in (64, 128)),
     ]}
 
 
 @pytest.mark.slow
 def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workflow_copy):
-    """A tiny study with a transformer and the crossover's experiments, on the CPU: rule all
-    makes the map (FP8 unsupported: no ratio, no prediction, and why), the verdict's FP8
+    """A tiny study with a transformer and the crossover's experiments (with an interleaved
+    comparison a shape), on the CPU: rule all makes the map (FP8 unsupported: no ratio, no
+    prediction, and why), the verdict's FP8
     section, tokens/s in the transformer's table, and the report holds the map."""
     pytest.importorskip("transformers")
     from conftest import snakemake
@@ -260,6 +262,11 @@ def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workf
     text = (out / "fp8_crossover.md").read_text()
     assert "fp8-tensorwise: no FP8 measurement at any of the 2 shapes" in text
     assert "No prediction from the calibration" in text and "×" not in text
+    compared = json.loads((out / "interleaved" / "fp8_crossover_w64" / "bs32.json").read_text())
+    assert {a["precision"]: a["status"] for a in compared["arms"]} == {
+        "amp-bf16": "ok", "fp8-tensorwise": "unsupported", "fp8-rowwise": "unsupported"}
+    table = __import__("pandas").read_csv(out / "tables" / "fp8_crossover.csv")
+    assert len(table) == 4 and set(table["decided_by"]) == {"repeats"}  # the records' reasons
     assert {p.name for p in (out / "figures").glob("fp8_crossover.*")} == \
         {"fp8_crossover.png", "fp8_crossover.pdf", "fp8_crossover.svg"}
     verdict = (out / "summary.md").read_text()
@@ -269,3 +276,214 @@ def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workf
     assert "| samples/s | tokens/s |" in (out / "tables" / "tiny_lm.md").read_text()
     snakemake(workflow_copy, "--report", "report.html", "--configfile", "tiny.yaml")
     assert "Where FP8 starts to pay on this GPU" in (workflow_copy / "report.html").read_text()
+
+
+# ------------------------------------------------------------ the map from interleaved comparisons
+CPU_COMPARISON = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
+                  "precisions": ["amp-bf16", "fp8-tensorwise", "fp8-rowwise"],
+                  "params": {"in_size": 32, "out_size": 32, "num_batches": 2, "epochs": 1,
+                             "warmup_steps": 1},
+                  "interleave": {"rounds": 3, "segment_s": 0.005}}
+
+
+@pytest.fixture(scope="module")
+def cpu_comparison():
+    """A real interleaved comparison of the recipe MLP's three modes on the CPU: FP8
+    unsupported, so fewer than two arms ran and it has no rounds."""
+    from tcbench import interleave as IL
+
+    return IL.compare(json.loads(json.dumps(CPU_COMPARISON)))
+
+
+def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experiment=None):
+    """``base`` (a real comparison's record) made into one of Linear width ``width`` at
+    ``tokens`` a step whose arms ran at ``throughputs`` (arm -> samples/s per round) and whose
+    other arms have ``statuses`` (arm -> (status, reason)); written schema-valid and read back
+    as ``analysis.interleaved.load`` reads it."""
+    import copy
+
+    from tcbench import record as R
+    from tcbench.analysis import interleaved as IA
+
+    r = copy.deepcopy(base)
+    experiment = experiment or f"fp8_crossover_w{width}"
+    r |= {"experiment": experiment, "batch_size": tokens, "setting": f"bs{tokens}"}
+    r["params"] |= {"in_size": width, "out_size": width}
+    statuses = statuses or {}
+    steps = 10
+    for arm in r["arms"]:
+        ok = arm["precision"] in throughputs
+        st, why = ("ok", None) if ok else statuses[arm["precision"]]
+        arm |= {"status": st, "status_reason": why, "steps_per_segment": steps if ok else None,
+                "warm_step_time_s": 0.01 if ok else None}
+    n = len(next(iter(throughputs.values())))
+    arms = [a for a in r["precisions"] if a in throughputs]
+    r["rounds"] = [{"round": i, "host_probe_ops_per_s": 1e6, "segments": [
+        {"precision": arm, "position": k, "steps": steps, "samples": tokens * steps,
+         "seconds": tokens * steps / throughputs[arm][i]}
+        for k, arm in enumerate(arms[i % len(arms):] + arms[:i % len(arms)])]}
+        for i in range(n)]
+    r["status"], r["status_reason"] = ("ok", None) if len(arms) >= 2 else (
+        "unsupported", "fewer than two arms could run")
+    path = tmp_path / "interleaved" / experiment / f"bs{tokens}.json"
+    R.write(r, path, R.INTERLEAVED)
+    return IA.load([path])[0]
+
+
+def drifting(gain, rounds=8, seed=0):
+    """Per-round throughputs of amp-bf16 and an FP8 mode ``gain`` times as fast, on a host
+    whose speed drifts round to round (both arms of a round alike) with a little noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    host = 1 + 0.3 * rng.random(rounds)
+    base = 1e6 * host * (1 + 0.01 * rng.standard_normal(rounds))
+    return base, 1e6 * gain * host * (1 + 0.01 * rng.standard_normal(rounds))
+
+
+def test_a_shape_with_an_interleaved_comparison_takes_its_paired_ratio(cpu_comparison,
+                                                                      tmp_path):
+    """Its ratio, interval, claim and pays are stats.paired_ratio's of the comparison's rounds
+    (not the records' 1.3), marked interleaved; its memory ratio is still the records'; the
+    other shapes keep the repeats' ratios."""
+    from tcbench import stats
+
+    base, tw = drifting(1.6)
+    _, rw = drifting(0.95, seed=1)
+    c = comparison(cpu_comparison, tmp_path, 4096, 4096,
+                   {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": rw})
+    df = X.cells(fixture_records())
+    table = X.ratios(df, H200, X.compared([c]))
+    t = table.set_index(["width", "tokens", "mode"])
+    row = t.loc[(4096, 4096, "fp8-tensorwise")]
+    e = stats.paired_ratio(tw, base)
+    assert (row["ratio"], row["ratio_low"], row["ratio_high"], row["ratio_n"]) == \
+        pytest.approx((e.value, e.low, e.high, 8))
+    assert row["ratio"] == pytest.approx(1.6, rel=0.03)        # not the records' 1.3
+    assert row["ratio_interval"] == stats.PAIRED and row["decided_by"] == "interleaved"
+    assert row["claim"] == stats.claim(e) == stats.PAYS_OFF and row["pays"] is True
+    assert row["memory_ratio"] == pytest.approx(1.05)           # the records' own
+    rowwise = t.loc[(4096, 4096, "fp8-rowwise")]
+    assert rowwise["pays"] is False and rowwise["decided_by"] == "interleaved"
+    others = table[~((table["width"] == 4096) & (table["tokens"] == 4096))]
+    assert set(others["decided_by"]) == {"repeats"}
+    old = X.ratios(df, H200).set_index(["width", "tokens", "mode"])
+    assert t.loc[(4096, 16384, "fp8-tensorwise"), "ratio"] == \
+        old.loc[(4096, 16384, "fp8-tensorwise"), "ratio"]
+    sentence = F.starts_to_pay(table, "fp8-tensorwise")
+    assert "(interleaved, 95% CI)" in sentence and "interleaved in one process, 8 rounds" in \
+        sentence
+    assert "Of the 8 measured ratios (shape and FP8 mode), 2 come from interleaved " \
+        "comparisons" in F.sources(table)
+
+
+def test_without_comparisons_the_table_is_the_records_alone():
+    """No comparisons: the table as it was (no decided_by); an empty set of them: the same
+    rows, each decided by the repeats."""
+    df = X.cells(fixture_records())
+    old = X.ratios(df, H200)
+    assert "decided_by" not in old and len(old) == 4 * 2 + 1
+    given = X.ratios(df, H200, {})
+    assert set(given["decided_by"]) == {"repeats"}
+    import pandas as pd
+    pd.testing.assert_frame_equal(given.drop(columns="decided_by"), old)
+    assert F.sources(old) == F.sources(given) == ""
+    assert M._source_note(given) == ""
+
+
+def test_a_shape_with_only_a_comparison_gets_its_row_without_memory(cpu_comparison, tmp_path):
+    """No record of width 8192 at 65536 tokens: its rows come from the comparison alone, with
+    no memory ratio (a comparison measures none), and the prediction of its layers."""
+    base, tw = drifting(1.4)
+    _, rw = drifting(1.2, seed=2)
+    c = comparison(cpu_comparison, tmp_path, 8192, 65536,
+                   {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": rw})
+    table = X.ratios(X.cells(fixture_records()), H200, X.compared([c]))
+    rows = table[(table["width"] == 8192) & (table["tokens"] == 65536)]
+    assert len(rows) == 2 and set(rows["decided_by"]) == {"interleaved"}
+    assert rows["memory_ratio"].isna().all() and rows["ratio"].notna().all()
+    assert rows["predicted"].tolist() == pytest.approx(
+        [X.speedup(m, 65536, 8192, 3, H200) for m in rows["mode"]])
+    alone = X.ratios(X.cells([]), None, X.compared([c]))    # no record at all
+    assert len(alone) == 2 and alone["memory_ratio"].isna().all()
+
+
+def test_an_fp8_arm_that_did_not_run_says_why(cpu_comparison, tmp_path):
+    """An FP8 arm that could not run leaves its shape unmeasured with its status and reason
+    (the other FP8 arm's ratio stands); the CPU's own comparison, no arm of FP8 run, gives
+    both rows the reason."""
+    base, tw = drifting(1.3)
+    c = comparison(cpu_comparison, tmp_path, 8192, 2048,
+                   {"amp-bf16": base, "fp8-tensorwise": tw},
+                   {"fp8-rowwise": ("oom", "CUDA out of memory: tried to allocate 2 GiB")})
+    t = X.ratios(X.cells([]), H200, X.compared([c])).set_index("mode")
+    assert t.loc["fp8-tensorwise", "ratio"] == pytest.approx(1.3, rel=0.03)
+    assert pd_isna(t.loc["fp8-rowwise", "ratio"]) and t.loc["fp8-rowwise", "statuses"] == "oom"
+    assert t.loc["fp8-rowwise", "unmeasured"] == (
+        "no fp8-rowwise run finished, oom (interleaved comparison): CUDA out of memory: tried "
+        "to allocate 2 GiB")
+    assert t.loc["fp8-rowwise", "pays"] is None
+    cpu = cpu_comparison | {"experiment": "fp8_crossover_w32"}
+    table = M.table_of([], None, comparisons=[cpu])
+    assert table["ratio"].isna().all() and set(table["statuses"]) == {"unsupported"}
+    assert all("compute capability >= 8.9" in w and "CPU" in w for w in table["unmeasured"])
+    assert "fp8-rowwise: no FP8 measurement at any of the 1 shapes" in M.sentences(table)
+
+
+def pd_isna(v) -> bool:
+    import pandas as pd
+    return bool(pd.isna(v))
+
+
+def test_the_command_reads_a_folder_of_comparisons(cpu_comparison, tmp_path, monkeypatch):
+    """--comparisons FOLDER: every comparison in it; only the crossover experiments' decide
+    (another experiment's comparison of the same shape is left out); the table, the sentences
+    and the figure's note say where the ratio comes from."""
+    import pandas as pd
+
+    import figure_text
+    files = []
+    for i, r in enumerate(fixture_records()):
+        files.append(tmp_path / "r" / f"{i}.json")
+        files[-1].parent.mkdir(exist_ok=True)
+        files[-1].write_text(json.dumps(r | {"experiment": "fp8_crossover_w"}))
+    monkeypatch.setattr(M.resultset, "load", lambda paths: [json.loads(p.read_text())
+                                                            for p in paths])
+    base, tw = drifting(1.6)
+    comparison(cpu_comparison, tmp_path, 4096, 4096,
+               {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": tw})
+    comparison(cpu_comparison, tmp_path, 1024, 4096,          # not a crossover experiment
+               {"amp-bf16": base, "fp8-tensorwise": 9 * tw, "fp8-rowwise": 9 * tw},
+               experiment="amp_recipe_wide")
+    assert M.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
+                   "--md", str(tmp_path / "a.md"), "--figures", str(tmp_path / "f.png"),
+                   "--comparisons", str(tmp_path / "interleaved")]) == 0
+    table = pd.read_csv(tmp_path / "a.csv")
+    il = table[table["decided_by"] == "interleaved"]
+    assert set(zip(il["width"], il["tokens"])) == {(4096, 4096)} and len(table) == 4 * 2 + 1
+    assert table.loc[(table["width"] == 1024) & (table["tokens"] == 4096), "ratio"].max() < 1
+    md = (tmp_path / "a.md").read_text()
+    assert "2 come from interleaved comparisons" in md and "interleaved in one process" in md
+    fig = M.figure(table.astype({"pays": object}))
+    assert figure_text.problems(fig) == []
+    assert any("2 of 8 ratios: interleaved in one process" in t.get_text() for t in fig.texts)
+
+
+@pytest.mark.slow
+def test_the_quick_study_plans_one_comparison_a_shape_for_the_map(workflow_copy):
+    """The quick study's dry run on a CPU: one interleave job per shape, and rule crossover
+    reads them with --comparisons."""
+    import re
+
+    from conftest import snakemake
+
+    plan = snakemake(workflow_copy, "-n", "--printshellcmds", "--configfile",
+                     "config/fp8_crossover_quick.yaml", "--config", "require_gpu=false",
+                     "run=xq").stdout
+    stats = plan.split("Job stats:")[1]
+    assert re.search(r"^interleave\s+4$", stats, re.M)
+    assert re.search(r"^crossover\s+1$", stats, re.M)
+    command = next(line for line in plan.splitlines() if "tcbench.reports.crossover" in line)
+    given = command.split("--comparisons ")[1].split(" >")[0].split()
+    assert given == [f"results/xq/interleaved/fp8_crossover_w{w}/bs{t}_compile-default.json"
+                     for w in (2048, 4096) for t in (2048, 16384)]

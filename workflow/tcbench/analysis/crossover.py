@@ -26,6 +26,15 @@ throughput ratio over amp-bf16 with its interval and claim (``tcbench.stats``), 
 records of the crossover's experiments. A shape whose FP8 runs did not finish (``unsupported``
 on a CPU or before compute capability 8.9) has no ratio and says why: no measurement is
 invented for it.
+
+Where a shape has an interleaved comparison (tcbench.interleave: amp-bf16 and the FP8 modes
+built in one process and alternated in rounds; ``compared`` reads each arm's per-round
+throughput from it) in which both the FP8 mode and amp-bf16 ran, the shape's ratio, interval,
+claim and ``pays`` are that comparison's paired ratio (``stats.paired_ratio``: the median of the
+per-round ratios, a bootstrap 95% interval; the host's drift cancels in it), and ``decided_by``
+says so (``claims.INTERLEAVED``; else ``claims.REPEATS``, the per-process repeats' ratio of
+means). The peak-memory ratio is still the records' (a comparison measures no memory), none
+without them.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
+from .claims import INTERLEAVED, REPEATS
 
 FP8_MODES = {m.name: m.fp8_recipe for m in V.MODES if m.fp8_recipe}
 BASELINE = V.FP8_BASELINE
@@ -168,29 +178,112 @@ def _why_unmeasured(fp8: pd.DataFrame, base: pd.DataFrame, mode: str) -> str | N
             + (f": {reasons[0][:160]}" if reasons else ""))
 
 
-def _shape_row(width, tokens, shape, mode, roofs) -> dict | None:
+@dataclass(frozen=True)
+class Compared:
+    """One interleaved comparison of a shape of the square recipe MLP: each arm that ran, its
+    throughput in every round (NaN where it has no segment, ``interleaved.per_round``); each
+    arm's status and reason, as the comparison names them."""
+
+    width: int
+    tokens: int
+    layers: int
+    rounds: dict            # precision -> np.ndarray of per-round samples/s (arms that ran)
+    arms: dict              # precision -> (status, status_reason)
+    record: str | None = None
+
+
+def _newest_first(r: dict) -> tuple:
+    ran = r["status"] == V.OK
+    return (ran, len(r.get("rounds") or []), (r.get("environment") or {}).get("timestamp_utc")
+            or "")
+
+
+def compared(records: list[dict]) -> dict[tuple[int, int], Compared]:
+    """Per (width, tokens) of the square recipe MLP, its interleaved comparison's per-round
+    throughputs and arms' statuses, from interleaved records (``analysis.interleaved.load``).
+    Where two comparisons hold the same shape, the one that ran (status ok), then the one with
+    more rounds, then the newest, is taken."""
+    from .interleaved import per_round
+
+    out: dict[tuple[int, int], Compared] = {}
+    for r in sorted(records, key=_newest_first, reverse=True):
+        p = r["params"]
+        if r["workload"] != WORKLOAD or p.get("in_size") != p.get("out_size"):
+            continue
+        key = (p["in_size"], r["batch_size"])
+        if key not in out:
+            out[key] = Compared(*key, int(p.get("num_layers") or 1), per_round(r),
+                                {a["precision"]: (a["status"], a["status_reason"])
+                                 for a in r["arms"]}, r.get("_path"))
+    return out
+
+
+def _why_not_compared(c: Compared, mode: str) -> str | None:
+    """Why an interleaved comparison gives no ratio of ``mode`` over amp-bf16 (None: it
+    gives one)."""
+    for side in (mode, BASELINE):
+        status, why = c.arms[side]
+        if status != V.OK:
+            return (f"no {side} run finished, {status} (interleaved comparison)"
+                    + (f": {str(why)[:160]}" if why else ""))
+    return None
+
+
+def _shape_row(width, tokens, shape, mode, roofs, c: Compared | None = None) -> dict | None:
+    if shape.empty:                       # a shape with an interleaved comparison only
+        shape = pd.DataFrame(columns=["precision", "throughput", "memory", "status",
+                                      "status_reason", "layers"])
     base = shape[shape["precision"] == BASELINE]
     fp8 = shape[shape["precision"] == mode]
-    if fp8.empty or base.empty:
+    by_records = not (fp8.empty or base.empty)
+    in_comparison = c is not None and mode in c.arms and BASELINE in c.arms
+    interleaved = in_comparison and _why_not_compared(c, mode) is None
+    if not (by_records or in_comparison):
         return None
-    e = stats.ratio(fp8["throughput"], base["throughput"])
-    layers = int(shape["layers"].dropna().iloc[0]) if shape["layers"].notna().any() else 1
+    if interleaved or not by_records:     # the comparison decides, or is all there is
+        e = stats.paired_ratio(c.rounds.get(mode, []), c.rounds.get(BASELINE, [])) \
+            if interleaved else stats.EMPTY
+        statuses, unmeasured = c.arms[mode][0], _why_not_compared(c, mode)
+        if interleaved and e.value is None:
+            unmeasured = "the interleaved comparison holds no round of both arms"
+        decided_by = INTERLEAVED
+    else:
+        e = stats.ratio(fp8["throughput"], base["throughput"])
+        statuses = ",".join(sorted(set(fp8["status"])))
+        unmeasured, decided_by = _why_unmeasured(fp8, base, mode), REPEATS
+    if shape["layers"].notna().any():
+        layers = int(shape["layers"].dropna().iloc[0])
+    else:
+        layers = c.layers if c is not None else 1
     return {"width": width, "tokens": tokens, "mode": mode,
             **e.as_dict("ratio"), "ratio_interval": e.method, "ratio_method": e.label,
             "claim": stats.claim(e), "pays": stats.clears(e, PAYS),
-            "memory_ratio": stats.ratio(fp8["memory"], base["memory"]).value,
-            "statuses": ",".join(sorted(set(fp8["status"]))),
-            "unmeasured": _why_unmeasured(fp8, base, mode),
-            "predicted": speedup(mode, tokens, width, layers, roofs) if roofs else None}
+            "memory_ratio": stats.ratio(fp8["memory"], base["memory"]).value
+            if by_records else None,
+            "statuses": statuses, "unmeasured": unmeasured,
+            "predicted": speedup(mode, tokens, width, layers, roofs) if roofs else None,
+            "decided_by": decided_by}
 
 
-def ratios(df: pd.DataFrame, roofs: Roofs | None = None) -> pd.DataFrame:
+def ratios(df: pd.DataFrame, roofs: Roofs | None = None,
+           comparisons: dict[tuple[int, int], Compared] | None = None) -> pd.DataFrame:
     """Per shape and FP8 mode: the measured throughput ratio over amp-bf16 with its interval
     (``stats.ratio``), its claim (``stats.claim``), whether that interval clears 1.10 (None:
     fewer than three finished repeats a side), the peak-memory ratio (means), why there is no
-    ratio where there is none, and the predicted speedup where ``roofs`` are given."""
-    out = [] if df.empty else [
-        row for (width, tokens), shape in df.groupby(["width", "tokens"])
-        for mode in FP8_MODES
-        if (row := _shape_row(width, tokens, shape, mode, roofs)) is not None]
-    return pd.DataFrame(out)
+    ratio where there is none, and the predicted speedup where ``roofs`` are given.
+
+    With ``comparisons`` (``compared``), a shape whose interleaved comparison ran both the
+    mode and amp-bf16 takes its ratio, interval, claim and ``pays`` from that comparison's
+    paired ratio, a shape with only a comparison gets its row (no memory ratio), and the
+    column ``decided_by`` says which instrument decided each row; without them the table is
+    the records' alone, as it always was (no ``decided_by``)."""
+    shapes = {} if df.empty else {k: g for k, g in df.groupby(["width", "tokens"])}
+    keys = sorted(set(shapes) | set(comparisons or {}))
+    out = [row for width, tokens in keys for mode in FP8_MODES
+           if (row := _shape_row(width, tokens, shapes.get((width, tokens), pd.DataFrame()),
+                                 mode, roofs, (comparisons or {}).get((width, tokens))))
+           is not None]
+    table = pd.DataFrame(out)
+    if comparisons is None and len(table):
+        table = table.drop(columns="decided_by")
+    return table

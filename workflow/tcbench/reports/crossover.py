@@ -4,12 +4,16 @@ and the peak-memory ratio (``analysis.crossover``), and the sentences that say w
 to pay (``reports.fp8_findings``). Reads records (their parameters hold the width, which
 metrics.csv has no column for). A shape without a finished FP8 run (``unsupported`` on a CPU)
 is drawn empty with its status and has no ratio; a calibration without an FP8 roof gives no
-prediction, and the files say why.
+prediction, and the files say why. With ``--comparisons`` (the crossover experiments'
+interleaved comparisons, tcbench.interleave; a folder: every one in it), a shape whose
+comparison ran the FP8 mode and amp-bf16 takes its ratio from that comparison's paired ratio,
+and the table (``decided_by``), the sentences and the figure's note say so.
 
     python -m tcbench.reports.crossover results/nvidia-h200/records \\
         --calibration results/nvidia-h200/calibration.json --out results/nvidia-h200
     python -m tcbench.reports.crossover --records R1.json R2.json ... --calibration C.json \\
-        --csv tables/fp8_crossover.csv --md fp8_crossover.md --figures figures/fp8_crossover.png
+        --csv tables/fp8_crossover.csv --md fp8_crossover.md --figures figures/fp8_crossover.png \
+        --comparisons results/nvidia-h200/interleaved
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from matplotlib.patches import Rectangle
 from .. import atomic, cli, resultset
 from .. import vocabulary as V
 from ..analysis import crossover
+from ..analysis import interleaved as IL
 from ..render import plot as FIG
 from . import fp8_findings
 
@@ -102,41 +107,72 @@ def figure(table: pd.DataFrame):
         for ax in row[1:]:
             ax.set_ylabel("")
         _mark_paying(row[0], t, measured)
+    source = _source_note(table)
     fig.text(0.01, 0.005, f"Dashed: break-even (1.0×). Boxed: 95% CI of the measured ratio "
              f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
              f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
-             f"crossover). An empty cell names the FP8 runs' status: no ratio without them.",
-             fontsize=6, wrap=True, va="bottom")
-    fig.tight_layout(rect=(0, 0.3 / fig.get_figheight(), 1, 1))  # the note's two lines below
+             f"crossover). An empty cell names the FP8 runs' status: no ratio without them."
+             + (f" {source}" if source else ""), fontsize=6, wrap=True, va="bottom")
+    lines = 3 if source else 2                  # the note's lines below the panels
+    fig.tight_layout(rect=(0, 0.15 * lines / fig.get_figheight(), 1, 1))
     return fig
 
 
-def table_of(records: list[dict], calibration: dict | None, where: str = "calibration.json"
-             ) -> pd.DataFrame:
+def _source_note(table: pd.DataFrame) -> str:
+    """The figure's word on where the measured ratios come from, where any is interleaved."""
+    if "decided_by" not in table:
+        return ""
+    measured = table[table["ratio"].notna()]
+    il = measured["decided_by"].astype(str) == crossover.INTERLEAVED
+    if not il.any():
+        return ""
+    which = "Every measured ratio" if il.all() else f"{int(il.sum())} of {len(measured)} ratios"
+    return (f"{which}: interleaved in one process (median of per-round ratios, bootstrap 95% "
+            f"CI){'' if il.all() else '; the rest: per-process repeats'}.")
+
+
+def table_of(records: list[dict], calibration: dict | None, where: str = "calibration.json",
+             comparisons: list[dict] | None = None) -> pd.DataFrame:
     """The map's table from the crossover experiments' records (``PREFIX*``), with the
-    prediction where the calibration has the roofs and, where not, why (``no_prediction``)."""
+    prediction where the calibration has the roofs and, where not, why (``no_prediction``).
+    ``comparisons``: interleaved records (``analysis.interleaved.load``); those of the
+    crossover's experiments decide the ratios of their shapes (``crossover.ratios``)."""
     records = [r for r in records if r["experiment"].startswith(PREFIX)]
+    compared = None if comparisons is None else crossover.compared(
+        [c for c in comparisons if c["experiment"].startswith(PREFIX)])
     roofs, why = crossover.roofs_or_reason(calibration, where)
-    table = crossover.ratios(crossover.cells(records), roofs)
+    table = crossover.ratios(crossover.cells(records), roofs, compared)
     if table.empty:
         raise ValueError(f"no pair of {crossover.BASELINE} and FP8 records of the square recipe "
-                         f"MLP among the {len(records)} records of experiments {PREFIX}*")
+                         f"MLP among the {len(records)} records of experiments {PREFIX}*"
+                         + (f", and no interleaved comparison of both among the "
+                            f"{len(compared)} of their shapes" if compared is not None else ""))
     return table.assign(no_prediction=why)
 
 
 def sentences(table: pd.DataFrame) -> str:
+    source = fp8_findings.sources(table)
     return "\n\n".join([*(fp8_findings.starts_to_pay(table, m) for m in crossover.FP8_MODES),
-                        fp8_findings.prediction(table)]) + "\n"
+                        fp8_findings.prediction(table), *([source] if source else [])]) + "\n"
+
+
+def comparison_paths(paths) -> list[Path]:
+    """Interleaved records' files: each file given, and every record in a folder given."""
+    return sorted(q for p in map(Path, paths)
+                  for q in (resultset.find_records(p) if p.is_dir() else [p]))
 
 
 def write(records, calibration: Path | None, out: Path | None = None, *,
-          csv: Path | None = None, md: Path | None = None, figures=None) -> list[Path]:
+          csv: Path | None = None, md: Path | None = None, figures=None,
+          comparisons=None) -> list[Path]:
     """The map's table, sentences and figure. ``records``: a records folder or record files;
-    ``out``: a result set's folder (the vocabulary's names in it), or the paths one by one."""
+    ``out``: a result set's folder (the vocabulary's names in it), or the paths one by one;
+    ``comparisons``: interleaved records' files or folders (None: none read)."""
     paths = resultset.find_records(records) if isinstance(records, (str, Path)) \
         else sorted(map(Path, records))
     cal = json.loads(Path(calibration).read_text()) if calibration else None
-    table = table_of(resultset.load(paths), cal, str(calibration))
+    compared = None if comparisons is None else IL.load(comparison_paths(comparisons))
+    table = table_of(resultset.load(paths), cal, str(calibration), compared)
     if out is not None:
         csv = csv or Path(out) / V.CROSSOVER_FILES["csv"]
         md = md or Path(out) / V.CROSSOVER_FILES["md"]
@@ -162,6 +198,9 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", type=Path)
     ap.add_argument("--md", type=Path)
     ap.add_argument("--figures", type=Path, nargs="+", help="the figure's files, one per format")
+    ap.add_argument("--comparisons", type=Path, nargs="*",
+                    help="the interleaved comparisons' records (tcbench.interleave), which "
+                         "decide the ratios of their shapes; a folder: every one in it")
     args = ap.parse_args(argv)
     if (args.records_dir is None) == (args.records is None):
         ap.error("give the records folder or --records FILE..., one of the two")
@@ -170,7 +209,8 @@ def main(argv=None) -> int:
 
     def written():
         for p in write(args.records_dir or args.records, args.calibration, args.out,
-                       csv=args.csv, md=args.md, figures=args.figures):
+                       csv=args.csv, md=args.md, figures=args.figures,
+                       comparisons=args.comparisons):
             print(p)
 
     return cli.main("tcbench.reports.crossover", written, (ValueError,))

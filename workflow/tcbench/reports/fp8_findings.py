@@ -33,8 +33,35 @@ def _shape(r) -> str:
 
 
 def _predicted(r) -> str:
-    return "" if missing(r.get("predicted")) else \
-        f"; the roofs predict {num(r['predicted'])}×"
+    return ("" if missing(r.get("predicted")) else
+            f"; the roofs predict {num(r['predicted'])}×") + _decided(r)
+
+
+def _decided(r) -> str:
+    """Where a shape's ratio comes from an interleaved comparison, the clause that says so."""
+    if str(r.get("decided_by")) != X.INTERLEAVED or missing(r.get("ratio")):
+        return ""
+    rounds = r.get("ratio_n")
+    return "; interleaved in one process" + ("" if missing(rounds) else
+                                             f", {int(rounds)} rounds")
+
+
+def sources(table: pd.DataFrame) -> str:
+    """Which instrument decided the map's measured ratios, where an interleaved comparison
+    decided any ("" where none did: every ratio is the per-process repeats')."""
+    if "decided_by" not in table or not len(table):
+        return ""
+    measured = table[table["ratio"].notna()]
+    il = measured[measured["decided_by"].astype(str) == X.INTERLEAVED]
+    if il.empty:
+        return ""
+    return (f"Of the {len(measured)} measured ratios (shape and FP8 mode), {len(il)} come from "
+            f"interleaved comparisons: {X.BASELINE} and the FP8 modes alternated in rounds in "
+            f"one process, the median of the per-round ratios with a bootstrap 95% interval, "
+            f"free of the host's drift between processes"
+            + (f"; the other {len(measured) - len(il)} from the per-process repeats (the ratio "
+               f"of their means, 95% CI)" if len(measured) > len(il) else "")
+            + ". Peak memory is always the per-process records' (a comparison measures none).")
 
 
 @dataclass(frozen=True)
@@ -95,7 +122,7 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
         return (f"{mode}: where it starts to pay cannot be judged: at every one of the "
                 f"{c.measured} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
                 f"largest ratio over {X.BASELINE} is {ratio_text(r, 'ratio')} at "
-                f"{_shape(r)}{gap}.")
+                f"{_shape(r)}{_decided(r)}{gap}.")
     return (f"{mode} pays off (95% CI of the throughput ratio over {X.BASELINE} wholly above "
             f"{X.PAYS:.2f}×) at none of the {c.measured} shapes measured{gap}; its strongest "
             f"claim is at {_shape(r)}, where it {stats.CLAIM_WORDS[r['claim']]}: "
@@ -136,7 +163,7 @@ def crossover_sentences(table: pd.DataFrame | None) -> list[str]:
     if table is None:
         return []
     return [f"**Where FP8 starts to pay:** {starts_to_pay(table, m)}" for m in X.FP8_MODES] \
-        + [prediction(table)]
+        + [prediction(table)] + [s for s in [sources(table)] if s]
 
 
 def _split(r) -> str:
