@@ -49,13 +49,17 @@ ONE_COLUMN_SLOTS = 10          # more bars than this do not fit 3.5 in legibly
 WIDTHS = ("auto", "one", "two")
 
 
+TITLE_PT = 8
+Y_LABELS_IN = 0.45   # a value axis's tick labels and its label, about
+
+
 def style() -> None:
     sns.set_theme(context="paper", style="whitegrid", font_scale=1.0)
     plt.rcParams.update({
         "pdf.fonttype": 42, "ps.fonttype": 42,      # TrueType, embedded: journals reject Type 3
         "svg.fonttype": "path", "svg.hashsalt": "tcbench",  # SVG looks the same everywhere
         "savefig.dpi": 300, "savefig.bbox": "tight", "savefig.pad_inches": 0.03,
-        "figure.dpi": 100, "legend.frameon": False, "axes.titlesize": 8,
+        "figure.dpi": 100, "legend.frameon": False, "axes.titlesize": TITLE_PT,
         "axes.labelsize": 7.5, "xtick.labelsize": 6.5, "ytick.labelsize": 6.5,
         "legend.fontsize": 6.5, "hatch.linewidth": 0.6, "axes.axisbelow": True,
     })
@@ -110,6 +114,15 @@ def wrapped(text: str, width_in: float, font: float = 6.5) -> list[str]:
         else:
             lines.append(word)
     return lines
+
+
+def set_title(ax, text: str) -> None:
+    """The axes' title in lines that fit its figure: an experiment's name can be long, and a
+    one-column figure is narrow."""
+    # centred over the axes, which the layout later moves right of the y-axis labels: the
+    # room is the figure's width less those labels' on both sides
+    room = ax.figure.get_size_inches()[0] - 2 * Y_LABELS_IN
+    ax.set_title("\n".join(wrapped(text, room, TITLE_PT)))
 
 
 def save_as(fig, paths) -> list[Path]:

@@ -12,7 +12,7 @@ from ..render.axes import value_axis
 from ..render.bars import grouped_bars, present_precisions, slot_width, slot_x
 from ..render.legend import legend
 from ..render.numbers import memory_unit, num
-from ..render.plot import NotDrawn, new_figure
+from ..render.plot import NotDrawn, new_figure, set_title
 from .figure_cells import bar_figure, groups_of
 
 MISS_MARK = dict(marker="D", markersize=3.2, mfc="white", mec="0.1", mew=0.8, ecolor="0.1",
@@ -51,7 +51,7 @@ def fig_warmup(s, exp, width="auto", plan=None, runs=None):
             str(r["precision"])]})
     if not log:   # from zero, with room above the highest point or whisker
         ax.set_ylim(0, float(np.nanmax(s[cols].to_numpy(dtype=float))) * 1.15)
-    ax.set_title(title)
+    set_title(ax, title)
     extra = [Line2D([], [], **{k: v for k, v in MISS_MARK.items()
                                if k not in ("ecolor", "elinewidth", "capsize", "capthick")},
                     label="cache miss")] if cold.any() else None

@@ -18,7 +18,7 @@ from ..render.axes import Ticks
 from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, missing_text,
                            present_precisions, slot_width, slot_x)
 from ..render.legend import legend
-from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, new_figure, plt
+from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, new_figure, plt, set_title
 from .figure_cells import experiment_rows, groups_of
 
 # the shares' source: one repeat per cell, so they carry no interval
@@ -207,7 +207,7 @@ def fig_attribution(m, exp, width="auto", plan=None, runs=None):
     ax.set_yticks([0, 25, 50, 75, 100])
     ax.yaxis.set_major_formatter(Ticks())
     ax.set_ylabel("% of step time")
-    ax.set_title(title)
+    set_title(ax, title)
     shown = [p for p in PARTS if cells[p].notna().any() and cells[p].max() >= VISIBLE]
     small = [p for p in PARTS if cells[p].notna().any() and cells[p].max() < VISIBLE]
     notes = [f"{PART_TEXT[p]}: under {VISIBLE:.0%} of every step" for p in small]

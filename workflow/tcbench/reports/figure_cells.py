@@ -13,7 +13,7 @@ from .. import vocabulary as V
 from ..render.axes import value_axis
 from ..render.bars import NO_RECORD, grouped_bars, present_precisions, setting_label
 from ..render.legend import legend
-from ..render.plot import NotDrawn, new_figure
+from ..render.plot import NotDrawn, new_figure, set_title
 
 # why a slot has no record at all, where the study's plan (its matrix) is known
 NOT_IN_DESIGN, PLANNED = "not in design", "planned, no record"
@@ -113,6 +113,6 @@ def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
     value_axis(ax, all_values(df, cols, dots), label=ylabel)
     drawn = grouped_bars(ax, df, value, groups=groups, interval=f"{interval}" if interval
                          else None, annotate=annotate, absent=plan, runs=dots)
-    ax.set_title(title)
+    set_title(ax, title)
     legend(fig, drawn["precisions"], extra, drawn["intervals"], drawn["runs"])
     return fig, ax

@@ -14,7 +14,7 @@ from ..render.axes import ratio_lines, value_axis
 from ..render.bars import grouped_bars, present_precisions
 from ..render.legend import legend
 from ..render.numbers import num
-from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, wrapped
+from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
 from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of
 
 FP8 = frozenset(m.name for m in V.MODES if m.fp8_recipe)
@@ -148,8 +148,7 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
         drawn = grouped_bars(ax, rows, "ratio", groups=groups, interval="ratio",
                              annotate=lambda v: f"{num(v)}", absent=plan, runs=dots)
         lines = ratio_lines(ax)
-        ax.set_title("\n".join(wrapped(f"{exp}: {what}", ax.figure.get_size_inches()[0] - 0.3,
-                                       8)))
+        set_title(ax, f"{exp}: {what}")
         precisions += [p for p in drawn["precisions"] if p not in precisions]
         intervals |= drawn["intervals"]
         dotted |= drawn["runs"]
