@@ -185,6 +185,13 @@ def crossover_records(wildcards):
             if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
 
 
+def crossover_comparisons(wildcards):
+    """The crossover experiments' interleaved comparisons: this study's (rule interleave makes
+    them) and those other studies left in the set (comparison_files, as aggregate takes them)."""
+    return [p for p in comparison_files(rules.interleave.output[0], wildcards.run)
+            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
+
+
 def study_benchmarks(run):
     """Snakemake's benchmark of each train job, where there is or will be one: a record made
     elsewhere (copied in, or written before benchmarks existed) keeps its record without one,

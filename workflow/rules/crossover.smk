@@ -1,17 +1,10 @@
 # The FP8 crossover map (config/fp8_crossover.yaml): where FP8 starts to pay on this GPU, per
 # Linear width x tokens a step, beside the prediction from the set's calibration. Made for a
 # result set that holds experiments named V.CROSSOVER_PREFIX* (this study's or another's in the
-# same set), from their records (common.smk: CROSSOVER_EXPERIMENTS, crossover_records) and their
-# interleaved comparisons (crossover_comparisons: one per shape where the config asks for
-# `interleave: {enabled: true}`), whose paired ratios decide the ratios of their shapes; the
-# module writes exactly the paths it is given.
-
-
-def crossover_comparisons(wildcards):
-    """The crossover experiments' interleaved comparisons: this study's (rule interleave makes
-    them) and those other studies left in the set (comparison_files, as aggregate takes them)."""
-    return [p for p in comparison_files(rules.interleave.output[0], wildcards.run)
-            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
+# same set), from their records and their interleaved comparisons (common.smk:
+# CROSSOVER_EXPERIMENTS, crossover_records, crossover_comparisons: one comparison per shape
+# where the config asks for `interleave: {enabled: true}`), whose paired ratios decide the
+# ratios of their shapes; the module writes exactly the paths it is given.
 
 
 rule crossover:
