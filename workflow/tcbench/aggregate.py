@@ -131,8 +131,7 @@ def main(argv=None) -> int:
     bench = args.benchmarks
     if bench is not None and len(bench) == 1 and bench[0].is_dir():
         bench = bench[0]
-    comparisons = [q for p in args.comparisons
-                   for q in (RS.find_records(p) if p.is_dir() else [p])]
+    comparisons = RS.given_records(args.comparisons)
 
     def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,

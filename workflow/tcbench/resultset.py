@@ -61,6 +61,11 @@ def find_records(root: Path) -> list[Path]:
     return sorted(p for p in Path(root).rglob("*.json") if not p.name.startswith("."))
 
 
+def given_records(paths) -> list[Path]:
+    """Record files named on a command line: each file as given, every record in a folder."""
+    return [q for p in map(Path, paths) for q in (find_records(p) if p.is_dir() else [p])]
+
+
 def load(paths) -> list[dict]:
     """Read and validate every record; the first bad one stops everything, named."""
     return [R.read(p) | {"_path": str(p)} for p in paths]

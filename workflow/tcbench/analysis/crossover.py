@@ -265,6 +265,15 @@ def _shape_row(width, tokens, shape, mode, roofs, c: Compared | None = None) -> 
             "decided_by": decided_by}
 
 
+def decided(table: pd.DataFrame) -> tuple[int, int]:
+    """How many of the map's measured ratios there are, and how many of them an interleaved
+    comparison decided (0 without ``decided_by``: the records' alone)."""
+    if "decided_by" not in table or not len(table):
+        return 0, 0
+    measured = table[table["ratio"].notna()]
+    return len(measured), int((measured["decided_by"].astype(str) == INTERLEAVED).sum())
+
+
 def ratios(df: pd.DataFrame, roofs: Roofs | None = None,
            comparisons: dict[tuple[int, int], Compared] | None = None) -> pd.DataFrame:
     """Per shape and FP8 mode: the measured throughput ratio over amp-bf16 with its interval

@@ -12,7 +12,7 @@ and the table (``decided_by``), the sentences and the figure's note say so.
     python -m tcbench.reports.crossover results/nvidia-h200/records \\
         --calibration results/nvidia-h200/calibration.json --out results/nvidia-h200
     python -m tcbench.reports.crossover --records R1.json R2.json ... --calibration C.json \\
-        --csv tables/fp8_crossover.csv --md fp8_crossover.md --figures figures/fp8_crossover.png \
+        --csv tables/fp8_crossover.csv --md fp8_crossover.md --figures figures/fp8_crossover.png \\
         --comparisons results/nvidia-h200/interleaved
 """
 
@@ -120,15 +120,13 @@ def figure(table: pd.DataFrame):
 
 def _source_note(table: pd.DataFrame) -> str:
     """The figure's word on where the measured ratios come from, where any is interleaved."""
-    if "decided_by" not in table:
+    measured, il = crossover.decided(table)
+    if not il:
         return ""
-    measured = table[table["ratio"].notna()]
-    il = measured["decided_by"].astype(str) == crossover.INTERLEAVED
-    if not il.any():
-        return ""
-    which = "Every measured ratio" if il.all() else f"{int(il.sum())} of {len(measured)} ratios"
+    every = il == measured
+    which = "Every measured ratio" if every else f"{il} of {measured} ratios"
     return (f"{which}: interleaved in one process (median of per-round ratios, bootstrap 95% "
-            f"CI){'' if il.all() else '; the rest: per-process repeats'}.")
+            f"CI){'' if every else '; the rest: per-process repeats'}.")
 
 
 def table_of(records: list[dict], calibration: dict | None, where: str = "calibration.json",
@@ -156,12 +154,6 @@ def sentences(table: pd.DataFrame) -> str:
                         fp8_findings.prediction(table), *([source] if source else [])]) + "\n"
 
 
-def comparison_paths(paths) -> list[Path]:
-    """Interleaved records' files: each file given, and every record in a folder given."""
-    return sorted(q for p in map(Path, paths)
-                  for q in (resultset.find_records(p) if p.is_dir() else [p]))
-
-
 def write(records, calibration: Path | None, out: Path | None = None, *,
           csv: Path | None = None, md: Path | None = None, figures=None,
           comparisons=None) -> list[Path]:
@@ -171,7 +163,7 @@ def write(records, calibration: Path | None, out: Path | None = None, *,
     paths = resultset.find_records(records) if isinstance(records, (str, Path)) \
         else sorted(map(Path, records))
     cal = json.loads(Path(calibration).read_text()) if calibration else None
-    compared = None if comparisons is None else IL.load(comparison_paths(comparisons))
+    compared = None if comparisons is None else IL.load(sorted(resultset.given_records(comparisons)))
     table = table_of(resultset.load(paths), cal, str(calibration), compared)
     if out is not None:
         csv = csv or Path(out) / V.CROSSOVER_FILES["csv"]

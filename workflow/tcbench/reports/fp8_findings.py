@@ -49,18 +49,15 @@ def _decided(r) -> str:
 def sources(table: pd.DataFrame) -> str:
     """Which instrument decided the map's measured ratios, where an interleaved comparison
     decided any ("" where none did: every ratio is the per-process repeats')."""
-    if "decided_by" not in table or not len(table):
+    measured, il = X.decided(table)
+    if not il:
         return ""
-    measured = table[table["ratio"].notna()]
-    il = measured[measured["decided_by"].astype(str) == X.INTERLEAVED]
-    if il.empty:
-        return ""
-    return (f"Of the {len(measured)} measured ratios (shape and FP8 mode), {len(il)} come from "
+    return (f"Of the {measured} measured ratios (shape and FP8 mode), {il} come from "
             f"interleaved comparisons: {X.BASELINE} and the FP8 modes alternated in rounds in "
             f"one process, the median of the per-round ratios with a bootstrap 95% interval, "
             f"free of the host's drift between processes"
-            + (f"; the other {len(measured) - len(il)} from the per-process repeats (the ratio "
-               f"of their means, 95% CI)" if len(measured) > len(il) else "")
+            + (f"; the other {measured - il} from the per-process repeats (the ratio "
+               f"of their means, 95% CI)" if measured > il else "")
             + ". Peak memory is always the per-process records' (a comparison measures none).")
 
 
