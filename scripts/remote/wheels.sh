@@ -32,4 +32,19 @@ for _ in 1 2 3 4 5 6 7 8; do
 done
 find .whl -maxdepth 1 -name '*.whl' -printf '%f\n' | { grep -E "$skip" || true; } \
   | sed 's|^|.whl/|' | xargs -r rm -f
+# PuLP's wheel carries a CBC solver binary for every platform (16 MB of the bundle's ~32): keep
+# only x86-64 Linux's, which Snakemake's scheduler runs there
+for w in .whl/pulp-*.whl; do
+  [ -f "$w" ] && python3 - "$w" <<'PY'
+import sys, zipfile, os
+src = sys.argv[1]; tmp = src + ".tmp"
+with zipfile.ZipFile(src) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+    for item in zin.infolist():
+        name = item.filename
+        if "/solverdir/cbc/" in name and "/solverdir/cbc/linux/i64/" not in name:
+            continue
+        zout.writestr(item, zin.read(name))
+os.replace(tmp, src)
+PY
+done
 echo "$(ls .whl | wc -l) wheels, $(du -sh .whl | cut -f1) in .whl/"
