@@ -165,3 +165,29 @@ def test_a_study_killed_at_its_bound_leaves_no_lock_for_the_next(checkout, tmp_p
     assert unlock.startswith("a_target --config run=x") and "--unlock" in unlock
     assert "--configfile config/tiny.yaml" in unlock
     assert (tmp_path / "out" / "results.tgz").exists()
+
+
+def test_a_study_packs_only_the_files_it_wrote(checkout, tmp_path):
+    """The tarball that comes back holds what the run wrote under results/ and logs/, not the
+    committed result sets beside it (tens of MB) nor records an earlier run left there."""
+    env = shell_env(tmp_path)
+    fake = tmp_path / "bin" / "snakemake"
+    fake.write_text("#!/bin/sh\n"
+                    'case " $* " in *" --unlock "*) exit 0 ;; esac\n'
+                    "mkdir -p results/x/records/e logs/x\n"
+                    "echo '{}' > results/x/records/e/new_r1.json\necho ran > logs/x/new.log\n")
+    fake.chmod(0o755)
+    (checkout / "config").mkdir()
+    (checkout / "config" / "tiny.yaml").write_text("repeats: 1\n")
+    for old in ("results/nvidia-h200/records/e/committed_r1.json", "results/x/records/e/old_r1.json"):
+        (checkout / old).parent.mkdir(parents=True, exist_ok=True)
+        (checkout / old).write_text("{}")
+        os.utime(checkout / old, (1_000_000_000, 1_000_000_000))
+    proc = subprocess.run(["bash", "scripts/remote/study.sh", "--out", str(tmp_path / "out"),
+                           "config/tiny.yaml", "60", "a_target", "--config", "run=x"],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    assert "snakemake exit 0" in proc.stdout, proc.stdout + proc.stderr
+    with tarfile.open(tmp_path / "out" / "results.tgz") as tar:
+        names = sorted(tar.getnames())
+    assert names == ["logs/x/new.log", "results/x/records/e/new_r1.json"], names
+    assert not (tmp_path / "out" / ".started").exists()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a study, or part of one, on a GPU host, bounded in time, and packs what it made into
-# DIR/results.tgz (records, job timings, logs: unpack it at the repository root back home):
+# DIR/results.tgz (the files under results/ and logs/ it wrote: records, job timings, logs;
+# unpack it at the repository root back home):
 #
 #   scripts/remote/study.sh --out DIR CONFIGFILE SECONDS [snakemake targets...]
 #
@@ -27,8 +28,14 @@ case $budget in ''|*[!0-9]*) echo "study.sh: SECONDS=$budget is not a whole numb
 t0=$(date +%s)
 left() { echo $(( budget - ($(date +%s) - t0) )); }
 mkdir -p "$dest" logs
-pack() {  # small on purpose: only results (records, job timings) and logs travel back
-  tar czf "$dest/results.tgz" results logs 2>/dev/null
+started="$dest/.started"; touch "$started"
+pack() {
+  # small on purpose: only what this run wrote travels back, not the committed result sets
+  # (tens of MB) nor an earlier run's records brought along
+  find results logs -type f -newer "$started" 2>/dev/null | sort > "$dest/.made"
+  tar czf "$dest/results.tgz" --files-from "$dest/.made" 2>/dev/null
+  echo "packed $(wc -l < "$dest/.made") files this run wrote into $dest/results.tgz"
+  rm -f "$started" "$dest/.made"
   ls -la "$dest"
 }
 trap pack EXIT
