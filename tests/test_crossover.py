@@ -156,8 +156,16 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     fig = M.figure(table)
     assert figure_text.problems(fig) == []       # no text overlaps or leaves the canvas
     measured, predicted = fig.axes[0], fig.axes[1]
-    assert any(isinstance(c, ContourSet) for c in measured.collections)
-    assert any(isinstance(c, ContourSet) for c in predicted.collections)
+    # the measured panel: its own break-even (dashed) and the prediction's (dotted) over it
+    contours = [c for c in measured.collections if isinstance(c, ContourSet)]
+    assert [c.get_linestyle()[0][1] is not None for c in contours] == [True, True]
+    assert len({str(c.get_linestyle()) for c in contours}) == 2
+    assert sum(isinstance(c, ContourSet) for c in predicted.collections) == 1
+    # a measured cell gives its 95% interval under the ratio
+    tw = table[(table["mode"] == "fp8-tensorwise") & (table["width"] == 4096) &
+               (table["tokens"] == 4096)].iloc[0]
+    assert f"{tw['ratio']:.2f}\n[{tw['ratio_low']:.2f}, {tw['ratio_high']:.2f}]" in \
+        {t.get_text() for t in measured.texts}
     boxes = [p for p in measured.patches if isinstance(p, Rectangle) and not p.get_fill()]
     paying = table[(table["mode"] == "fp8-tensorwise") & (table["pays"] == True)]  # noqa: E712
     assert len(boxes) == len(paying) == 2
@@ -406,6 +414,9 @@ def test_a_shape_with_only_a_comparison_gets_its_row_without_memory(cpu_comparis
         [X.speedup(m, 65536, 8192, 3, H200) for m in rows["mode"]])
     alone = X.ratios(X.cells([]), None, X.compared([c]))    # no record at all
     assert len(alone) == 2 and alone["memory_ratio"].isna().all()
+    # its memory cell says there is no record, not the comparison's status
+    memory_panel = M.figure(table.astype({"pays": object})).axes[2]
+    assert "no per-process\nrecord" in {t.get_text() for t in memory_panel.texts}
 
 
 def test_an_fp8_arm_that_did_not_run_says_why(cpu_comparison, tmp_path):

@@ -627,8 +627,20 @@ def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
     fp8 = next(s for s in v.sections if s.title == "FP8 on this GPU").sentences
     assert fp8[0].startswith("**Where FP8 starts to pay:** fp8-tensorwise starts to pay at "
                              "Linear width 4096 with 4,096 tokens a step: 1.30× [")
-    assert fp8[2].startswith("Beside each measured ratio")
+    # where it loses: the slower shapes named; a shape faster by too little, said so
+    assert fp8[1] == ("**Where it does not:** fp8-tensorwise is slower than amp-bf16 (95% CI "
+                      "wholly below 1.0×) at 1 of 4 shapes, 0.800×: width 1024 at 4,096 tokens; "
+                      "it neither pays nor loses at width 1024 at 16,384 tokens (faster, by "
+                      "less than 1.10×).")
+    prediction = next(s for s in fp8 if s.startswith("**The prediction:** Beside each measured"))
+    # how far off: measured / predicted per mode (fixture: 0.800/0.969, 1.05/0.986, 1.30/1.29,
+    # 1.50/1.38 for tensorwise), and where the prediction's pays-or-not agreed
+    assert "fp8-tensorwise: measured ÷ predicted 1.04 at the median of 4 shapes (range " \
+           "0.825–1.09), furthest below at Linear width 1024 with 4,096 tokens a step (0.800× " \
+           "measured, 0.969× predicted)" in prediction
+    assert "agrees with the measured claim at 4 of 4" in prediction
     bottom = " ".join(v.bottom_line)
+    assert "slower at 1 of 4 shapes (0.800×)" in bottom
     assert ("FP8 crossover, fp8-tensorwise against amp-bf16: pays off from Linear width 4096 "
             "with 4,096 tokens a step, 1.30× [") in bottom
     assert "(the smallest of 2 of 4 shapes whose interval clears 1.10×)" in bottom

@@ -61,23 +61,51 @@ def _empty_cells(ax, grid: pd.DataFrame, text: pd.DataFrame) -> None:
                         va="center", fontsize=5, color="0.35")
 
 
+def _why_empty(t: pd.DataFrame, column: str) -> pd.DataFrame:
+    """What an empty cell of ``column``'s panel says: no prediction; the FP8 runs' status where
+    none finished; for peak memory, that no per-process record has it (a ratio from an
+    interleaved comparison alone measures no memory)."""
+    if column == "predicted":
+        why = np.full(len(t), "no prediction", dtype=object)
+    else:
+        why = t["statuses"].str.replace(",", "/").to_numpy(dtype=object)
+        if column == "memory_ratio":
+            why = np.where(t["statuses"].astype(str) == V.OK, "no per-process\nrecord", why)
+    return _grid(t.assign(why=why), "why").fillna("not run")   # a shape not run in this mode
+
+
+def _labels(t: pd.DataFrame, grid: pd.DataFrame, column: str) -> pd.DataFrame | bool:
+    """The cells' text: the measured ratio with its 95% interval below it; other panels, the
+    value."""
+    if column != "ratio":
+        return True
+    lo, hi = (_grid(t, c).reindex_like(grid) for c in ("ratio_low", "ratio_high"))
+    return pd.DataFrame([[("" if pd.isna(v) else f"{v:.2f}" + (
+        "" if pd.isna(lo.loc[w, k]) or pd.isna(hi.loc[w, k])
+        else f"\n[{lo.loc[w, k]:.2f}, {hi.loc[w, k]:.2f}]")) for k, v in row.items()]
+        for w, row in grid.iterrows()], index=grid.index, columns=grid.columns)
+
+
+def _break_even(ax, grid: pd.DataFrame, style: str) -> None:
+    if grid.notna().all().all() and grid.shape[0] > 1 and grid.shape[1] > 1:
+        xs, ys = np.arange(grid.shape[1]) + 0.5, np.arange(grid.shape[0]) + 0.5
+        ax.contour(xs, ys, grid.to_numpy(), levels=[1.0], colors="k", linewidths=1.0,
+                   linestyles=style)
+
+
 def _panel(ax, t: pd.DataFrame, column: str, title: str, kw: dict) -> pd.DataFrame:
     grid = _grid(t, column).astype(float)
-    sns.heatmap(grid, ax=ax, annot=True, fmt=".2f", cbar=False, linewidths=0.5,
-                annot_kws={"fontsize": 6}, mask=grid.isna(), **kw)
-    why = _grid(t.assign(why=np.where(column == "predicted", "no prediction",
-                                      t["statuses"].str.replace(",", "/"))), "why"
-                ).fillna("not run")   # a shape the study did not run in this mode
-    _empty_cells(ax, grid, why)
+    labels = _labels(t, grid, column)
+    sns.heatmap(grid, ax=ax, annot=labels, fmt="" if labels is not True else ".2f", cbar=False,
+                linewidths=0.5, annot_kws={"fontsize": 6 if labels is True else 5.5},
+                mask=grid.isna(), **kw)
+    _empty_cells(ax, grid, _why_empty(t, column))
     ax.set_title(title + (" (× bf16 throughput)" if column == "ratio" else " (× bf16)"),
                  fontsize=7)
     ax.grid(False)
     ax.set_xlabel("tokens per step")
-    if column in ("ratio", "predicted") and grid.notna().all().all() and \
-            grid.shape[0] > 1 and grid.shape[1] > 1:
-        xs, ys = np.arange(grid.shape[1]) + 0.5, np.arange(grid.shape[0]) + 0.5
-        ax.contour(xs, ys, grid.to_numpy(), levels=[1.0], colors="k", linewidths=1.0,
-                   linestyles="--")
+    if column in ("ratio", "predicted"):
+        _break_even(ax, grid, "--")
     return grid
 
 
@@ -100,7 +128,8 @@ def figure(table: pd.DataFrame):
     for row, mode in zip(axes, modes):
         t = table[table["mode"] == mode]
         measured = _panel(row[0], t, "ratio", f"{mode}: measured", scale)
-        _panel(row[1], t, "predicted", "predicted from the roofs", scale)
+        predicted = _panel(row[1], t, "predicted", "predicted from the roofs", scale)
+        _break_even(row[0], predicted, ":")   # the prediction's break-even over the measurement
         _panel(row[2], t, "memory_ratio", "peak memory", {"cmap": "Greys", "vmin": 0.5,
                                                            "vmax": 1.5})
         row[0].set_ylabel("Linear width")
@@ -108,7 +137,8 @@ def figure(table: pd.DataFrame):
             ax.set_ylabel("")
         _mark_paying(row[0], t, measured)
     source = _source_note(table)
-    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×). Boxed: 95% CI of the measured ratio "
+    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×); dotted, over the measured map: the predicted break-even. "
+             f"Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the measured ratio "
              f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
              f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
              f"crossover). An empty cell names the FP8 runs' status: no ratio without them."
@@ -150,8 +180,11 @@ def table_of(records: list[dict], calibration: dict | None, where: str = "calibr
 
 def sentences(table: pd.DataFrame) -> str:
     source = fp8_findings.sources(table)
-    return "\n\n".join([*(fp8_findings.starts_to_pay(table, m) for m in crossover.FP8_MODES),
-                        fp8_findings.prediction(table), *([source] if source else [])]) + "\n"
+    per_mode = [s for m in crossover.FP8_MODES
+                for s in (fp8_findings.starts_to_pay(table, m), fp8_findings.where_it_loses(table, m))
+                if s]
+    return "\n\n".join([*per_mode, fp8_findings.prediction(table),
+                        *([source] if source else [])]) + "\n"
 
 
 def write(records, calibration: Path | None, out: Path | None = None, *,

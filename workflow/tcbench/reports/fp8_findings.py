@@ -135,20 +135,75 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
     if c.kind == "unmeasured":
         return f"{head}: cannot be judged (no FP8 measurement)."
     r = c.row
+    t = table[(table["mode"] == mode) & table["ratio"].notna()]
+    slower = t[t["claim"].astype(str) == stats.SLOWER]
+    slow = (f"; slower at {len(slower)} of {c.measured} shapes ({_span(slower['ratio'])})"
+            if len(slower) else "")
     if c.kind == "pays":
         return (f"{head}: pays off from {_shape(r)}, {ratio_text(r, 'ratio')} (the smallest of "
-                f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×).")
+                f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×){slow}.")
     return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
-            f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}.")
+            f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}{slow}.")
+
+
+def _shapes(rows: pd.DataFrame) -> str:
+    """Shapes named compactly, by width: "width 1024 at 2,048 and 16,384 tokens"."""
+    parts = []
+    for width, g in rows.sort_values(["width", "tokens"]).groupby("width", sort=True):
+        tokens = [f"{int(t):,}" for t in g["tokens"]]
+        listed = tokens[0] if len(tokens) == 1 else ", ".join(tokens[:-1]) + f" and {tokens[-1]}"
+        parts.append(f"width {int(width)} at {listed} tokens")
+    return "; ".join(parts)
+
+
+def _span(values: pd.Series, unit: str = "×") -> str:
+    lo, hi = float(values.min()), float(values.max())
+    return f"{num(lo)}{unit}" if num(lo) == num(hi) else f"{num(lo)}–{num(hi)}{unit}"
+
+
+def where_it_loses(table: pd.DataFrame, mode: str) -> str:
+    """Where ``mode`` is slower than amp-bf16 (95% interval wholly below 1), and where it gains
+    too little to pay; "" where the map has no measured ratio of the mode."""
+    t = table[(table["mode"] == mode) & table["ratio"].notna()] if len(table) else table
+    if t.empty:
+        return ""
+    slower = t[t["claim"].astype(str) == stats.SLOWER]
+    short = t[(t["pays"].astype(str) != "True") & (t["claim"].astype(str) != stats.SLOWER)]
+    parts = []
+    if len(slower):
+        parts.append(f"{mode} is slower than {X.BASELINE} (95% CI wholly below 1.0×) at "
+                     f"{len(slower)} of {len(t)} shapes, {_span(slower['ratio'])}: "
+                     f"{_shapes(slower)}")
+    else:
+        parts.append(f"{mode} is slower than {X.BASELINE} at none of the {len(t)} shapes "
+                     f"measured")
+    if len(short):
+        parts.append(f"it neither pays nor loses at {_shapes(short)} "
+                     f"({', '.join(stats.CLAIM_SHORT.get(str(c), str(c)) for c in short['claim'])})")
+    return "; ".join(parts) + "."
 
 
 def prediction(table: pd.DataFrame) -> str:
-    """What the calibration's roofs predict beside the measurement, or why there is none."""
+    """What the calibration's roofs predict beside the measurement, and how far off they were
+    (measured ÷ predicted per FP8 mode, and at how many shapes the prediction's "pays" agreed
+    with the measured claim); or why there is no prediction."""
     if len(table) and table["predicted"].notna().any():
+        both = table[table["predicted"].notna() & table["ratio"].notna()]
+        off = []
+        for mode, g in both.groupby("mode", sort=False):
+            q = g["ratio"] / g["predicted"]
+            worst = g.loc[q.idxmin()]
+            agree = int(((g["predicted"] >= X.PAYS) == (g["pays"].astype(str) == "True")).sum())
+            off.append(f"{mode}: measured ÷ predicted {num(float(q.median()))} at the median of "
+                       f"{len(g)} shapes (range {_span(q, '')}), furthest below at "
+                       f"{_shape(worst)} ({num(worst['ratio'])}× measured, "
+                       f"{num(worst['predicted'])}× predicted); the prediction's pays-or-not "
+                       f"(≥ {X.PAYS:.2f}×) agrees with the measured claim at {agree} of {len(g)}")
         return ("Beside each measured ratio, tables/fp8_crossover.csv and the map give the ratio "
                 "predicted from this GPU's calibration (GEMMs at its bf16 and FP8 matmul roofs, "
                 "the casts' and scales' bytes at its copy bandwidth; launch and framework time "
-                "left out, so the measurement falls short of it where those matter).")
+                "left out, so the measurement falls short of it where those matter)"
+                + (". How far off it was: " + "; ".join(off) if off else "") + ".")
     why = table["no_prediction"].dropna().astype(str) if "no_prediction" in table \
         else pd.Series([], dtype=str)
     return ("No prediction from the calibration" + (f": {why.iloc[0]}" if len(why) else "")
@@ -159,8 +214,13 @@ def crossover_sentences(table: pd.DataFrame | None) -> list[str]:
     """Where FP8 starts to pay on this GPU, per recipe, and the prediction beside it."""
     if table is None:
         return []
-    return [f"**Where FP8 starts to pay:** {starts_to_pay(table, m)}" for m in X.FP8_MODES] \
-        + [prediction(table)] + [s for s in [sources(table)] if s]
+    out = []
+    for mode in X.FP8_MODES:
+        out.append(f"**Where FP8 starts to pay:** {starts_to_pay(table, mode)}")
+        loses = where_it_loses(table, mode)
+        if loses:
+            out.append(f"**Where it does not:** {loses}")
+    return out + [f"**The prediction:** {prediction(table)}"] + [s for s in [sources(table)] if s]
 
 
 def _split(r) -> str:

@@ -234,8 +234,10 @@ def slow_reason(row) -> str | None:
     if str(row["precision"]) in claims.FP8:
         conv, kept = row.get("fp8_converted"), row.get("fp8_kept")
         if not missing(conv):
-            out.append(f"only {conv} converted to FP8 ({kept} kept in bf16)" if not missing(kept)
-                       else f"{conv} converted to FP8")
+            # the record lists module names, space-separated ("0 2 4" for a Sequential's)
+            layers = ", ".join(str(conv).split())
+            out.append(f"only {layers} converted to FP8 ({kept} kept in bf16)" if not missing(kept)
+                       else f"Linear layers {layers} converted to FP8")
         if str(row.get("compile")) == "off":
             out.append("compile off, so its casts and scales run as separate kernels")
         fp8 = stats.finite(row.get("fp8_gemm_share"))
