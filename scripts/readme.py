@@ -114,6 +114,15 @@ class Blocks:
     def best(self) -> str:
         return _table(T.best_table(_read(self.dir / V.SET_TABLES["best"])))
 
+    def crossover(self) -> str:
+        """Where FP8 starts to pay (config/fp8_crossover.yaml in the set): the map as a table
+        and, per recipe, the verdict's sentence."""
+        from tcbench.reports import crossover as X, fp8_findings as F
+
+        table = RS.read_raw(self.dir / V.CROSSOVER_FILES["csv"])
+        said = [F.starts_to_pay(table, m) for m in X.crossover.FP8_MODES]
+        return _table(X.map_table(table)) + "\n" + "\n\n".join(said) + "\n"
+
     def capacity(self) -> str:
         from tcbench.capacity.report import capacity_table
 
@@ -148,7 +157,7 @@ class Blocks:
             return self.experiment(exp, int(which))
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
                 "answer": self.answer, "hostbound": self.host_bound,
-                "best": self.best, "capacity": self.capacity, "jobcost": self.job_cost}[kind]()
+                "best": self.best, "capacity": self.capacity, "crossover": self.crossover, "jobcost": self.job_cost}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:

@@ -30,6 +30,9 @@ def expected_figures(folder: Path) -> set[Path] | None:
     if summary.exists():
         experiments, kinds = pd.read_csv(summary)["experiment"].unique(), F.KINDS
         extra = [V.set_figure_name(k, ext) for k in F.SET_KINDS for ext in V.FIGURE_FORMATS]
+        # rule crossover draws the FP8 map where the set has the crossover study's experiments
+        if any(str(e).startswith(V.CROSSOVER_PREFIX) for e in experiments):
+            extra += [f"{V.CROSSOVER_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]
     elif comparison.exists():
         experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), CF.KINDS
         extra = [f"{V.COMPARE_OVERVIEW}.{ext}" for ext in V.FIGURE_FORMATS]

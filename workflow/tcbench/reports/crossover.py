@@ -33,7 +33,10 @@ from .. import atomic, cli, resultset
 from .. import vocabulary as V
 from ..analysis import crossover
 from ..analysis import interleaved as IL
+from .. import stats
 from ..render import plot as FIG
+from ..render.numbers import missing, num
+from ..render.table import Table
 from . import fp8_findings
 
 PAYS = crossover.PAYS
@@ -176,6 +179,46 @@ def table_of(records: list[dict], calibration: dict | None, where: str = "calibr
                          + (f", and no interleaved comparison of both among the "
                             f"{len(compared)} of their shapes" if compared is not None else ""))
     return table.assign(no_prediction=why)
+
+
+def map_table(table: pd.DataFrame) -> Table:
+    """The map as a table for readers: per FP8 mode and Linear width, each tokens-a-step
+    column's measured ratio over amp-bf16 with its interval and claim, and the prediction."""
+    tokens = sorted(int(t) for t in table["tokens"].unique())
+    rows = []
+    for mode in [m for m in crossover.FP8_MODES if (table["mode"] == m).any()]:
+        t = table[table["mode"] == mode]
+        for width in sorted(int(w) for w in t["width"].unique()):
+            cells = []
+            for k in tokens:
+                r = t[(t["width"] == width) & (t["tokens"] == k)]
+                if r.empty:
+                    cells.append("not run")
+                    continue
+                r = r.iloc[0]
+                if missing(r.get("ratio")):
+                    measured = str(r["statuses"])
+                else:
+                    interval = ("" if missing(r.get("ratio_low")) or missing(r.get("ratio_high"))
+                                else f" [{num(r['ratio_low'])}, {num(r['ratio_high'])}]")
+                    how = "" if str(r.get("decided_by")) == crossover.INTERLEAVED else \
+                        ", per process"
+                    measured = (f"{num(r['ratio'])}×{interval}{how}, "
+                                f"{stats.CLAIM_SHORT.get(str(r['claim']), r['claim'])}")
+                cells.append(measured + ("" if missing(r.get("predicted")) else
+                                         f" (predicted {num(r['predicted'])}×)"))
+            rows.append([mode, str(width), *cells])
+    return Table(f"FP8 against {crossover.BASELINE}, per Linear width and tokens a step",
+                 ["FP8 mode", "Linear width", *(f"{k:,} tokens" for k in tokens)], rows,
+                 align="lr" + "r" * len(tokens),
+                 notes=["Each cell: FP8's throughput ÷ amp-bf16's at that shape, with its 95% "
+                        "interval and the claim it allows (pays off: wholly above "
+                        f"{PAYS:.2f}×), and in brackets the ratio predicted from the device's "
+                        "calibration (GEMMs at its bf16 and FP8 matmul roofs, casts and scales "
+                        "at its copy bandwidth; launch and framework time left out). The ratio: "
+                        "from the shape's interleaved comparison (the median of per-round "
+                        "ratios, bootstrap interval), or, marked 'per process', the ratio of "
+                        "the per-process repeats' means."])
 
 
 def sentences(table: pd.DataFrame) -> str:
