@@ -111,3 +111,27 @@ def test_the_matrix_makes_one_comparison_per_setting_of_an_experiment_that_asks(
     bad["experiments"][0]["interleave"]["segment_s"] = 100      # the comparison's own limit
     with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: segment_s=100"):
         M.comparisons(C.check(bad), jobs)
+
+
+@pytest.mark.slow  # about 10 s: builds a transformers model per arm
+def test_a_transformer_interleaves_its_modes_and_an_fp8_arm_says_why_on_a_cpu(tmp_path):
+    """The transformer studies ask for one comparison a model: a (one-layer) GPT-2 from its
+    configuration, amp-bf16 and fp8-tensorwise arms in one process; on a CPU the FP8 arm is
+    unsupported and says so, the bf16 arm still runs its rounds, and the record is valid."""
+    pytest.importorskip("transformers")
+    spec = {"workload": "transformers", "batch_size": 2, "device": "cpu",
+            "precisions": ["amp-bf16", "fp32", "fp8-tensorwise"],
+            "params": {"model": "gpt2", "seq_len": 16, "steps": 4, "warmup_steps": 1,
+                       "config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 128,
+                                  "bos_token_id": 0, "eos_token_id": 0}},
+            "interleave": {"rounds": 3, "segment_s": 0.005}}
+    record = IL.compare(spec)
+    path = tmp_path / "bs2.json"
+    R.write(record, path, R.INTERLEAVED)
+    arms = {a["precision"]: a for a in R.read(path, R.INTERLEAVED)["arms"]}
+    assert arms["amp-bf16"]["status"] == arms["fp32"]["status"] == "ok"
+    assert arms["fp8-tensorwise"]["status"] == "unsupported"
+    assert "CPU" in arms["fp8-tensorwise"]["status_reason"] or \
+        "compute capability" in arms["fp8-tensorwise"]["status_reason"]
+    assert len(record["rounds"]) == 3 and all(
+        {s["precision"] for s in r["segments"]} == {"amp-bf16", "fp32"} for r in record["rounds"])
