@@ -502,6 +502,31 @@ def test_speedup_panels_have_lines_at_1_and_at_the_pays_off_threshold(gpu_tables
     P.plt.close("all")
 
 
+def test_a_cell_decided_by_its_interleaved_comparison_shows_that_ratio_beside_its_bar(gpu_tables):
+    """The bar is the per-process repeats' ratio of means; where the set has the cell's
+    interleaved comparison, its ratio (the one the verdict uses) is a diamond with its interval
+    beside the bar, and the legend says what it is; a set without comparisons draws none."""
+    from matplotlib.lines import Line2D
+    from tcbench.reports import speed_figures as SF
+
+    P.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    plain = F.fig_speedup(sp, "amp_recipe")
+    assert SF.INTERLEAVED_HANDLE.get_label() not in \
+        [t.get_text() for t in plain.legends[0].get_texts()]
+    tf32 = sp["precision"] == "tf32"
+    sp = sp.assign(interleaved_speedup=np.where(tf32, 3.5, np.nan),
+                   interleaved_speedup_low=np.where(tf32, 3.4, np.nan),
+                   interleaved_speedup_high=np.where(tf32, 3.6, np.nan))
+    fig = F.fig_speedup(sp, "amp_recipe")
+    diamonds = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "D"]
+    assert len(diamonds) == 1 and list(diamonds[0].get_ydata()) == [3.5]
+    assert SF.INTERLEAVED_HANDLE.get_label() in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert figure_text.problems(fig) == []
+    assert isinstance(SF.INTERLEAVED_HANDLE, Line2D)
+    P.plt.close("all")
+
+
 def _fp8_set(bf16_repeats: int = 2, with_bf16: bool = True):
     """An FP8 MLP: fp32, amp-bf16 (``bf16_repeats`` runs) and both FP8 recipes at one batch
     size, FP8 1.25x bf16 and bf16 11x fp32 (a span that takes a log axis)."""

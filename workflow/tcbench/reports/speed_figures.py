@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import throughput as TP
 from ..render.axes import ratio_lines, value_axis
-from ..render.bars import grouped_bars, present_precisions
+from ..render.bars import grouped_bars, present_precisions, slot_width, slot_x
 from ..render.legend import legend
 from ..render.numbers import num
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
@@ -116,6 +117,37 @@ def _empty_speedup_reason(sp: pd.DataFrame) -> str:
             f"experiment{fp8}, and its workload has no plain fp32 cell in the set")
 
 
+# where the set has an interleaved comparison of the cell, the ratio it measured (speedup.csv's
+# interleaved_* columns: the median of the per-round ratios, its bootstrap interval), by stem
+INTERLEAVED = {SAME: "interleaved_speedup", FP8_OVER_BF16: "interleaved_bf16_speedup"}
+INTERLEAVED_HANDLE = Line2D([], [], ls="none", marker="D", markersize=4, mfc="white",
+                            mec="0.1", color="0.1",
+                            label="interleaved (median, 95% CI)")
+
+
+def _interleaved(ax, rows: pd.DataFrame, stem: str, groups: list[str],
+                 precisions: list[str]) -> bool:
+    """Each cell's interleaved ratio as a diamond on its slot, with its interval; whether any
+    was drawn. The bar beside it is the per-process repeats' ratio of means."""
+    col = INTERLEAVED.get(stem)
+    if col is None or col not in rows:
+        return False
+    drawn = False
+    for _, r in rows.iterrows():
+        v = pd.to_numeric(r.get(col), errors="coerce")
+        if pd.isna(v) or str(r["group"]) not in groups or str(r["precision"]) not in precisions:
+            continue
+        # beside the bar's own interval, not on it: two instruments, two marks
+        x = slot_x(groups.index(str(r["group"])), precisions.index(str(r["precision"])),
+                   len(precisions)) + 0.3 * slot_width(len(precisions))
+        lo, hi = (pd.to_numeric(r.get(f"{col}{x_}"), errors="coerce") for x_ in ("_low", "_high"))
+        err = None if pd.isna(lo) or pd.isna(hi) else [[v - lo], [hi - v]]
+        ax.errorbar([x], [v], yerr=err, fmt="D", ms=4, mfc="white", mec="0.1", ecolor="0.1",
+                    elinewidth=0.9, capsize=2, zorder=5)
+        drawn = True
+    return drawn
+
+
 def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     """Throughput of each mode over the baseline it is judged against at the same setting
     (``_ratio_panels``): the ratio of means with its interval, each run of the mode as a dot
@@ -135,7 +167,7 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     fig, axes = plt.subplots(len(panels), 1, squeeze=False, layout="constrained",
                              figsize=(figure_width(slots, width),
                                       HEIGHT_IN + 1.3 * (len(panels) - 1)))
-    precisions, intervals, dotted, lines = [], set(), False, []
+    precisions, intervals, dotted, lines, interleaved = [], set(), False, [], False
     for ax, (stem, rows, what, ylabel) in zip(axes[:, 0], panels):
         rows = rows.copy()
         for c in ("ratio", "ratio_low", "ratio_high"):
@@ -143,14 +175,19 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
         base = V.FP8_BASELINE if stem == FP8_OVER_BF16 else V.BASELINE
         rows["why_missing"] = np.where(rows["repeats_ok"].fillna(0) > 0, f"no {base}", "")
         dots = ratio_runs(rows, runs, stem)
+        il = INTERLEAVED.get(stem, "")
+        il_values = [_numbers(rows, f"{il}{x}") for x in ("", "_low", "_high")] if il else []
         value_axis(ax, pd.concat([all_values(rows, ["ratio", "ratio_low", "ratio_high"], dots),
-                                  pd.Series([1.0, stats.GAIN])]), label=ylabel)
+                                  *il_values, pd.Series([1.0, stats.GAIN])]).dropna(),
+                   label=ylabel)
         drawn = grouped_bars(ax, rows, "ratio", groups=groups, interval="ratio",
                              annotate=lambda v: f"{num(v)}", absent=plan, runs=dots)
+        interleaved |= _interleaved(ax, rows, stem, groups, drawn["precisions"])
         lines = ratio_lines(ax)
         set_title(ax, f"{exp}: {what}")
         precisions += [p for p in drawn["precisions"] if p not in precisions]
         intervals |= drawn["intervals"]
         dotted |= drawn["runs"]
-    legend(fig, [p for p in V.PRECISIONS if p in precisions], lines, intervals, dotted)
+    legend(fig, [p for p in V.PRECISIONS if p in precisions],
+           [*lines, *([INTERLEAVED_HANDLE] if interleaved else [])], intervals, dotted)
     return fig
