@@ -157,7 +157,8 @@ class Blocks:
             return self.experiment(exp, int(which))
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
                 "answer": self.answer, "hostbound": self.host_bound,
-                "best": self.best, "capacity": self.capacity, "crossover": self.crossover, "jobcost": self.job_cost}[kind]()
+                "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
+                "jobcost": self.job_cost}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:

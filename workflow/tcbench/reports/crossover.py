@@ -140,8 +140,8 @@ def figure(table: pd.DataFrame):
             ax.set_ylabel("")
         _mark_paying(row[0], t, measured)
     source = _source_note(table)
-    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×); dotted, over the measured map: the predicted break-even. "
-             f"Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the measured ratio "
+    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×); dotted, over the measured map: the "
+             f"predicted break-even. Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the measured ratio "
              f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
              f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
              f"crossover). An empty cell names the FP8 runs' status: no ratio without them."
@@ -223,9 +223,8 @@ def map_table(table: pd.DataFrame) -> Table:
 
 def sentences(table: pd.DataFrame) -> str:
     source = fp8_findings.sources(table)
-    per_mode = [s for m in crossover.FP8_MODES
-                for s in (fp8_findings.starts_to_pay(table, m), fp8_findings.where_it_loses(table, m))
-                if s]
+    per_mode = [s for m in crossover.FP8_MODES for s in (
+        fp8_findings.starts_to_pay(table, m), fp8_findings.where_it_loses(table, m)) if s]
     return "\n\n".join([*per_mode, fp8_findings.prediction(table),
                         *([source] if source else [])]) + "\n"
 

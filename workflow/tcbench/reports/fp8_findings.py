@@ -135,8 +135,7 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
     if c.kind == "unmeasured":
         return f"{head}: cannot be judged (no FP8 measurement)."
     r = c.row
-    t = table[(table["mode"] == mode) & table["ratio"].notna()]
-    slower = t[t["claim"].astype(str) == stats.SLOWER]
+    _, slower = _measured(table, mode)
     slow = (f"; slower at {len(slower)} of {c.measured} shapes ({_span(slower['ratio'])})"
             if len(slower) else "")
     if c.kind == "pays":
@@ -144,6 +143,13 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
                 f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×){slow}.")
     return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
             f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}{slow}.")
+
+
+def _measured(table: pd.DataFrame, mode: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The map's rows of ``mode`` with a measured ratio, and those of them that are slower than
+    amp-bf16 (95% interval wholly below 1)."""
+    t = table[(table["mode"] == mode) & table["ratio"].notna()] if len(table) else table
+    return t, t[t["claim"].astype(str) == stats.SLOWER] if len(t) else t
 
 
 def _shapes(rows: pd.DataFrame) -> str:
@@ -164,10 +170,9 @@ def _span(values: pd.Series, unit: str = "×") -> str:
 def where_it_loses(table: pd.DataFrame, mode: str) -> str:
     """Where ``mode`` is slower than amp-bf16 (95% interval wholly below 1), and where it gains
     too little to pay; "" where the map has no measured ratio of the mode."""
-    t = table[(table["mode"] == mode) & table["ratio"].notna()] if len(table) else table
+    t, slower = _measured(table, mode)
     if t.empty:
         return ""
-    slower = t[t["claim"].astype(str) == stats.SLOWER]
     short = t[(t["pays"].astype(str) != "True") & (t["claim"].astype(str) != stats.SLOWER)]
     parts = []
     if len(slower):
