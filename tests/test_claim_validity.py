@@ -91,6 +91,21 @@ def test_every_run_slower_is_named_at_two_runs_with_the_records_reason():
         " ".join(v.bottom_line)
 
 
+def test_a_slow_transformer_counts_its_converted_layers_instead_of_listing_them():
+    names = " ".join(f"hf.transformer.h.{i}.{m}" for i in range(12)
+                     for m in ("attn.c_attn", "attn.c_proj", "mlp.c_fc", "mlp.c_proj"))
+    fp8 = dict(fp8_converted=names, fp8_kept="hf.lm_head")
+    rows = [*with_(repeats("tf_gpt2", "amp-bf16", [293, 292, 294], bs=16, busy=0.98),
+                   compile="default"),
+            *with_(repeats("tf_gpt2", "fp8-tensorwise", [266, 267, 266], bs=16, busy=0.98),
+                   compile="default", **fp8),
+            *with_(repeats("tf_gpt2", "fp8-rowwise", [239, 238, 239], bs=16, busy=0.98),
+                   compile="default", **fp8)]
+    text = said(build(rows), "tf_gpt2")
+    assert "(48 Linear layers converted to FP8 (hf.lm_head kept in bf16))" in text, text
+    assert "h.0.attn" not in text and "only 48" not in text
+
+
 def test_every_run_slower_needs_every_pair_and_two_runs_a_side():
     rows = [*repeats("s", "fp32", [1000, 1010], busy=0.95),
             *repeats("s", "tf32", [800, 820], busy=0.95),

@@ -227,6 +227,9 @@ def limits(row, everything: pd.DataFrame) -> str:
     return diagnosis.SHORT[diagnosis.bottleneck(row)]
 
 
+MAX_NAMED_LAYERS = 4   # a slow FP8 cell's converted layers are named up to this many
+
+
 def slow_reason(row) -> str | None:
     """What a slow cell's record gives as the reason: the layers an FP8 mode converted and
     kept, eager casts, no FP8 GEMM among its kernels; the host setting its pace."""
@@ -234,10 +237,16 @@ def slow_reason(row) -> str | None:
     if str(row["precision"]) in claims.FP8:
         conv, kept = row.get("fp8_converted"), row.get("fp8_kept")
         if not missing(conv):
-            # the record lists module names, space-separated ("0 2 4" for a Sequential's)
-            layers = ", ".join(str(conv).split())
-            out.append(f"only {layers} converted to FP8 ({kept} kept in bf16)" if not missing(kept)
-                       else f"Linear layers {layers} converted to FP8")
+            # the record lists module names, space-separated ("0 2 4" for a Sequential's); a
+            # transformer's dozens of names would bury the sentence, so past a few, their count
+            names = str(conv).split()
+            few = len(names) <= MAX_NAMED_LAYERS
+            layers = ", ".join(names) if few else f"{len(names)} Linear layers"
+            if missing(kept):
+                out.append(f"Linear layers {layers} converted to FP8" if few
+                           else f"{layers} converted to FP8")
+            else:
+                out.append(f"{'only ' if few else ''}{layers} converted to FP8 ({kept} kept in bf16)")
         if str(row.get("compile")) == "off":
             out.append("compile off, so its casts and scales run as separate kernels")
         fp8 = stats.finite(row.get("fp8_gemm_share"))
