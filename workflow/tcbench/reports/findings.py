@@ -20,6 +20,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
+from ..analysis import throughput as TP
 from ..render.numbers import memory, missing, points, times, with_interval
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
@@ -185,14 +186,15 @@ def cell_table(x: Findings) -> Table:
     decided), peak memory against the same baseline, the accuracy difference where measured,
     and what limits it."""
     acc = bool("accuracy_diff" in x.df and x.df["accuracy_diff"].notna().any())
-    cols = ["setting", "precision", "n", "samples/s", "× its baseline", "claim",
+    speed = TP.main_column(x.df)   # tokens/s for a token workload, the unit its users compare
+    cols = ["setting", "precision", "n", TP.unit(speed), "× its baseline", "claim",
             "how it was decided", "peak memory ×", *(["Δ accuracy (points)"] if acc else []),
             "limited by"]
     rows = []
     for _, r in x.df.iterrows():     # in the verdict's order: setting, then precision
         j = x.judgement(r) if n_ok(r) else None
         rows.append([setting_text(r, x.axes), str(r["precision"]), _status(r),
-                     throughput_text(r), "" if j is None else judged_ratio(j), claim_said(j),
+                     throughput_text(r, speed), "" if j is None else judged_ratio(j), claim_said(j),
                      "" if j is None else decided(j, x.all),
                      "" if j is None else memory_against(j, x.all),
                      *([_accuracy(r)] if acc else []), limits(r, x.all)])

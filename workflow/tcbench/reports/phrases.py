@@ -11,6 +11,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
+from ..analysis import throughput as TP
 from ..render.numbers import (MISSING, missing, modes_text, num, percent, times,
                               with_interval)
 from ..render.settings import changes
@@ -259,14 +260,17 @@ def slow_reason(row) -> str | None:
     return "; ".join(out) or None
 
 
-def throughput_text(row) -> str:
-    """A cell's throughput with its interval, or its two modes; unsteady windows marked."""
+def throughput_text(row, column: str = V.HEADLINE) -> str:
+    """A cell's throughput (``column``: samples/s, or tokens/s for a token workload) with its
+    interval, or its two modes; unsteady windows marked."""
     if not n_ok(row):
         return MISSING
     if stats.flag(row.get("bimodal")):
-        text = modes_text(row)
+        # the modes are found in samples/s; a sequence's tokens are the same in every repeat
+        per = 1.0 if column == V.HEADLINE else stats.finite(row.get(TP.PER_SAMPLE))
+        text = modes_text(row) if per is None else modes_text(row, fmt=lambda v: num(v * per))
     else:
-        text = with_interval(row.get(V.HEADLINE), row.get(f"{V.HEADLINE}_low"),
-                             row.get(f"{V.HEADLINE}_high"), row.get(f"{V.HEADLINE}_n"))
+        text = with_interval(row.get(column), row.get(f"{column}_low"),
+                             row.get(f"{column}_high"), row.get(f"{V.HEADLINE}_n"))
     u = stats.finite(row.get("unsteady_n"))
     return text + (f", {int(u)} of {n_ok(row)} windows unsteady" if u else "")

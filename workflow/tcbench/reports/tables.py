@@ -153,9 +153,7 @@ def speed_table(e: Experiment) -> Table:
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 *(throughput_text(r) if c == V.HEADLINE else
-                   with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
-                                 r.get(f"{V.HEADLINE}_n")) for c in speeds),
+                 *(throughput_text(r, c) for c in speeds),
                  speedup_text(e.ratio(r), r), warmup_text(r)]
         cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit) if has_mem else []
