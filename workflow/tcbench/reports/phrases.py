@@ -247,7 +247,8 @@ def slow_reason(row) -> str | None:
                 out.append(f"Linear layers {layers} converted to FP8" if few
                            else f"{layers} converted to FP8")
             else:
-                out.append(f"{'only ' if few else ''}{layers} converted to FP8 ({kept} kept in bf16)")
+                only = "only " if few else ""
+                out.append(f"{only}{layers} converted to FP8 ({kept} kept in bf16)")
         if str(row.get("compile")) == "off":
             out.append("compile off, so its casts and scales run as separate kernels")
         fp8 = stats.finite(row.get("fp8_gemm_share"))
