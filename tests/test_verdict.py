@@ -604,6 +604,19 @@ def test_each_transformer_fp8_against_bf16_and_mfu_against_its_modes_roof():
     assert "samples/s" not in bf16[0] and bf16[0]["tokens/s"].startswith("18,400 [")
 
 
+def test_the_fp8_section_tables_each_transformer_mode_with_its_ratio_mfu_and_warmup():
+    sec = next(s for s in lm_verdict().sections if s.title == "FP8 on this GPU")
+    t = sec.table
+    rows = {r[t.columns.index("precision")]: dict(zip(t.columns, r)) for r in t.rows}
+    assert set(rows) == {"amp-bf16", "fp8-tensorwise", "fp8-rowwise"}
+    bf16, fp8 = rows["amp-bf16"], rows["fp8-tensorwise"]
+    assert bf16["tokens/s"].startswith("18,400 [") and bf16["× amp-bf16"] == ""
+    assert fp8["× amp-bf16"].startswith("0.889× [") and fp8["claim"] == "slower"
+    assert fp8["MFU (of its mode's roof, TFLOP/s)"] == "1.0% of 1,360"
+    assert rows["fp8-rowwise"]["tokens/s"] == "error"     # a failed mode says so, no number
+    assert "it is in no ratio" in " ".join(t.notes)
+
+
 def test_the_fp8_split_is_read_from_the_tables_where_they_have_it():
     v = lm_verdict(split={"fp8_gemm_share": 0.41, "other_tensor_core_share": 0.22,
                           "fp8_scaling_share": 0.17})

@@ -15,8 +15,11 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
 from ..analysis import crossover as X
-from ..render.numbers import missing, num, percent
+from ..analysis import throughput as TP
+from ..render.numbers import MISSING, memory, missing, num, percent, with_interval
+from ..render.table import Table
 from .findings import Section, config, judged, ratio_text
+from .phrases import claim_said, decided, judged_ratio, memory_against, throughput_text
 
 TITLE = "FP8 on this GPU"
 # the FP8 cell's kernel time split, as the aggregate's columns name it (kernels' split of a
@@ -287,12 +290,58 @@ def mfu_sentences(df: pd.DataFrame) -> list[str]:
             f"{COUNTING}"]
 
 
+def _mfu(r) -> str:
+    if missing(r.get("mfu")):
+        return MISSING
+    return f"{percent(r['mfu'], 1)} of {num(r.get('ceiling_tflops'))}"
+
+
+def transformer_table(df: pd.DataFrame) -> Table | None:
+    """Each transformer in each mode on one row: tokens/s, FP8 against amp-bf16 (ratio,
+    claim, how it was decided), MFU against its mode's roof, peak memory, the FP8 cells' kernel
+    split and the warm-up (compilation) that no ratio contains. None without a transformer."""
+    lm = df[(df["workload"].astype(str) == "transformers")
+            & df["precision"].astype(str).isin([V.FP8_BASELINE, *claims.FP8])]
+    if lm.empty:
+        return None
+    rows = []
+    for _, r in lm.iterrows():       # in the tables' order: experiment, setting, precision
+        fp8 = str(r["precision"]) in claims.FP8
+        j = claims.against(r, V.FP8_BASELINE) if fp8 else None
+        ok = int(stats.finite(r.get("repeats_ok")) or 0)
+        rows.append([str(r["model"]), str(r["precision"]), f"{ok}/{int(r['repeats'])}",
+                     throughput_text(r, TP.TOKENS) if ok else str(r["status"]),
+                     judged_ratio(j) if j else "", claim_said(j) if j else "",
+                     decided(j, df) if j else "", _mfu(r),
+                     memory(r.get("max_memory_allocated_bytes")),
+                     memory_against(j, df) if j else "",
+                     *(percent(r.get(col)) if fp8 else "" for col, _ in SPLIT),
+                     with_interval(r.get("time_to_steady_s"), r.get("time_to_steady_s_low"),
+                                   r.get("time_to_steady_s_high"),
+                                   r.get("time_to_steady_s_n"), kind=r.get(
+                                       "time_to_steady_s_interval"))])
+    return Table("Transformers: FP8 against bf16", [
+        "model", "precision", "n", "tokens/s", f"× {V.FP8_BASELINE}", "claim",
+        "how it was decided", "MFU (of its mode's roof, TFLOP/s)", "peak memory",
+        f"memory × {V.FP8_BASELINE}", "FP8 GEMMs", "other Tensor Core", "cast and scale",
+        "warm-up (s)"], rows, align="lllrrll" + "r" * 7, notes=[
+        "tokens/s: steady-state throughput (CUDA events, after warm-up), mean of the finished "
+        "repeats with its 95% interval (n ≥ 3); × amp-bf16: FP8's throughput over amp-bf16's at "
+        "the same setting, and the claim its interval allows. MFU: the training step's FLOPs "
+        "(torch.utils.flop_counter) per second over the calibrated matmul roof of the mode "
+        f"that did the work; {V.FP8_MFU_COUNTING}. The kernel split: shares of the FP8 cell's "
+        "GPU kernel time (profiled in its first repeat): FP8 GEMMs, the other Tensor Core "
+        "kernels (the GEMMs kept in bf16), and the casts and scales around them. Warm-up: "
+        "compilation and autotuning until the step is steady, the median of the repeats and "
+        "their range; it is in no ratio."])
+
+
 def section(df: pd.DataFrame, crossover: pd.DataFrame | None) -> Section | None:
     """The verdict's FP8 section; None where the set has neither a crossover map nor a
     transformer in FP8."""
     sentences = [*crossover_sentences(crossover), *transformer_sentences(df),
                  *mfu_sentences(df)]
-    return Section(TITLE, sentences) if sentences else None
+    return Section(TITLE, sentences, transformer_table(df)) if sentences else None
 
 
 def bottom_line(crossover: pd.DataFrame | None) -> list[str]:
