@@ -123,6 +123,14 @@ class Blocks:
         said = [F.starts_to_pay(table, m) for m in X.crossover.FP8_MODES]
         return _table(X.map_table(table)) + "\n" + "\n\n".join(said) + "\n"
 
+    def transformers(self) -> str:
+        """Each transformer in each mode (config/transformers.yaml in the set): the verdict's
+        FP8 table, tokens/s, FP8 against amp-bf16, MFU, memory, kernel split, warm-up."""
+        from tcbench.reports import fp8_findings as F
+
+        sec = next(s for s in self.verdict().sections if s.title == F.TITLE)
+        return _table(sec.table)
+
     def capacity(self) -> str:
         from tcbench.capacity.report import capacity_table
 
@@ -158,7 +166,7 @@ class Blocks:
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
                 "answer": self.answer, "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
-                "jobcost": self.job_cost}[kind]()
+                "transformers": self.transformers, "jobcost": self.job_cost}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:
