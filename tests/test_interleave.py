@@ -43,6 +43,15 @@ def test_the_arms_alternate_in_rotated_rounds_and_an_unsupported_arm_says_why(co
     assert compared["placement"]["training_core"]["chosen_by"] == "cpu-job"
 
 
+def test_its_log_says_how_far_it_got(capsys):
+    """Each arm's warm-up and every tenth round (and the last) are logged as they finish, so a
+    comparison stopped at a time limit says where."""
+    IL.compare(json.loads(json.dumps(TINY)))
+    out = capsys.readouterr().out
+    assert "fp32 warmed: " in out and "amp-bf16 warmed: " in out and "tf32 warmed" not in out
+    assert out.index("amp-bf16 warmed") < out.index("round 4/4") and "round 4/4 (" in out
+
+
 def test_its_ratios_are_recomputed_from_its_own_per_round_numbers(compared):
     ratios = A.ratios([compared])
     row = ratios[(ratios["precision"] == "amp-bf16") & (ratios["baseline"] == "fp32")].iloc[0]

@@ -254,13 +254,22 @@ def build(arms: list[Arm]) -> None:
             arm.status, arm.reason = V.OOM, f"out of memory while building: {exc}"[:400]
 
 
+def progress(what: str, t0: float) -> None:
+    """A line in the job's log: a comparison stopped at a time limit says how far it got (with
+    compiled arms, warming them is most of its time)."""
+    print(f"{what} ({time.perf_counter() - t0:.1f} s)", flush=True)
+
+
 def warm(live: list[Arm], marks: Marks, s: dict) -> None:
     """Each arm's warm-up (compilation, autotuning, lazy loading), one arm at a time, its step
     time, then the rounds' own rhythm, untimed."""
+    t0 = time.perf_counter()
     for arm in live:
         arm.flags()
         arm.run(max(arm.job.params["warmup_steps"], 3))
         calibrate(arm, marks, s["segment_s"])
+        progress(f"{arm.precision} warmed: {arm.step_time_s * 1e3:.2f} ms a step, "
+                 f"{arm.steps_per_segment} steps a segment", t0)
     for k in range(s["warmup_rounds"]):
         for arm in rotated(live, k):
             arm.flags()
@@ -321,11 +330,14 @@ def compare(spec: dict, phases: Phases | None = None) -> dict:
             warm(live, marks, s)
             phases.mark("training")
             host.start()
+            t0 = time.perf_counter()
             for k in range(s["rounds"]):
                 rounds.append({"round": k,
                                "host_probe_ops_per_s": hoststate.probe(ROUND_PROBE_OPS),
                                "segments": [segment(arm, i, marks, s["lead_in_steps"])
                                             for i, arm in enumerate(rotated(live, k))]})
+                if (k + 1) % 10 == 0 or k + 1 == s["rounds"]:
+                    progress(f"round {k + 1}/{s['rounds']}", t0)
             host.stop()
             phases.mark("measurement_steps")
         return record | finish(arms, rounds) | {"host_state": host.result(),
