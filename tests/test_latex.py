@@ -100,6 +100,9 @@ def _lines(cell: str) -> list[str]:
     "96.94% (range of zero width: the 2 runs agree exactly)",
     "2,300,000 (range 2,300,000–2,310,000)",
     "2,150,000 [2,110,000, 2,200,000]",
+    "2,706,000 (range 2,706,000–2,707,000), 2 of 2 windows unsteady",
+    "2,440,000 [2,270,000, 2,600,000], 1 of 6 windows unsteady",
+    "fp8-tensorwise",
     "not profiled",
 ])
 def test_a_cell_is_set_on_short_lines(text):

@@ -101,17 +101,34 @@ def _interval_lines(text: str) -> list[str]:
     return _wrap(text.replace("–", "– "), INTERVAL_WIDTH, glue={"–"})
 
 
+# a long name of two parts (a precision mode such as "fp8-tensorwise")
+_HYPHENATED = re.compile(r"^[a-z0-9]+-[a-z]{6,}$")
+# a note after a value and its interval ("2,440,000 [2,270,000, 2,600,000], 1 of 6 windows
+# unsteady"): set under the interval, as small, so the interval is still recognised
+_NOTE_TAIL = re.compile(r"^(.+?), (\d+ of \d+ windows unsteady)$")
+
+
 def _latex_cell(text: str, align: str) -> str:
     """A body cell, narrowed for print: an interval goes under its value (broken into short
     lines), a long setting is broken at its commas, other words into short lines."""
     text = str(text)
+    note = _NOTE_TAIL.match(text)
+    if note:
+        text = note.group(1)
     m = _INTERVAL_TAIL.match(text)
-    if m:
-        return _stack([m.group(1), *_interval_lines(m.group(2))], align, small_from=1)
+    if m or note:
+        lines = [m.group(1), *_interval_lines(m.group(2))] if m else [text]
+        if note:
+            lines[-1] += ","
+            lines += _wrap(note.group(2), INTERVAL_WIDTH)
+        return _stack(lines, align, small_from=1)
     if len(text) > 18 and ", " in text:
         return _stack(text.split(", "), align)
     if len(text) > WORDS_WIDTH and " " in text:   # "not profiled", "Tensor Cores"
         return _stack(_wrap(text, WORDS_WIDTH), align)
+    if _HYPHENATED.match(text):                    # "fp8-tensorwise" breaks after its hyphen
+        head, _, tail = text.partition("-")
+        return _stack([f"{head}-", tail], align)
     return latex_escape(text)
 
 

@@ -147,19 +147,27 @@ def speed_table(e: Experiment) -> Table:
     has_mem = s["max_memory_allocated_bytes"].notna().any()
     speeds = TP.columns(s)  # samples/s, and tokens/s for a token workload
     misses = has_misses(s)
-    cols = ["setting", "precision", "n", *map(TP.unit, speeds), "× fp32", WARMUP_HEAD]
+    # an experiment without fp32 (transformers against amp-bf16) has no "× fp32" to show: two
+    # columns of "no fp32" would only push the table off the page
+    fp32 = bool(s["precision"].astype(str).eq(V.BASELINE).any())
+    cols = ["setting", "precision", "n", *map(TP.unit, speeds), *(["× fp32"] if fp32 else []),
+            WARMUP_HEAD]
     cols += [WARMUP_MISS_HEAD] if misses else []
-    cols += [f"peak memory ({unit})", "memory × fp32"] if has_mem else []
+    cols += [f"peak memory ({unit})", *(["memory × fp32"] if fp32 else [])] if has_mem else []
     rows = []
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
                  *(throughput_text(r, c) for c in speeds),
-                 speedup_text(e.ratio(r), r), warmup_text(r)]
+                 *([speedup_text(e.ratio(r), r)] if fp32 else []), warmup_text(r)]
         cells += [_miss_cell(r)] if misses else []
-        cells += _memory_cells(e, r, unit) if has_mem else []
+        cells += _memory_cells(e, r, unit)[:2 if fp32 else 1] if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
+    notes = _speed_notes(e, has_mem, speeds)
+    if not fp32:
+        notes.append(f"No fp32 run: each mode's ratio to its baseline ({V.FP8_BASELINE} for an "
+                     f"FP8 mode) is in the verdict.")
     return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
-                 notes=_speed_notes(e, has_mem, speeds), label=f"tab:{e.run}:{e.name}")
+                 notes=notes, label=f"tab:{e.run}:{e.name}")
 
 
 def accuracy_table(e: Experiment) -> Table:
