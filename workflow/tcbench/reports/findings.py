@@ -27,8 +27,8 @@ from ..render.table import Table
 from .evidence import brief
 from .phrases import (baseline_row, besides_precision, claim_said, cure, decided,  # noqa: F401
                       gain_judgement, judged_ratio, limits, memory_against, memory_ratio,
-                      not_precisions, ratio_text, same_cell, slow_reason, throughput_text,
-                      n_ok)
+                      n_ok, n_status, not_precisions, ratio_text, same_cell, slow_reason,
+                      throughput_text)
 
 MAX_SENTENCES = 3
 
@@ -168,11 +168,6 @@ FINDINGS = (answer, slowdowns, what_limits, memory_note, memory_made_the_differe
 
 
 # ----------------------------------------------------------------------------- the table
-def _status(r) -> str:
-    text = f"{n_ok(r)}/{int(r['repeats'])}"
-    return text if str(r["status"]) == V.OK else f"{text} {r['status']}"
-
-
 def _accuracy(r) -> str:
     if str(r["precision"]) == V.BASELINE or missing(r.get("accuracy_diff")):
         return ""
@@ -193,7 +188,7 @@ def cell_table(x: Findings) -> Table:
     rows = []
     for _, r in x.df.iterrows():     # in the verdict's order: setting, then precision
         j = x.judgement(r) if n_ok(r) else None
-        rows.append([setting_text(r, x.axes), str(r["precision"]), _status(r),
+        rows.append([setting_text(r, x.axes), str(r["precision"]), n_status(r),
                      throughput_text(r, speed), "" if j is None else judged_ratio(j), claim_said(j),
                      "" if j is None else decided(j, x.all),
                      "" if j is None else memory_against(j, x.all),

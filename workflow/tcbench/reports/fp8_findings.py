@@ -19,7 +19,8 @@ from ..analysis import throughput as TP
 from ..render.numbers import MISSING, memory, missing, num, percent, with_interval
 from ..render.table import Table
 from .findings import Section, config, judged, ratio_text
-from .phrases import claim_said, decided, judged_ratio, memory_against, throughput_text
+from .phrases import (claim_said, decided, judged_ratio, memory_against, n_ok, n_status,
+                      throughput_text)
 
 TITLE = "FP8 on this GPU"
 # the FP8 cell's kernel time split, as the aggregate's columns name it (kernels' split of a
@@ -308,9 +309,8 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
     for _, r in lm.iterrows():       # in the tables' order: experiment, setting, precision
         fp8 = str(r["precision"]) in claims.FP8
         j = claims.against(r, V.FP8_BASELINE) if fp8 else None
-        ok = int(stats.finite(r.get("repeats_ok")) or 0)
-        rows.append([str(r["model"]), str(r["precision"]), f"{ok}/{int(r['repeats'])}",
-                     throughput_text(r, TP.TOKENS) if ok else str(r["status"]),
+        rows.append([str(r["model"]), str(r["precision"]), n_status(r),
+                     throughput_text(r, TP.TOKENS) if n_ok(r) else str(r["status"]),
                      judged_ratio(j) if j else "", claim_said(j) if j else "",
                      decided(j, df) if j else "", _mfu(r),
                      memory(r.get("max_memory_allocated_bytes")),

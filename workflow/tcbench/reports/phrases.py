@@ -111,6 +111,12 @@ def n_ok(row) -> int:
     return int(stats.finite(row.get("repeats_ok")) or 0) if row is not None else 0
 
 
+def n_status(row) -> str:
+    """Finished repeats of all, with the cell's status where it is not ok ("0/3 oom")."""
+    text = f"{n_ok(row)}/{int(row['repeats'])}"
+    return text if str(row["status"]) == V.OK else f"{text} {row['status']}"
+
+
 def _modes_of(row) -> str:
     return f"{row['precision']} in two modes ({int(row['slow_mode_n'])} + " \
            f"{int(row['fast_mode_n'])} runs)"

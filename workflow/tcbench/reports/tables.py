@@ -33,7 +33,7 @@ from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # 
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
-from .phrases import throughput_text
+from .phrases import n_status, throughput_text
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -52,12 +52,6 @@ def _miss_cell(r) -> str:
     if text != MISSING:
         return text
     return "not compiled" if str(r.get("compile", "off")) == "off" else "no miss"
-
-
-def n_status(r) -> str:
-    """Finished repeats of all, with the cell's status where it is not ok ("0/3 oom")."""
-    text = f"{int(r['repeats_ok'])}/{int(r['repeats'])}"
-    return text if str(r["status"]) == V.OK else f"{text} {r['status']}"
 
 
 def speedup_text(q, r) -> str:
