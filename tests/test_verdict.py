@@ -425,9 +425,16 @@ def test_a_uniform_set_discloses_nothing_and_an_old_one_what_it_lacks():
           neighbours=0, process_start="fresh_interpreter")
     assert "Conditions" not in " ".join(build(rows).intro)
     with_(rows, cpu_placement=None, neighbours=None, process_start=None)
-    assert "Conditions: for all 6 records CPU placement and the jobs beside it and how its " \
-           "process started were not recorded (they predate those fields)." in \
+    assert "Conditions: for all 6 records (x) CPU placement and the jobs beside it and how " \
+           "its process started were not recorded (they predate those fields)." in \
         " ".join(build(rows).intro)
+    # a set rerun in part names the experiments whose records are the older ones
+    newer = with_([*repeats("y", "fp32", [100, 101, 99]),
+                   *repeats("y", "amp-bf16", [150, 151, 149])], gpu_uuid="GPU-a",
+                  hostname="node1", cpu_count=32, cpu_placement="pinned", neighbours=0,
+                  process_start="forked")
+    said = " ".join(build(rows + newer).intro)
+    assert "for 6 of 12 records (x) CPU placement" in said, said
 
 
 def test_a_fastest_study_with_a_changed_batch_says_what_changed():

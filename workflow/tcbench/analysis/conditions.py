@@ -26,6 +26,8 @@ class Conditions:
     beside_others: int | None = None
     starts: dict = field(default_factory=dict)
     cells_across_gpus: int = 0
+    # the experiments with a record that says nothing of its placement or process start
+    undisclosed: tuple[str, ...] = ()
 
     @property
     def uniform(self) -> bool:
@@ -63,8 +65,11 @@ def conditions(metrics: pd.DataFrame) -> Conditions:
     across = int((cells.dropna(subset=["_gpu"]).groupby(
         keys, observed=True, dropna=False)["_gpu"].nunique() > 1).sum()) if keys else 0
     neighbours = pd.to_numeric(_col(df, "neighbours"), errors="coerce")
+    silent = _col(df, "cpu_placement").isna() | _col(df, "process_start").isna()
+    undisclosed = tuple(dict.fromkeys(_col(df, "experiment")[silent].dropna().astype(str)))
     return Conditions(
         records=len(df), gpus=_counts(gpu.dropna()), hosts=_counts(_host(df)),
         placements=_counts(_col(df, "cpu_placement")),
         beside_others=int((neighbours > 0).sum()) if neighbours.notna().any() else None,
-        starts=_counts(_col(df, "process_start")), cells_across_gpus=across)
+        starts=_counts(_col(df, "process_start")), cells_across_gpus=across,
+        undisclosed=undisclosed)

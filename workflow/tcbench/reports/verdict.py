@@ -198,7 +198,8 @@ def conditions(metrics: pd.DataFrame | None) -> str | None:
                               ("how its process started", c.starts)) if None in d]
     if unknown:
         n = max(d.get(None, 0) for d in (c.placements, c.starts))
-        out.append(f"for {_of(n, c.records)} records {' and '.join(unknown)} were not "
+        which = f" ({', '.join(c.undisclosed)})" if c.undisclosed else ""
+        out.append(f"for {_of(n, c.records)} records{which} {' and '.join(unknown)} were not "
                    f"recorded (they predate those fields)")
     return "Conditions: " + "; ".join(out) + "." if out else None
 
