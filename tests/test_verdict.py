@@ -122,6 +122,23 @@ def test_the_answer_table_has_every_experiment_and_its_columns(verdict):
     assert fast["question it answers"] == "do Tensor Cores speed up mnist_cnn over fp32?"
     assert answers(verdict)["acc"]["question it answers"] == \
         "does reduced precision keep the accuracy of mnist_cnn, and speed it up?"
+    # the row answers both halves of its question: the speed claim, then the accuracy's
+    claim = answers(verdict)["acc"]["claim"]
+    assert "; accuracy -0.04 [" in claim and \
+        claim.endswith("points against fp32, equivalent within ±1.0 points"), claim
+    assert "accuracy" not in fast["claim"]
+
+
+def test_an_fp8_accuracy_check_without_bf16_answers_its_accuracy_and_not_its_speed():
+    accs = [0.97, 0.98, 0.975]
+    rows = [*repeats("fp8acc", "fp32", [1000, 1010, 990], accs=accs),
+            *repeats("fp8acc", "fp8-rowwise", [400, 410, 390],
+                     accs=[a + d for a, d in zip(accs, (0.002, -0.003, 0.001))])]
+    a = {r[0]: dict(zip(A.COLUMNS, r)) for r in build(rows).answer.rows}["fp8acc"]
+    assert a["question it answers"] == \
+        "does FP8 keep the accuracy of mnist_cnn, and train it faster than amp-bf16?"
+    assert a["claim"].startswith("not judged: no amp-bf16 run"), a["claim"]
+    assert a["claim"].endswith("points against fp32, equivalent within ±1.0 points"), a["claim"]
 
 
 def test_a_section_is_a_table_and_at_most_three_sentences(verdict):

@@ -14,7 +14,8 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, times
+from ..render.numbers import (INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, points, times,
+                             with_interval)
 from ..render.settings import changes, setting_text
 from ..render.table import Table
 from .findings import Findings
@@ -37,8 +38,11 @@ def question(df: pd.DataFrame) -> str:
     # FP8 asks its own question only where an FP8 cell ran: where none could (no FP8 units,
     # no torchao), the experiment answers what its other modes measured
     ran = df[df["repeats_ok"].fillna(0) > 0] if "repeats_ok" in df else df
+    accuracy = "test_accuracy" in df and df["test_accuracy"].notna().any()
     if set(ran["precision"].astype(str)) & claims.FP8:
-        return f"does FP8 train {subject} faster than {V.FP8_BASELINE}?"
+        return (f"does FP8 keep the accuracy of {subject}, and train it faster than "
+                f"{V.FP8_BASELINE}?" if accuracy else
+                f"does FP8 train {subject} faster than {V.FP8_BASELINE}?")
     gains = "gain" in df and df["gain"].notna().any()
     if V.BASELINE not in modes and not gains:
         return f"does reduced precision speed up {subject}?"
@@ -48,7 +52,7 @@ def question(df: pd.DataFrame) -> str:
     if len(reduced) and not any(tuple(str(r[k]) for k in V.BASELINE_KEYS) in fp32
                                 for _, r in reduced.iterrows()):
         return f"how far do precision and execution knobs take {subject} beyond plain fp32?"
-    if "test_accuracy" in df and df["test_accuracy"].notna().any():
+    if accuracy:
         return f"does reduced precision keep the accuracy of {subject}, and speed it up?"
     varied = (["batch sizes"] if df["batch_size"].nunique() > 1 else []) + \
         [V.axis(a).label + "s" for a in V.AXIS_NAMES if a != "model"
@@ -79,6 +83,17 @@ def _fp32_slowdown(x: Findings, j: claims.Judgement) -> str:
     return ""
 
 
+def _accuracy(r) -> str:
+    """The judged mode's accuracy against fp32's, paired by seed, where the experiment
+    measured it (its question asks): the difference with its interval and the claim it allows."""
+    if str(r["precision"]) == V.BASELINE or missing(r.get("accuracy_diff")):
+        return ""
+    d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
+                      r.get("accuracy_diff_high"), r.get("accuracy_diff_n"), fmt=points)
+    said = stats.difference_claim(stats.from_row(r, "accuracy_diff")).split(":")[0]
+    return f"; accuracy {d} points against {V.BASELINE}, {said}"
+
+
 def answer(name: str, x: Findings | None) -> Answer:
     if x is None:
         return Answer(name, [name, MISSING, "no configuration finished", MISSING, "",
@@ -98,6 +113,7 @@ def answer(name: str, x: Findings | None) -> Answer:
     said = claim_said(j)
     if j.claim == stats.NO_BASELINE:
         said = f"not judged: no {j.baseline} run" + _fp32_slowdown(x, j)
+    said += _accuracy(r)
     return Answer(name, [name, q, f"{r['precision']}, {setting_text(r, x.axes)}", ratio, said,
                          memory_against(j, x.all), limits(r, x.all), decided(j, x.all)], j, x)
 
