@@ -14,12 +14,12 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import (INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, points, times,
-                             with_interval)
+from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, times
 from ..render.settings import changes, setting_text
 from ..render.table import Table
 from .findings import Findings
-from .phrases import claim_said, decided, judged_ratio, limits, memory_against, same_cell
+from .phrases import (accuracy_against, claim_said, decided, judged_ratio, limits,
+                      memory_against, same_cell)
 
 COLUMNS = ["experiment", "question it answers", "best mode and setting",
            "× its baseline [95% CI]", "claim", "peak memory ×", "what limits it",
@@ -86,12 +86,10 @@ def _fp32_slowdown(x: Findings, j: claims.Judgement) -> str:
 def _accuracy(r) -> str:
     """The judged mode's accuracy against fp32's, paired by seed, where the experiment
     measured it (its question asks): the difference with its interval and the claim it allows."""
-    if str(r["precision"]) == V.BASELINE or missing(r.get("accuracy_diff")):
+    a = accuracy_against(r)
+    if a is None:
         return ""
-    d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
-                      r.get("accuracy_diff_high"), r.get("accuracy_diff_n"), fmt=points)
-    said = stats.difference_claim(stats.from_row(r, "accuracy_diff")).split(":")[0]
-    return f"; accuracy {d} points against {V.BASELINE}, {said}"
+    return f"; accuracy {a[0]} points against {V.BASELINE}, {a[1].split(':')[0]}"
 
 
 def answer(name: str, x: Findings | None) -> Answer:

@@ -21,11 +21,11 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..analysis import throughput as TP
-from ..render.numbers import memory, missing, points, times, with_interval
+from ..render.numbers import memory, times
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
 from .evidence import brief
-from .phrases import (baseline_row, besides_precision, claim_said, cure, decided,  # noqa: F401
+from .phrases import (accuracy_against, baseline_row, besides_precision, claim_said, cure, decided,  # noqa: F401
                       gain_judgement, judged_ratio, limits, memory_against, memory_ratio,
                       n_ok, n_status, not_precisions, ratio_text, same_cell, slow_reason,
                       throughput_text)
@@ -169,11 +169,8 @@ FINDINGS = (answer, slowdowns, what_limits, memory_note, memory_made_the_differe
 
 # ----------------------------------------------------------------------------- the table
 def _accuracy(r) -> str:
-    if str(r["precision"]) == V.BASELINE or missing(r.get("accuracy_diff")):
-        return ""
-    d = with_interval(r["accuracy_diff"], r.get("accuracy_diff_low"),
-                      r.get("accuracy_diff_high"), r.get("accuracy_diff_n"), fmt=points)
-    return f"{d} ({stats.difference_claim(stats.from_row(r, 'accuracy_diff'))})"
+    a = accuracy_against(r)
+    return "" if a is None else f"{a[0]} ({a[1]})"
 
 
 def cell_table(x: Findings) -> Table:

@@ -12,7 +12,7 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..analysis import throughput as TP
-from ..render.numbers import (MISSING, missing, modes_text, num, percent, times,
+from ..render.numbers import (MISSING, missing, modes_text, num, percent, points, times,
                               with_interval)
 from ..render.settings import changes
 
@@ -105,6 +105,17 @@ def claim_said(j: claims.Judgement | None) -> str:
     if j.claim == stats.ALL_SLOWER and j.pairs:
         return f"{stats.ALL_SLOWER}: {num(j.pairs[0])}–{num(j.pairs[1])}×"
     return stats.claim_text(j.claim, j.estimate)
+
+
+def accuracy_against(row) -> tuple[str, str] | None:
+    """A reduced mode's test accuracy against fp32's, paired by seed: the difference in points
+    with its interval, and the claim it allows; None for fp32 itself or where none was
+    measured."""
+    if str(row["precision"]) == V.BASELINE or missing(row.get("accuracy_diff")):
+        return None
+    d = with_interval(row["accuracy_diff"], row.get("accuracy_diff_low"),
+                      row.get("accuracy_diff_high"), row.get("accuracy_diff_n"), fmt=points)
+    return d, stats.difference_claim(stats.from_row(row, "accuracy_diff"))
 
 
 def n_ok(row) -> int:
