@@ -33,7 +33,7 @@ from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
-from . import fp8_findings, noisy
+from . import families, fp8_findings, noisy
 from .findings import Section, experiment_section
 
 METHODS = "Methods, provenance and conditions"
@@ -308,16 +308,16 @@ RANKING = ("An experiment's best mode is its strongest claim (pays off > faster 
 # ------------------------------------------------------------------------------ the verdict
 def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
     """One section per experiment; a model zoo is answered per model (which families gain,
-    which are bound elsewhere)."""
+    which are bound elsewhere), its facts naming the model (``families``)."""
     out, facts = [], []
     for exp in dict.fromkeys(df["experiment"]):
         e = df[df["experiment"] == exp]
-        parts = [(f"{exp}: {m}", e[e["model"] == m]) for m in dict.fromkeys(e["model"])] \
-            if e["model"].nunique() > 1 else [(exp, e)]
-        for name, part in parts:
-            sec, f = experiment_section(part, name, df)
+        parts = [(m, e[e["model"] == m]) for m in dict.fromkeys(e["model"])] \
+            if e["model"].nunique() > 1 else [(None, e)]
+        for model, part in parts:
+            sec, f = experiment_section(part, exp if model is None else f"{exp}: {model}", df)
             out.append(sec)
-            facts.append(f)
+            facts.append(f | {"model": model})
     return out, facts
 
 
@@ -333,12 +333,13 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     device = device.iloc[0] if len(device) else "an unnamed device"
     secs, facts = sections(df)
     rows = A.answers(facts)
+    zoo = families.section([(f["model"], a) for f, a in zip(facts, rows) if f["model"]])
     fp8 = fp8_findings.section(df, crossover)
     precision = noisy.section(summary)
     return Verdict(f"Verdict: {run} on {device}",
                    [A.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
                    A.table(rows), intro(df, metrics, run, device, rows, interleaved),
-                   secs + [s for s in (fp8, precision) if s], rows)
+                   secs + [s for s in (zoo, fp8, precision) if s], rows)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,

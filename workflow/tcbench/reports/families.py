@@ -1,0 +1,123 @@
+"""The verdict's answer to "which architectures do Tensor Cores help?": for a model zoo (an
+experiment run over several models), one row per model family at its judged mode's setting:
+fp32's throughput, each reduced mode's ratio to it with the claim its interval allows, the
+judged mode (the answer row's, ``reports.answer``) with its memory, and what limits it, with the
+numbers the limit rests on: where the judged mode's kernel time went (Tensor Core kernels,
+other matrix kernels, kernels that do no matrix work) and how busy the GPU was in the timed
+steps. Every phrase is ``reports.phrases``'; nothing here judges anew.
+"""
+
+from __future__ import annotations
+
+from .. import stats
+from .. import vocabulary as V
+from ..analysis import claims, diagnosis
+from ..render.numbers import MISSING, percent, share, times, with_interval
+from ..render.table import Table
+from .answer import GATE_WORDS, Answer
+from .findings import Section
+from ..render.settings import setting_text
+from .phrases import (claim_said, decided, judged_ratio, limits, memory_against, n_ok,
+                      same_setting, throughput_text)
+
+TITLE = "Model families on this GPU"
+KERNEL_NOTE = ("Kernel time: shares of the judged mode's GPU kernel time (profiled in its "
+               "first repeat) in Tensor Core kernels / other matrix kernels (GEMMs and "
+               "convolutions on the ordinary units, or whose names do not show Tensor Core use) "
+               "/ kernels that do no matrix work (elementwise, normalisation, pooling, "
+               "optimiser, casts); whether those are bound by memory bandwidth is not measured. "
+               "GPU busy: the share of the timed steps' wall time in which a kernel ran.")
+
+
+def _ratio(j: claims.Judgement | None) -> str:
+    """A mode's ratio to fp32 and its claim, compact: the column names the baseline."""
+    if j is None or j.estimate.value is None:
+        return MISSING
+    e = j.estimate
+    shown = judged_ratio(j).removesuffix(f" {j.baseline}") if e.method == stats.BIMODAL else \
+        with_interval(e.value, e.low, e.high, e.n, fmt=times, kind=e.method)
+    return f"{shown}: {claim_said(j)}"
+
+
+def _kernels(row) -> str:
+    kinds = diagnosis.kernel_kinds(row)
+    if not kinds or "simt" not in kinds:
+        return MISSING if not kinds else f"{percent(kinds['tensor'])} Tensor Cores"
+    return " / ".join(percent(kinds[k]) for k in ("tensor", "simt", "non_matrix"))
+
+
+def _busy(row) -> str:
+    source = row.get("gpu_busy_share_source")
+    profiled = isinstance(source, str) and source.startswith("profiled")
+    return share(row.get("gpu_busy_share")) + (" (profiled steps)" if profiled else "")
+
+
+def reduced_modes(families: list[tuple[str, Answer]]) -> list[str]:
+    ran = {str(p) for _, a in families for p in a.findings.reduced["precision"]}
+    return [p for p in V.REDUCED if p in ran]
+
+
+def family_table(families: list[tuple[str, Answer]]) -> Table:
+    modes = reduced_modes(families)
+    cols = ["family", "setting", f"{V.BASELINE} samples/s",
+            *(f"{m} × {V.BASELINE}" for m in modes), "judged mode", "peak memory ×",
+            "kernel time: Tensor Cores / other matrix / non-matrix", "GPU busy", "limited by",
+            "how it was decided"]
+    rows = []
+    for model, a in families:
+        x, j = a.findings, a.judgement
+        r = x.focus
+        fp32 = same_setting(x.df, r, V.BASELINE)
+        cells = [_ratio(x.judgement(c)) if (c := same_setting(x.df, r, m)) is not None
+                 and n_ok(c) else MISSING for m in modes]
+        judged = MISSING if j is None else f"{r['precision']}: {claim_said(j)}"
+        rows.append([model, setting_text(r, x.axes),
+                     MISSING if fp32 is None else throughput_text(fp32), *cells, judged,
+                     MISSING if j is None else memory_against(j, x.all), _kernels(r), _busy(r),
+                     limits(r, x.all), MISSING if j is None else decided(j, x.all)])
+    return Table("", cols, rows, align="ll" + "r" * (1 + len(modes)) + "lrrrll",
+                 notes=[KERNEL_NOTE])
+
+
+def sentences(families: list[tuple[str, Answer]]) -> list[str]:
+    """Which families gain most and least, what the least held back, which cells no claim
+    could be drawn from and why."""
+    judged = [(m, a) for m, a in families
+              if a.judgement is not None and a.judgement.estimate.value is not None]
+    out = []
+    if judged:
+        ranked = sorted(judged, key=lambda t: -t[1].judgement.estimate.value)
+        out.append("The judged mode against fp32, largest gain first, with the share of its "
+                   "kernel time in Tensor Core kernels: " + ", ".join(
+                       f"{m} {times(a.judgement.estimate.value)} ({a.judgement.row['precision']}, "
+                       f"{claim_said(a.judgement)}; "
+                       f"{percent(a.judgement.row.get('tensor_core_share'))})"
+                       for m, a in ranked) + ".")
+        held = [(m, a.judgement.row) for m, a in ranked
+                if diagnosis.bottleneck(a.judgement.row) == "non_matrix"]
+        if held:
+            out.append(f"In {len(held)} of {len(families)} families, kernels that do no matrix "
+                       f"work (which Tensor Cores do not run) take most of the judged mode's "
+                       f"kernel time: " + ", ".join(
+                           f"{m} {percent(diagnosis.kernel_kinds(r)['non_matrix'])}"
+                           for m, r in held) + ".")
+    gated = []
+    for m, a in families:
+        x = a.findings
+        for _, c in x.reduced.iterrows():
+            j = x.judgement(c)
+            if j is not None and j.claim in GATE_WORDS:
+                gated.append(f"{m} {c['precision']} ({GATE_WORDS[j.claim]})")
+    if gated:
+        out.append("Not judged, their repeats cannot decide them: " + ", ".join(gated) +
+                   "; an interleaved comparison in one process would.")
+    return out
+
+
+def section(families: list[tuple[str, Answer]]) -> Section | None:
+    """The family section; None where the set has no model zoo. ``families``: each model
+    of a multi-model experiment, with its answer row."""
+    families = [(m, a) for m, a in families if a.findings is not None]
+    if not families:
+        return None
+    return Section(TITLE, sentences(families), family_table(families))
