@@ -131,6 +131,16 @@ class Blocks:
         sec = next(s for s in self.verdict().sections if s.title == F.TITLE)
         return _table(sec.table)
 
+    def zoo(self) -> str:
+        """Each model family of the set's model zoo (config/zoo.yaml): the verdict's family
+        table and its sentences."""
+        from tcbench.reports import families as Z
+
+        sec = next((s for s in self.verdict().sections if s.title == Z.TITLE), None)
+        if sec is None:
+            raise ValueError(f"{self.dir / 'summary.md'} has no model zoo section")
+        return _table(sec.table) + "\n" + "\n\n".join(sec.sentences) + "\n"
+
     def capacity(self) -> str:
         from tcbench.capacity.report import capacity_table
 
@@ -166,7 +176,8 @@ class Blocks:
         return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
                 "answer": self.answer, "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
-                "transformers": self.transformers, "jobcost": self.job_cost}[kind]()
+                "transformers": self.transformers, "zoo": self.zoo,
+                "jobcost": self.job_cost}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:
