@@ -104,7 +104,7 @@ def test_shipped_configs_expand(path):
 
 def test_a_study_plan_is_the_crossing_less_its_excludes_and_must_cover_the_records():
     """fp8.yaml planned fp32 at batch 8192 though the set has no record of it; fastest.yaml's
-    mnist_fastest never had fp32 at 4096 (excluded); a plan that lacks a recorded cell, or
+    mnist_fastest never had fp32 at 8192 (excluded); a plan that lacks a recorded cell, or
     an experiment in no study, is not known."""
     from conftest import REPO
     studies = M.studies(REPO / "config")
@@ -114,7 +114,7 @@ def test_a_study_plan_is_the_crossing_less_its_excludes_and_must_cover_the_recor
     plan = M.plan_of("fp8_mlp", {"amp-bf16_bs8192_compile-default"}, studies)
     assert plan == groups and "fp32_bs8192_compile-default" in plan
     fastest = M.plan_of("mnist_fastest", set(), studies)
-    assert not any(c.startswith("fp32_bs4096") for c in fastest)
-    assert any(c.startswith("amp-bf16_bs4096") for c in fastest)
+    assert not any(c.startswith("fp32_bs8192") for c in fastest)
+    assert any(c.startswith("amp-bf16_bs8192") for c in fastest)
     assert M.plan_of("fp8_mlp", {"fp32_bs1_compile-default"}, studies) is None
     assert M.plan_of("no_such_experiment", set(), studies) is None
