@@ -152,3 +152,47 @@ def test_first_takes_the_sets_first_cpu_without_probing(monkeypatch):
                                       "reason": "the set's first CPU (cpu_placement: first)"}
     assert host.probed == [] and where["helper_cpus"] == [1]
     PL._HELPERS = None
+
+
+def test_a_compiled_jobs_training_thread_has_the_whole_set_until_the_warm_up_boundary():
+    """Threads inherit the affinity of the thread that starts them: the compiler's, started
+    while widened, hold the whole set and go back to the training CPU with it; a helper that
+    moved itself stays on the helpers."""
+    before = os.sched_getaffinity(0)
+    where = PL.place("pinned", "cuda")
+    if len(where["cpu_set"]) < 2:
+        PL.release(where)
+        assert PL.widen_for_compile(where) is None
+        return
+    try:
+        cpu = where["training_core"]["cpu"]
+        narrow = PL.widen_for_compile(where)
+        assert os.sched_getaffinity(0) == set(where["cpu_set"])
+        go, seen = threading.Event(), {}
+
+        def compiler():
+            seen["started"] = os.sched_getaffinity(0)
+            go.wait()
+            seen["after"] = os.sched_getaffinity(0)
+
+        def helper():
+            PL.to_helpers()
+            go.wait()
+            seen["helper"] = os.sched_getaffinity(0)
+
+        threads = [threading.Thread(target=compiler), threading.Thread(target=helper)]
+        for t in threads:
+            t.start()
+        while "started" not in seen:
+            pass
+        narrow()
+        narrow()   # the second call does nothing
+        go.set()
+        for t in threads:
+            t.join()
+        assert seen["started"] == set(where["cpu_set"])
+        assert seen["after"] == {cpu} == os.sched_getaffinity(0)
+        assert seen["helper"] == set(where["helper_cpus"])
+    finally:
+        PL.release(where)
+    assert os.sched_getaffinity(0) == before

@@ -290,6 +290,7 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
     assert first["hit"] is False and first["counters"]["fxgraph_cache_miss"] > 0
     assert second["hit"] is True and second["counters"]["fxgraph_cache_hit"] > 0
     assert all(r["metrics"]["compile_time_s"] > 0 for r in recs)
+    assert all(r["placement"]["compile"]["compile_threads"] >= 1 for r in recs)
 
 
 def test_measurement_steps_follow_evaluation_and_leave_the_seeds_numbers_alone(monkeypatch):

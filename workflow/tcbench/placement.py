@@ -26,6 +26,12 @@ Which CPU, by the workload parameter ``cpu_placement`` (``vocabulary.CPU_PLACEME
 * ``first``: the set's first CPU, as ``taskset -c N`` puts a plain script;
 * ``os``: placement left to the operating system, as a user's own training may run.
 
+While torch.compile works (a compiled job's warm-up steps) the training thread has the whole
+set (``widen_for_compile``): Inductor's compile workers and max-autotune's precompile threads
+inherit the affinity of the thread that starts them, and on its one CPU they would compile one
+kernel at a time. At the warm-up boundary it and the threads it started meanwhile go back to
+its CPU, so the timed window runs as an eager job's does.
+
 The record names the set, the training core, why it was chosen and every probe's figure.
 """
 
@@ -204,6 +210,40 @@ def place(mode: str, device: str = "auto", measure=hoststate.probe) -> dict:
             "helper_cpus": helpers, "training_core": core, "cpus_allowed": sorted(allowed),
             "host": socket.gethostname(), "gpu_index": index, "gpu_uuid": uuid,
             "gpus_on_host": len(found), "neighbours": neighbours()}
+
+
+def _thread_ids() -> set[int]:
+    return {int(t.name) for t in Path("/proc/self/task").iterdir()}
+
+
+def widen_for_compile(where: dict):
+    """Give the calling (training) thread the job's whole CPU set while torch.compile works;
+    returns the call that narrows it back at the warm-up boundary (it may be called again: the
+    later calls do nothing), or None where the job is not pinned to one training CPU. Threads
+    started meanwhile that still hold the whole set (they inherited it: autograd's device
+    threads, the compiler's) go back to the training CPU too; helpers that moved themselves
+    (``to_helpers``) stay where they went."""
+    cpu = where["training_core"]["cpu"]
+    wide = set(where["cpu_set"])
+    if cpu is None or len(wide) < 2:
+        return None
+    before = _thread_ids()
+    os.sched_setaffinity(0, wide)
+    done = []
+
+    def narrow() -> None:
+        if done:
+            return
+        done.append(True)
+        os.sched_setaffinity(0, {cpu})
+        for tid in _thread_ids() - before:
+            try:
+                if os.sched_getaffinity(tid) == wide:
+                    os.sched_setaffinity(tid, {cpu})
+            except OSError:  # a thread that just ended
+                continue
+
+    return narrow
 
 
 def release(where: dict) -> None:

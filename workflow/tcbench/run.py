@@ -57,6 +57,8 @@ class Job:
         self.phase = "building"
         self._evidence = evidence
         self.training_cpu = None   # the training thread's CPU, once placed (tcbench.placement)
+        self.where = None          # the placement itself
+        self.narrow = lambda: None  # ends widen_for_compile's window, where one was opened
         # read before anything compiles: Inductor writes its default into the environment
         self.compile_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
         self.record = {
@@ -179,6 +181,8 @@ class Job:
             return w, None
         if self.channels_last:
             w.model = w.model.to(memory_format=torch.channels_last)
+        if params["compile"] != "off" and self.where is not None:
+            self.record["placement"]["compile"] = self.widen()
         model = w.model if params["compile"] == "off" else torch.compile(
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
@@ -191,6 +195,20 @@ class Job:
         captured = record["precision_flags"]["cuda_graphs"]["captured"]
         self.phases.mark("capturing_cuda_graph" if captured else "building")
         return w, step
+
+    def widen(self) -> dict:
+        """The job's CPU set for the compiler until the warm-up boundary (tcbench.placement);
+        what the record says of it."""
+        import torch._inductor.config as inductor
+
+        from . import placement
+
+        narrow = placement.widen_for_compile(self.where)
+        if narrow is not None:
+            self.narrow = narrow
+        return {"cpus": self.where["cpu_set"] if narrow else self.where["training_thread_cpus"],
+                "compile_threads": inductor.compile_threads,
+                "until": "the warm-up boundary" if narrow else "the job's end (not pinned)"}
 
     def train_and_measure(self) -> None:
         """Build; train the workload's own schedule (the seed's wall clock around exactly that);
@@ -211,7 +229,8 @@ class Job:
             loop = T.train(w, step, device, self.timer, self.scaler, self.channels_last,
                            params["sync_loss_every_step"], params["warmup_steps"],
                            # the timed window starts: the host's state, the energy mark
-                           at_steady=lambda: (host.start(), sampler.mark_steady()))
+                           at_steady=lambda: (self.narrow(), host.start(),
+                                              sampler.mark_steady()))
             clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
             sampler.pause()
             self.schedule_steps = loop.log.steps
@@ -221,6 +240,7 @@ class Job:
             held_out = self.evaluate(w, loop.log)
             self.phases.mark("evaluating")
             self.enter("measuring")
+            self.narrow()   # a schedule shorter than its warm-up never reached the boundary
             timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
             host.stop()   # after fill_window's last synchronisation: the window has ended
         self.record["host_state"] = host.result()
@@ -346,6 +366,7 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
     try:
         job = Job(spec, phases)
         job.training_cpu = where["training_core"]["cpu"]
+        job.where = where
         job.record["placement"] = where | {"torch_gpu_uuid": placement.device_uuid(job.device)}
         return job.run()
     finally:
