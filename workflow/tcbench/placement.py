@@ -246,6 +246,18 @@ def widen_for_compile(where: dict):
     return narrow
 
 
+def compile_window(where: dict):
+    """(narrow, what the record says of it): the job's CPU set for torch.compile until the
+    warm-up boundary, where ``narrow()`` ends it (a no-op where the job is not pinned)."""
+    import torch._inductor.config as inductor
+
+    narrow = widen_for_compile(where)
+    return narrow or (lambda: None), {
+        "cpus": where["cpu_set"] if narrow else where["training_thread_cpus"],
+        "compile_threads": inductor.compile_threads,
+        "until": "the warm-up boundary" if narrow else "the job's end (not pinned)"}
+
+
 def release(where: dict) -> None:
     """Give this process back the CPUs it was allowed before ``place`` (for a caller that goes
     on after the job, e.g. a test process running jobs in turn)."""

@@ -158,7 +158,7 @@ class Job:
         graph); (workload, step), or (workload, None) where the cell cannot run."""
         import torch
 
-        from . import graphs as G, measure, train as T
+        from . import graphs as G, measure, placement, train as T
 
         params, device, record = self.params, self.device, self.record
         w = self.build()
@@ -182,7 +182,8 @@ class Job:
         if self.channels_last:
             w.model = w.model.to(memory_format=torch.channels_last)
         if params["compile"] != "off" and self.where is not None:
-            self.record["placement"]["compile"] = self.widen()
+            self.narrow, self.record["placement"]["compile"] = placement.compile_window(
+                self.where)
         model = w.model if params["compile"] == "off" else torch.compile(
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
@@ -195,20 +196,6 @@ class Job:
         captured = record["precision_flags"]["cuda_graphs"]["captured"]
         self.phases.mark("capturing_cuda_graph" if captured else "building")
         return w, step
-
-    def widen(self) -> dict:
-        """The job's CPU set for the compiler until the warm-up boundary (tcbench.placement);
-        what the record says of it."""
-        import torch._inductor.config as inductor
-
-        from . import placement
-
-        narrow = placement.widen_for_compile(self.where)
-        if narrow is not None:
-            self.narrow = narrow
-        return {"cpus": self.where["cpu_set"] if narrow else self.where["training_thread_cpus"],
-                "compile_threads": inductor.compile_threads,
-                "until": "the warm-up boundary" if narrow else "the job's end (not pinned)"}
 
     def train_and_measure(self) -> None:
         """Build; train the workload's own schedule (the seed's wall clock around exactly that);
