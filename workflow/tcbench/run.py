@@ -56,8 +56,7 @@ class Job:
         self.budget = memlimit.Budget(spec.get("memory_limit_bytes"), self.device)
         self.phase = "building"
         self._evidence = evidence
-        self.training_cpu = None   # the training thread's CPU, once placed (tcbench.placement)
-        self.where = None          # the placement itself
+        self.where = None          # the placement, once placed (tcbench.placement)
         self.narrow = lambda: None  # ends widen_for_compile's window, where one was opened
         # read before anything compiles: Inductor writes its default into the environment
         self.compile_cache_dir = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
@@ -76,6 +75,11 @@ class Job:
             "harness": None,
         }
         phases.mark("device_and_environment")
+
+    @property
+    def training_cpu(self) -> int | None:
+        """The training thread's CPU (None before placement or where it is not pinned)."""
+        return self.where["training_core"]["cpu"] if self.where else None
 
     def init_cuda(self) -> None:
         """Create the CUDA context now, so that its fixed cost (any CUDA program's first
@@ -352,7 +356,6 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
     phases.mark("cpu_placement")
     try:
         job = Job(spec, phases)
-        job.training_cpu = where["training_core"]["cpu"]
         job.where = where
         job.record["placement"] = where | {"torch_gpu_uuid": placement.device_uuid(job.device)}
         return job.run()
