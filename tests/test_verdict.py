@@ -517,6 +517,19 @@ def test_the_fastest_of_a_host_bound_cell_is_not_called_fastest():
     assert top["claim"] == "not judged: host-bound, no interleaved comparison"
 
 
+def test_a_fastest_of_too_few_runs_is_not_called_fastest():
+    rows = [*repeats("few", "fp32", [1000, 1010, 990]),
+            *repeats("few", "amp-bf16", [3000, 3010, 2990]),
+            *with_(repeats("few", "amp-bf16", [3300]), compile="max-autotune")]
+    top = best_rows(rows)["few"]
+    assert top["fastest configuration"] == "amp-bf16, bs 512, compile max-autotune (the " \
+        "highest mean, not judged fastest: n < 3)"
+    # three runs each, the same cells: the fastest is named without a caveat
+    rows[-1:] = with_(repeats("few", "amp-bf16", [3300, 3310, 3290]), compile="max-autotune")
+    assert best_rows(rows)["few"]["fastest configuration"] == \
+        "amp-bf16, bs 512, compile max-autotune"
+
+
 def fp8_against_bf16(exp, mode, thrs, split, source, coverage, *, tc, busy, mm=None):
     """An amp-bf16 cell and an FP8 one whose kernel split (FP8 GEMM, other Tensor Core,
     scaling) came from ``source`` ("all kernels", or an older record's "top kernels")."""

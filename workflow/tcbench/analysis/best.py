@@ -93,9 +93,13 @@ def _fastest(g: pd.DataFrame, gains) -> tuple[pd.Series, str | None, str]:
     """The fastest cell of an experiment's group, why its own repeats cannot call it fastest
     (a gate, or None), and how it was found. The highest mean, unless the host set the pace
     and the group is one setting whose interleaved comparison shows one arm faster than every
-    other: then that arm, decided in one process."""
+    other: then that arm, decided in one process. A top cell of fewer than
+    ``stats.MIN_CI_N`` runs stays the highest mean, but is not judged fastest."""
     top = g.loc[g[V.HEADLINE].astype(float).idxmax()]
     gate = claims.gate(top, None)
+    if gate is None and len(g) > 1 and (stats.finite(top.get("repeats_ok")) or 0) < stats.MIN_CI_N:
+        # a mean of one or two runs has no interval: it may top the others by chance
+        return top, stats.FEW, claims.REPEATS
     one_setting = g[list(V.BASELINE_KEYS)].astype(str).drop_duplicates().shape[0] == 1
     if gate != stats.HOST_BOUND or not one_setting:
         return top, gate, claims.REPEATS
