@@ -236,6 +236,14 @@ def test_warmup_is_pooled_as_median_and_range_with_cache_misses_apart(tmp_path, 
     row = dict(zip(speed.columns, speed.rows[0]))
     assert row[T.WARMUP_HEAD] == "6.55 (5.80–7.30)"
     assert row[T.WARMUP_MISS_HEAD] == "46.2 (1 run)"
+    # a cell whose every run missed: its warm-up is all under the misses, none is a hit's
+    for rep in (2, 3):
+        R.write(_compiled(template, rep, 40.0 + rep, old_miss),
+                tmp_path / "rec" / "e" / f"{rep}.json")
+    out = A.aggregate(tmp_path / "rec", tmp_path / "out2")
+    speed = T.experiment_tables(out["summary"], out["speedup"], "e")[0]
+    row = dict(zip(speed.columns, speed.rows[0]))
+    assert (row[T.WARMUP_HEAD], row[T.WARMUP_MISS_HEAD]) == ("no hit", "43.0 (42.0–46.2)")
 
 
 def test_a_job_that_compiled_nothing_is_uncompiled(records_dir):

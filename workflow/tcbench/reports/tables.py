@@ -54,6 +54,16 @@ def _miss_cell(r) -> str:
     return "not compiled" if str(r.get("compile", "off")) == "off" else "no miss"
 
 
+def _hit_cell(r, misses: bool) -> str:
+    """The warm-up of a cell's runs that found their compile cache, or, where every run
+    compiled afresh, that it has none (never "not measured": the misses column has it)."""
+    text = warmup_text(r)
+    if text == MISSING and misses and r.get("repeats_ok") \
+            and warmup_text(r, V.WARMUP_MISS) != MISSING:
+        return "no hit"
+    return text
+
+
 def speedup_text(q, r) -> str:
     if str(r["precision"]) == V.BASELINE:
         return "1×" if r.get("repeats_ok") else MISSING
@@ -152,7 +162,7 @@ def speed_table(e: Experiment) -> Table:
     for _, r in s.iterrows():
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
                  *(throughput_text(r, c) for c in speeds),
-                 *([speedup_text(e.ratio(r), r)] if fp32 else []), warmup_text(r)]
+                 *([speedup_text(e.ratio(r), r)] if fp32 else []), _hit_cell(r, misses)]
         cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit)[:2 if fp32 else 1] if has_mem else []
         rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
