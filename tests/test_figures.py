@@ -139,6 +139,27 @@ def test_the_overlap_check_catches_overlaps():
     P.plt.close("all")
 
 
+def test_tick_labels_too_wide_for_their_slots_are_broken_to_fit():
+    """Settings side by side on a one-column figure: lines broken at spaces and hyphens so
+    that no two labels meet; a single word wider than its slot leaves them upright."""
+    from tcbench.render.axes import fit_ticks
+    P.style()
+    groups = [f"bs 256\nchannels_last\ncompile {mode}"
+              for mode in ("default", "max-autotune", "reduce-overhead", "default")]
+    fig, ax = P.plt.subplots(figsize=(P.ONE_COLUMN_IN, 2.6), layout="constrained")
+    ax.bar(range(4), [1, 2, 3, 4])
+    ax.set_xticks(range(4), groups)
+    assert any("overlaps" in p for p in figure_text.problems(fig))
+    ticks, upright = fit_ticks(ax, groups)
+    assert not upright and "compile\nreduce-\noverhead" in ticks[2]
+    ax.set_xticks(range(4), ticks)
+    assert figure_text.problems(fig) == []
+    assert fit_ticks(ax, ["a_word_far_too_wide_for_its_slot"] * 4) == \
+        (["a_word_far_too_wide_for_its_slot"] * 4, True)
+    assert fit_ticks(ax, ["bs 64", "bs 128"]) == (["bs 64", "bs 128"], False)
+    P.plt.close("all")
+
+
 def test_pdfs_embed_truetype_fonts(rendered):
     out, _ = rendered
     pdfs = sorted(out.glob("*.pdf"))

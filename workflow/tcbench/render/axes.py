@@ -1,18 +1,26 @@
 """A figure's value axes: one number format for every tick (``Ticks``), a logarithmic axis
 where the values span more than ``LOG_SPAN``x, labelled at 1, 2 and 5 of each decade where they
 span few decades, its label saying "log scale"; and a ratio's two reference lines, at 1 and at
-``stats.GAIN`` (``ratio_lines``)."""
+``stats.GAIN`` (``ratio_lines``); and x tick labels broken to fit their slots
+(``fit_ticks``)."""
 
 from __future__ import annotations
 
 import math
+import re
+import textwrap
 
+import matplotlib
+import matplotlib.font_manager
+import matplotlib.textpath
 import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
 from .. import stats
+
+_TEXT_PATH = matplotlib.textpath.TextToPath()   # measures text without a renderer
 
 LOG_SPAN = 10.0                # values spanning more than this factor get a log axis
 
@@ -102,3 +110,40 @@ def axes_width_in(ax) -> float:
     spec = ax.get_subplotspec()
     share = len(spec.colspan) / spec.get_gridspec().ncols if spec else 1.0
     return ax.figure.get_size_inches()[0] * share - 0.45
+
+
+
+def _width_in(line: str, font) -> float:
+    """The drawn width of one line of text in ``font``, in inches (no renderer needed)."""
+    width, _, _ = _TEXT_PATH.get_text_width_height_descent(line, font, ismath=False)
+    return width / 72
+
+
+def fit_ticks(ax, labels, slot_in: float | None = None) -> tuple[list[str], bool]:
+    """x tick ``labels`` that fit side by side: their lines broken at spaces (and after
+    hyphens) until no two neighbours run into each other in their slots (``slot_in`` inches apart; by default the
+    axes' width shared among them); where even single words do, the labels as given and
+    True: they must stand upright."""
+    font = matplotlib.font_manager.FontProperties(size=matplotlib.rcParams["xtick.labelsize"])
+    slot = axes_width_in(ax) / max(len(labels), 1) if slot_in is None else slot_in
+    given = [str(lab) for lab in labels]
+    lines = [lab.splitlines() for lab in given]
+    # a line breaks at spaces and after hyphens ("reduce-", "overhead")
+    longest_word = max((len(w) + 1 for lab in lines for line in lab
+                        for w in re.split(r"\s+|(?<=-)", line)), default=1)
+
+    def fitted(chars: int) -> list[str]:
+        return ["\n".join(textwrap.fill(line, chars, break_long_words=False)
+                          for line in lab)
+                for lab in lines]
+
+    def crowded(ticks: list[str]) -> bool:
+        w = [max((_width_in(line, font) for line in t.splitlines()), default=0.0)
+             for t in ticks]
+        return any((a + b) / 2 > slot - 0.05 for a, b in zip(w, w[1:]))   # 0.05 in apart
+
+    room = max((len(line) for lab in lines for line in lab), default=1)
+    while crowded(fitted(room)) and room > longest_word:
+        room -= 1
+    ticks = fitted(room)
+    return (ticks, False) if not crowded(ticks) else (given, True)
