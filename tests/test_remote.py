@@ -191,3 +191,40 @@ def test_a_study_packs_only_the_files_it_wrote(checkout, tmp_path):
         names = sorted(tar.getnames())
     assert names == ["logs/x/new.log", "results/x/records/e/new_r1.json"], names
     assert not (tmp_path / "out" / ".started").exists()
+
+
+def test_a_compile_cache_travels_to_the_next_run_without_tritons_binaries(checkout, tmp_path):
+    """CACHE_OUT=1 packs Inductor's part of the compile cache (autotuning timings, graphs),
+    not Triton's binaries; over CACHE_MAX_MB, the timings alone; CACHE_IN=FILE unpacks it
+    before the next run's Snakemake starts."""
+    env = shell_env(tmp_path)
+    fake = tmp_path / "bin" / "snakemake"
+    cache = "resources/compile-cache/x"
+    fake.write_text("#!/bin/sh\n"
+                    'case " $* " in *" --unlock "*) exit 0 ;; esac\n'
+                    f'[ -f {cache}/inductor/cache/timings ] && echo found > found.txt\n'
+                    f"mkdir -p {cache}/inductor/cache {cache}/inductor/fxgraph {cache}/triton\n"
+                    f"echo t > {cache}/inductor/cache/timings\n"
+                    f"echo g > {cache}/inductor/fxgraph/graph\necho b > {cache}/triton/binary\n")
+    fake.chmod(0o755)
+    (checkout / "config").mkdir()
+    (checkout / "config" / "tiny.yaml").write_text("repeats: 1\n")
+
+    def study(out, **extra):
+        proc = subprocess.run(["bash", "scripts/remote/study.sh", "--out", str(out),
+                               "config/tiny.yaml", "60", "a_target", "--config", "run=x"],
+                              cwd=checkout, env=env | extra, capture_output=True, text=True,
+                              timeout=120)
+        assert "snakemake exit 0" in proc.stdout, proc.stdout + proc.stderr
+        with tarfile.open(out / "compile-cache.tgz") as tar:
+            return sorted(n for n in tar.getnames() if not tar.getmember(n).isdir())
+
+    assert study(tmp_path / "a", CACHE_OUT="1") == [f"{cache}/inductor/cache/timings",
+                                                    f"{cache}/inductor/fxgraph/graph"]
+    assert study(tmp_path / "b", CACHE_OUT="1", CACHE_MAX_MB="0") == \
+        [f"{cache}/inductor/cache/timings"]
+    # a fresh host: only what travels is there
+    shutil.rmtree(checkout / "resources")
+    (checkout / "found.txt").unlink()
+    study(tmp_path / "c", CACHE_OUT="1", CACHE_IN=str(tmp_path / "b" / "compile-cache.tgz"))
+    assert (checkout / "found.txt").read_text() == "found\n"

@@ -15,6 +15,13 @@
 # calibration: scripts/remote/targets.py, run here once Snakemake is installed; ONLY=all: every
 # experiment's, without the reports); targets given
 # instead name the part to run; neither: the whole study.
+# A compile cache across runs on fresh hosts (max-autotune benchmarks its GEMM and convolution
+# choices for minutes, once per host): CACHE_OUT=1 packs the torch.compile cache this run left
+# into DIR/compile-cache.tgz, Inductor's part without Triton's binaries (its autotuning
+# timings, compiled graphs and kernel sources), or where that is over CACHE_MAX_MB (15) the
+# autotuning timings alone; CACHE_IN=FILE unpacks such a file before the run, so the next
+# run's jobs find the timings instead of benchmarking again (their records say whether their
+# compile hit the cache).
 # Optional steps first: PREFLIGHT=1 (four tiny jobs; stop if the harness fails on this GPU),
 # KERNELS=1 (kernel names per precision), NCU=1 (Nsight Compute cross-check). GPUS=N overrides
 # the number of GPUs used (default: every GPU of the host, one job each).
@@ -36,11 +43,33 @@ pack() {
   tar czf "$dest/results.tgz" --files-from "$dest/.made" 2>/dev/null
   echo "packed $(wc -l < "$dest/.made") files this run wrote into $dest/results.tgz"
   rm -f "$started" "$dest/.made"
+  [ "${CACHE_OUT:-0}" = 1 ] && pack_cache
   ls -la "$dest"
+}
+pack_cache() {
+  local parts file=$dest/compile-cache.tgz
+  parts=$(find resources/compile-cache -mindepth 2 -maxdepth 2 -name inductor -type d 2>/dev/null)
+  [ -n "$parts" ] || { echo "study.sh: no compile cache to pack"; return 0; }
+  # shellcheck disable=SC2086  # the cache paths are words without spaces
+  tar czf "$file" $parts
+  if [ "$(stat -c %s "$file")" -gt $(( ${CACHE_MAX_MB:-15} * 1024 * 1024 )) ]; then
+    local timings
+    timings=$(for p in $parts; do [ -d "$p/cache" ] && echo "$p/cache"; done)
+    echo "study.sh: the compile cache is over ${CACHE_MAX_MB:-15} MB: its autotuning timings alone"
+    rm -f "$file"
+    [ -n "$timings" ] || { echo "study.sh: no autotuning timings to pack"; return 0; }
+    # shellcheck disable=SC2086
+    tar czf "$file" $timings
+  fi
+  echo "packed the compile cache ($(du -h "$file" | cut -f1)) into $file"
 }
 trap pack EXIT
 source scripts/remote/setup.sh
 python -c "import numpy, torch" || exit 1
+if [ -n "${CACHE_IN:-}" ]; then
+  tar xzf "$CACHE_IN" || { echo "study.sh: CACHE_IN=$CACHE_IN: not a packed compile cache" >&2; exit 1; }
+  echo "study.sh: compile cache from $CACHE_IN"
+fi
 if [ -n "${ONLY:-}${SKIP:-}" ]; then
   # after setup.sh: targets.py reads the config as Snakemake does, so it needs Snakemake, and a
   # failure here must stop the run rather than leave no targets (which would mean the whole study)
