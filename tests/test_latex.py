@@ -118,3 +118,12 @@ def test_a_cell_is_set_on_short_lines(text):
         assert len(plain) <= max(INTERVAL_WIDTH, WORDS_WIDTH, *map(len, words)) + 1, line
     assert "".join(lines).replace(" ", "").replace(r"\%", "%").replace("--", "–") == \
         text.replace(" ", "")
+
+
+def test_a_long_setting_breaks_at_its_commas_and_a_long_part_at_its_spaces():
+    """resnet50_fastest's "compile reduce-overhead" widened its tables past the page."""
+    from tcbench.render.table import _latex_cell
+    assert _lines(_latex_cell("bs 256, channels_last, compile reduce-overhead", "l")) == \
+        ["bs 256", r"channels\_last", "compile", "reduce-overhead"]
+    assert _lines(_latex_cell("bs 256, channels_last, compile default", "l")) == \
+        ["bs 256", r"channels\_last", "compile default"]

@@ -122,8 +122,9 @@ def _latex_cell(text: str, align: str) -> str:
             lines[-1] += ","
             lines += _wrap(note.group(2), INTERVAL_WIDTH)
         return _stack(lines, align, small_from=1)
+    # a long setting at its commas, and a long part at its spaces ("compile", "reduce-overhead")
     if len(text) > 18 and ", " in text:
-        return _stack(text.split(", "), align)
+        return _stack([line for part in text.split(", ") for line in _wrap(part, 18)], align)
     if len(text) > WORDS_WIDTH and " " in text:   # "not profiled", "Tensor Cores"
         return _stack(_wrap(text, WORDS_WIDTH), align)
     if _HYPHENATED.match(text):                    # "fp8-tensorwise" breaks after its hyphen
