@@ -293,6 +293,27 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
     assert all(r["placement"]["compile"]["compile_threads"] >= 1 for r in recs)
 
 
+@pytest.mark.slow
+def test_a_shape_first_met_after_the_warm_up_compiles_inside_the_window_and_is_flagged(tmp_path):
+    """An epoch's last, smaller batch reaches torch.compile only after the warm-up: its
+    compilation lands in one timed step, which the halves' medians cannot see; the record counts
+    the graphs and calls the window unsteady. Without a ragged batch nothing is counted, the
+    held-out evaluation's own graphs (outside the window) included."""
+    def job(samples):
+        out = tmp_path / f"r{samples}.json"
+        spec = {"workload": "mnist_cnn", "precision": "fp32", "batch_size": 16,
+                "params": TINY["mnist_cnn"] | {"train_samples": samples, "compile": "default"}}
+        assert run.main(["--spec", json.dumps(spec), "--out", str(out)]) == 0
+        rec = R.read(out)
+        assert rec["status"] == "ok", rec["status_reason"]
+        return rec["metrics"]["timed_window"]
+
+    ragged, even = job(40), job(32)   # 16 + 16 + 8 a epoch; 16 + 16
+    assert ragged["graphs_compiled"] > 0 and ragged["steady"] is False
+    assert "compiled inside the timed window" in ragged["steady_reason"]
+    assert even["graphs_compiled"] == 0
+
+
 def test_measurement_steps_follow_evaluation_and_leave_the_seeds_numbers_alone(monkeypatch):
     """A window longer than the schedule: measurement steps after it, held-out evaluation
     between the two, total_time_s and the samples those of the schedule alone."""

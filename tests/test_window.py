@@ -67,3 +67,16 @@ def test_a_schedule_longer_than_the_bound_is_never_lengthened():
 def test_too_few_steps_to_judge_say_so():
     rec = Wn.fill(lambda: np.asarray([1e-3] * 3), lambda n: None, win(0.0, 0, 0.0))
     assert rec["steady"] is None and "too few" in rec["steady_reason"]
+
+
+def test_a_graph_compiled_inside_the_window_makes_it_unsteady_whatever_the_medians_say():
+    steady = Wn.judge(np.full(40, 0.01), win())[1]
+    assert steady["steady"] is True
+    assert Wn.with_compilations(steady, None) == steady | {"graphs_compiled": None}
+    assert Wn.with_compilations(steady, 0)["steady"] is True
+    rec = Wn.with_compilations(steady, 2)
+    assert rec["steady"] is False and rec["graphs_compiled"] == 2
+    assert rec["steady_reason"].startswith("2 graph(s) compiled inside the timed window")
+    # an unsteady window keeps its own reason beside the compilation's
+    wobbly = {"steady": False, "steady_reason": "the two halves differ"}
+    assert Wn.with_compilations(wobbly, 1)["steady_reason"].endswith("the two halves differ")

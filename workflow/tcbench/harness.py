@@ -76,6 +76,18 @@ def compile_cache_info(configured: str | None) -> dict:
             "counters": counts}
 
 
+def graphs_compiled() -> int:
+    """Inductor graphs this process has compiled or loaded from the cache so far (0 before
+    anything compiled): read at the warm-up boundary and after the window, it says whether a
+    compilation fell inside the timed window."""
+    import sys
+    if "torch._dynamo" not in sys.modules:   # nothing compiled: do not import the compiler
+        return 0
+    from torch._dynamo.utils import counters
+    return sum(int(counters[group].get(name, 0))
+               for group, names in COMPILE_CACHE_COUNTERS.items() for name in names)
+
+
 # ------------------------------------------------------------------------------ command line
 def job_arguments(prog: str, doc: str, what: str, argv: list[str] | None) -> argparse.Namespace:
     """The command line of a job's entry point (``tcbench.run``, ``tcbench.interleave``): the

@@ -27,8 +27,8 @@ import os
 import traceback
 
 from .process import exit_now  # noqa: F401 - the job's end, for python -m and the fork server
-from .harness import (Phases, compile_cache_info, job_arguments, process_age_s,  # noqa: F401
-                      use_compile_cache)
+from .harness import (Phases, compile_cache_info, graphs_compiled, job_arguments,  # noqa: F401
+                      process_age_s, use_compile_cache)
 from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
                    pick_device)
 from . import vocabulary as V
@@ -214,6 +214,7 @@ class Job:
         clock = measure.WallClock(device)
         sampler = telemetry.NvmlSampler(device, params["telemetry_interval_s"])
         host = hoststate.Window(self.training_cpu)
+        boundary = []   # Inductor's graph count where the timed window starts
         self.enter("training")
         clock.start()
         with sampler:
@@ -221,8 +222,11 @@ class Job:
                            params["sync_loss_every_step"], params["warmup_steps"],
                            # the timed window starts: the host's state, the energy mark
                            at_steady=lambda: (self.narrow(), host.start(),
-                                              sampler.mark_steady()))
+                                              sampler.mark_steady(), boundary.append(
+                                                  graphs_compiled())))
             clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
+            # graphs compiled in the timed window (evaluation's own graphs are outside it)
+            in_window = graphs_compiled() - boundary[0] if boundary else 0
             sampler.pause()
             self.schedule_steps = loop.log.steps
             memory = measure.memory_stats(device)  # the peak of the workload's own loop
@@ -232,8 +236,12 @@ class Job:
             self.phases.mark("evaluating")
             self.enter("measuring")
             self.narrow()   # a schedule shorter than its warm-up never reached the boundary
+            before = graphs_compiled()
             timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
             host.stop()   # after fill_window's last synchronisation: the window has ended
+            in_window += graphs_compiled() - before
+        if params["compile"] != "off":
+            timed = window.with_compilations(timed, in_window)
         self.record["host_state"] = host.result()
         self.phases.mark("measurement_steps")
         self.record_metrics(loop, clock, memory, sampler, timed, held_out)

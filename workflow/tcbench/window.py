@@ -118,6 +118,21 @@ def judge(timed: np.ndarray, window: Window) -> tuple[int, dict]:
     return 0, verdict
 
 
+def with_compilations(verdict: dict, graphs: int | None) -> dict:
+    """The window's verdict given the graphs compiled inside it (None: an uncompiled job). A
+    compilation inside the window (a new input shape: an epoch's last, smaller batch, which
+    torch.compile meets only after the warm-up) puts seconds of compiling, or of loading from
+    the cache, into a single step; the halves' medians do not see one step, so the window is
+    called unsteady here, whatever they say."""
+    out = verdict | {"graphs_compiled": graphs}
+    if graphs:
+        why = (f"{graphs} graph(s) compiled inside the timed window (a new input shape after "
+               "the warm-up): the compilation's seconds are in it")
+        out |= {"steady": False, "steady_reason": "; ".join(
+            r for r in (why, verdict.get("steady_reason")) if r)}
+    return out
+
+
 def fill(step_s_of, run_more, window: Window, diverged=lambda: False) -> dict:
     """Run measurement steps until the window is long enough and steady, or its bound is
     reached. ``step_s_of()`` returns the timed steps' seconds so far (it may synchronise);
