@@ -160,6 +160,28 @@ def test_tick_labels_too_wide_for_their_slots_are_broken_to_fit():
     P.plt.close("all")
 
 
+def test_upright_tick_labels_have_no_more_lines_than_their_slot_is_wide():
+    """Five-part settings in narrow slots stand upright: a label's lines then lie side by side,
+    so the parts run on rather than five lines wide into the neighbour's slot."""
+    from tcbench.render.axes import group_ticks
+    P.style()
+    groups = [f"bs {b}\ncontiguous\ncompile {c}\ngraphs on\ncudnn on"
+              for b in (512, 8192) for c in ("off", "default")] * 2
+    fig, ax = P.plt.subplots(figsize=(P.ONE_COLUMN_IN, 2.6), layout="constrained")
+    ax.bar(range(len(groups)), range(len(groups)))
+    ax.set_xticks(range(len(groups)), groups)
+    ax.tick_params(axis="x", labelrotation=90)
+    assert any("overlaps" in p for p in figure_text.problems(fig))
+    height = fig.get_figheight()
+    group_ticks(ax, groups, narrow=True)
+    assert fig.get_figheight() > height   # room for the upright labels' length
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert all(len(t.splitlines()) < 5 for t in labels)
+    assert any("compile default" in line for line in labels[1].splitlines())   # never split
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
 def test_pdfs_embed_truetype_fonts(rendered):
     out, _ = rendered
     pdfs = sorted(out.glob("*.pdf"))

@@ -17,7 +17,7 @@ from matplotlib.lines import Line2D
 
 from .. import stats
 from .. import vocabulary as V
-from .axes import axes_width_in, fit_ticks
+from .axes import axes_width_in, group_ticks
 from .settings import axis_value, shown_axes
 
 PALETTE = V.PALETTE
@@ -209,11 +209,6 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
                  above=max((float(v) for v in dots), default=-np.inf))
             if run_dots(ax, x, dots, n):
                 drawn["runs"] = True
-    ticks, crowded = fit_ticks(ax, groups)
-    ax.set_xticks(range(len(groups)), ticks)
-    ax.set_xlim(-0.55, len(groups) - 0.45)
-    ax.grid(axis="x", visible=False)
-    if len(groups) > 1 and (axes_width_in(ax) / len(groups) < 0.55 or crowded):
-        ax.tick_params(axis="x", labelrotation=90)
+    group_ticks(ax, groups, narrow=axes_width_in(ax) / max(len(groups), 1) < 0.55)
     ax.margins(y=0.18 if annotate or drawn["intervals"] else 0.08)
     return drawn

@@ -14,7 +14,7 @@ from matplotlib.patches import Patch
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import diagnosis as D
-from ..render.axes import Ticks, fit_ticks
+from ..render.axes import Ticks, group_ticks
 from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, missing_text,
                            present_precisions, slot_width, slot_x)
 from ..render.legend import legend
@@ -198,12 +198,7 @@ def fig_attribution(m, exp, width="auto", plan=None, runs=None):
                     ax.bar(x, r[part] * 100, bottom=bottom * 100, width=w,
                            **_part_style(part, V.PALETTE[p]))
                     bottom += r[part]
-    ticks, crowded = fit_ticks(ax, groups)
-    ax.set_xticks(range(len(groups)), ticks)
-    ax.set_xlim(-0.55, len(groups) - 0.45)
-    ax.grid(axis="x", visible=False)
-    if len(groups) > 1 and (fig.get_size_inches()[0] / len(groups) < 1.0 or crowded):
-        ax.tick_params(axis="x", labelrotation=90)
+    group_ticks(ax, groups, narrow=fig.get_size_inches()[0] / max(len(groups), 1) < 1.0)
     ax.set_ylim(0, 100)
     ax.set_yticks([0, 25, 50, 75, 100])
     ax.yaxis.set_major_formatter(Ticks())
