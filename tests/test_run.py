@@ -293,6 +293,18 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
     assert all(r["placement"]["compile"]["compile_threads"] >= 1 for r in recs)
 
 
+def test_compilations_count_only_inside_their_spans(monkeypatch):
+    """The timed window's graph count: the schedule's part and the measurement steps' part, not
+    the held-out evaluation between them; a span never started counts nothing."""
+    from tcbench import harness
+    count = iter([2, 3, 7, 8])   # start, stop (+1), evaluation compiles 4, start, stop (+1)
+    monkeypatch.setattr(harness, "graphs_compiled", lambda: next(count))
+    c = harness.Compilations()
+    c.stop()
+    c.start(), c.stop(), c.start(), c.stop()
+    assert c.inside == 2
+
+
 @pytest.mark.slow
 def test_a_shape_first_met_after_the_warm_up_compiles_inside_the_window_and_is_flagged(tmp_path):
     """An epoch's last, smaller batch reaches torch.compile only after the warm-up: its

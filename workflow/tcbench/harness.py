@@ -88,6 +88,22 @@ def graphs_compiled() -> int:
                for group, names in COMPILE_CACHE_COUNTERS.items() for name in names)
 
 
+class Compilations:
+    """The graphs compiled between ``start()`` and ``stop()``, over one or more spans (the timed
+    window, interrupted by the held-out evaluation): ``inside``."""
+
+    def __init__(self):
+        self.inside, self._from = 0, None
+
+    def start(self) -> None:
+        self._from = graphs_compiled()
+
+    def stop(self) -> None:
+        if self._from is not None:   # a schedule shorter than its warm-up never started one
+            self.inside += graphs_compiled() - self._from
+            self._from = None
+
+
 # ------------------------------------------------------------------------------ command line
 def job_arguments(prog: str, doc: str, what: str, argv: list[str] | None) -> argparse.Namespace:
     """The command line of a job's entry point (``tcbench.run``, ``tcbench.interleave``): the

@@ -27,7 +27,7 @@ import os
 import traceback
 
 from .process import exit_now  # noqa: F401 - the job's end, for python -m and the fork server
-from .harness import (Phases, compile_cache_info, graphs_compiled, job_arguments,  # noqa: F401
+from .harness import (Compilations, Phases, compile_cache_info, job_arguments,  # noqa: F401
                       process_age_s, use_compile_cache)
 from .spec import (OOM_MARKERS, SPEC_KEYS, is_oom, oom_fields, parse_spec,  # noqa: F401
                    pick_device)
@@ -214,7 +214,7 @@ class Job:
         clock = measure.WallClock(device)
         sampler = telemetry.NvmlSampler(device, params["telemetry_interval_s"])
         host = hoststate.Window(self.training_cpu)
-        boundary = []   # Inductor's graph count where the timed window starts
+        graphs = Compilations()   # torch.compile's graphs inside the timed window
         self.enter("training")
         clock.start()
         with sampler:
@@ -222,26 +222,24 @@ class Job:
                            params["sync_loss_every_step"], params["warmup_steps"],
                            # the timed window starts: the host's state, the energy mark
                            at_steady=lambda: (self.narrow(), host.start(),
-                                              sampler.mark_steady(), boundary.append(
-                                                  graphs_compiled())))
+                                              sampler.mark_steady(), graphs.start()))
             clock.stop()      # synchronised: the workload's own loop ends here (total_time_s)
-            # graphs compiled in the timed window (evaluation's own graphs are outside it)
-            in_window = graphs_compiled() - boundary[0] if boundary else 0
+            graphs.stop()     # the held-out evaluation's own graphs are outside the window
             sampler.pause()
             self.schedule_steps = loop.log.steps
             memory = measure.memory_stats(device)  # the peak of the workload's own loop
             self.phases.mark("training")  # warm-up and compilation included, as total_time_s
             self.enter("evaluating")
-            held_out = self.evaluate(w, loop.log)
+            held_out = T.evaluate(w, loop.log)
             self.phases.mark("evaluating")
             self.enter("measuring")
             self.narrow()   # a schedule shorter than its warm-up never reached the boundary
-            before = graphs_compiled()
+            graphs.start()
             timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
             host.stop()   # after fill_window's last synchronisation: the window has ended
-            in_window += graphs_compiled() - before
+            graphs.stop()
         if params["compile"] != "off":
-            timed = window.with_compilations(timed, in_window)
+            timed = window.with_compilations(timed, graphs.inside)
         self.record["host_state"] = host.result()
         self.phases.mark("measurement_steps")
         self.record_metrics(loop, clock, memory, sampler, timed, held_out)
@@ -249,15 +247,6 @@ class Job:
         self.enter("profiling")
         self.record["tensor_cores"] = self.profile(step, w)
         self.phases.mark("profiling")
-
-    def evaluate(self, w, log) -> dict:
-        """Held-out metrics after the workload's own schedule, before any measurement step
-        (which trains on); none for a run whose loss diverged."""
-        if w.evaluate is None or log.first_nonfinite_step() is not None:
-            return {}
-        out = w.evaluate()
-        w.model.train()
-        return out
 
     def fill_window(self, loop, sampler, win) -> dict:
         """Measurement steps until the timed window is long enough and steady (tcbench.window).

@@ -314,3 +314,13 @@ def train(w: Workload, step, device: torch.device, timer: StepTimer,
             shown = now
     log.flush()
     return loop
+
+
+def evaluate(w: Workload, log: TrainLog) -> dict:
+    """Held-out metrics after the workload's own schedule, before any measurement step (which
+    trains on); none for a run whose loss diverged."""
+    if w.evaluate is None or log.first_nonfinite_step() is not None:
+        return {}
+    out = w.evaluate()
+    w.model.train()
+    return out
