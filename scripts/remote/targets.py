@@ -42,8 +42,7 @@ jobs = matrix.expand(cfg)
 paths = [f"results/{run}/records/{k}.json" for k, j in jobs.items() if chosen(j.experiment)]
 paths += [f"results/{run}/repeats/{key}.json" for key, c in repeats.cells(cfg, jobs).items()
           if chosen(c.experiment)]
-paths += [f"results/{run}/{V.INTERLEAVED_DIR}/{c.experiment}/{c.setting}.json"
-          for c in matrix.comparisons(cfg, jobs).values() if chosen(c.experiment)]
+paths += [c.path(run) for c in matrix.comparisons(cfg, jobs).values() if chosen(c.experiment)]
 if cfg["calibrate"]["enabled"]:
     paths.append(f"results/{run}/calibration.json")
 print(" ".join(paths))

@@ -59,6 +59,13 @@ def alternatives(values):
     return "|".join(map(re.escape, dict.fromkeys(values)))
 
 
+def wave_priority(wave):
+    """A measuring job's scheduling priority: repeat (or comparison replicate) k runs in wave
+    k, every cell's first before any second, so that a cell's repeats straddle the study's
+    drift instead of running back to back; repeats added later join the end."""
+    return tcrepeats.wave_priority(wave)
+
+
 # Only this study's result set is built; another set under results/ (say, committed from another
 # machine) is input data, never re-made from records this machine does not have.
 wildcard_constraints:
@@ -91,7 +98,7 @@ def job_inputs(wildcards):
 
 
 def comparison_of(wildcards):
-    key = f"{wildcards.experiment}/{wildcards.setting}"
+    key = f"{wildcards.experiment}/{wildcards.comparison}"
     if key not in COMPARISONS:
         raise WorkflowError(f"{key} is not an interleaved comparison of this study")
     return COMPARISONS[key]
@@ -106,15 +113,15 @@ def comparison_inputs(wildcards):
 
 
 def comparison_files(pattern, run):
-    """``pattern`` (the interleave rule's output) for every comparison of this study, and the
-    comparisons other studies left in the result set (found when the DAG is built)."""
-    mine = [expand(pattern, run=run, experiment=c.experiment, setting=c.setting)[0]
+    """``pattern`` (the interleave rule's output) for every comparison process of this study,
+    and those other studies left in the result set (found when the DAG is built)."""
+    mine = [expand(pattern, run=run, experiment=c.experiment, comparison=c.name)[0]
             for c in COMPARISONS.values()]
     if FOREIGN_SET:
         mine = [p for p in mine if Path(p).exists()]
     found = glob_wildcards(pattern.replace("{run}", run))
     others = expand(pattern, zip, run=[run] * len(found.experiment),
-                    experiment=found.experiment, setting=found.setting)
+                    experiment=found.experiment, comparison=found.comparison)
     return [*mine, *sorted(p for p in others if p not in mine and not Path(p).name.startswith("."))]
 
 

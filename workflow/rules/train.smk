@@ -23,26 +23,29 @@ rule train:
         cell=alternatives(job.cell for job in [*JOBS.values(), *EXTRA_JOBS.values()]),
     resources:
         gpu=1,
+    # round-robin: every cell's first repeat, then every second one, ... (added repeats last)
+    priority: lambda wc: wave_priority(job_of(wc).repeat)
     shell:
         "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
-# One interleaved comparison per setting of an experiment that asks for it (interleave in the
-# config): every precision of the setting in one process, alternated in rounds. The constraints
-# keep the rule to this study's comparisons: one another study left in the set is an input.
+# Interleaved comparisons for each setting of an experiment that asks for it (interleave in the
+# config): every precision of the setting in one process, alternated in rounds; replicate k of
+# a setting runs in wave k, beside the cells' repeat k. The constraints keep the rule to this
+# study's comparisons: one another study left in the set is an input.
 rule interleave:
     message:
-        "interleave the precisions of {wildcards.experiment}/{wildcards.setting} (log: {log})"
+        "interleave the precisions of {wildcards.experiment}/{wildcards.comparison} (log: {log})"
     input:
         comparison_inputs,
         ancient(IMAGE_PYTHON_READY),
     output:
-        f"results/{{run}}/{V.INTERLEAVED_DIR}/{{experiment}}/{{setting}}.json",
+        f"results/{{run}}/{V.INTERLEAVED_DIR}/{{experiment}}/{{comparison}}.json",
     log:
-        "logs/{run}/interleave/{experiment}/{setting}.log",
+        "logs/{run}/interleave/{experiment}/{comparison}.log",
     benchmark:
-        "results/{run}/benchmarks/interleave/{experiment}/{setting}.tsv"
+        "results/{run}/benchmarks/interleave/{experiment}/{comparison}.tsv"
     params:
         spec=comparison_spec,
         src=TCBENCH_SRC,
@@ -50,9 +53,10 @@ rule interleave:
         compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),
     wildcard_constraints:
         experiment=alternatives(c.experiment for c in COMPARISONS.values()) or "(?!)",
-        setting=alternatives(c.setting for c in COMPARISONS.values()) or "(?!)",
+        comparison=alternatives(c.name for c in COMPARISONS.values()) or "(?!)",
     resources:
         gpu=1,
+    priority: lambda wc: wave_priority(comparison_of(wc).replicate)
     shell:
         "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"

@@ -18,11 +18,17 @@ A segment: the arm's backend flags set (TF32 is a process-wide switch), ``lead_i
 untimed steps (the other arm's weights leave the caches), a short CPU dispatch probe (the
 host's speed right then), then its timed steps between two marks: CUDA events on the training
 stream (the host clock on a CPU). The device is synchronised between segments, never inside
-one. Short segments and many rounds (by default 60 rounds of 0.1 s a segment) keep most rounds
+one. Short segments and many rounds (by default 20 rounds of 0.1 s a segment) keep most rounds
 within one state of a host whose speed changes every few seconds. Segments last about ``segment_s`` seconds each (the step
 count fixed per arm from its warm-up, so every round times the same steps). The record holds
 every segment's steps, samples, seconds and host probe (``tcbench.hoststate``), so the ratios
 can be recomputed and the drift seen.
+
+One process cannot show what differs between processes (allocations, cuBLAS and cuDNN choices,
+clocks, the core it was given) nor a drift slower than its own minute, so a study runs
+``interleave.replicates`` (3) such processes per setting, each its own seed (replicate k: the
+cells' repeat k), scheduled among the study's other jobs rather than back to back; the reports
+build a setting's interval across them (``tcbench.stats.replicated_ratio``).
 
 What it does not measure: memory (the arms share one process) and warm-up (each arm warms
 before the rounds); the per-process jobs (``tcbench.run``) give those, and absolute throughput
@@ -40,13 +46,14 @@ from .harness import Phases, job_arguments, process_age_s
 from .process import exit_now
 from . import vocabulary as V
 
-DEFAULTS = {"rounds": 60, "segment_s": 0.1, "lead_in_steps": 2, "warmup_rounds": 1}
+# 20 rounds a process: a setting's three processes (matrix.REPLICATES) time 60 rounds in all
+DEFAULTS = {"rounds": 20, "segment_s": 0.1, "lead_in_steps": 2, "warmup_rounds": 1}
 LIMITS = {"rounds": (3, 10_000), "segment_s": (0.0, 60.0), "lead_in_steps": (0, 1000),
           "warmup_rounds": (0, 100)}
 ROUND_PROBE_OPS = 2_000        # the host probe before each segment: about 5-15 ms
 CALIBRATE_S = 0.05             # an arm's step time is measured over at least this long
-SPEC_KEYS = {"run", "experiment", "setting", "workload", "batch_size", "params", "device",
-             "precisions", "interleave"}
+SPEC_KEYS = {"run", "experiment", "setting", "replicate", "workload", "batch_size", "params",
+             "device", "precisions", "interleave"}
 
 
 def settings(given: dict | None) -> dict:
@@ -84,13 +91,16 @@ def parse(spec: dict) -> dict:
     if not isinstance(arms, list) or len(arms) < 2 or len(set(arms)) != len(arms):
         raise ValueError(f"precisions={arms!r}: an interleaved comparison needs two or more "
                          "distinct precision modes")
-    out = {"run": "adhoc", "device": "auto"} | spec
+    out = {"run": "adhoc", "device": "auto", "replicate": 1} | spec
+    k = out["replicate"]
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"replicate={k!r} must be a whole number from 1")
     out["interleave"] = settings(spec.get("interleave"))
     cells = [parse_spec({"run": out["run"], "experiment": out.get("experiment", spec.get(
                             "workload")), "workload": spec.get("workload"), "precision": p,
                          "batch_size": spec.get("batch_size"), "params": spec.get("params"),
-                         "device": out["device"], "repeat": 1,
-                         "cell": f"{p}_{spec.get('setting') or 'interleaved'}_r1"})
+                         "device": out["device"], "repeat": k,
+                         "cell": f"{p}_{spec.get('setting') or 'interleaved'}_r{k}"})
              for p in arms]
     out["experiment"] = cells[0]["experiment"]
     out["setting"] = spec.get("setting") or f"bs{spec['batch_size']}"
@@ -125,7 +135,7 @@ class Arm:
             return
         import torch
 
-        torch.manual_seed(job.params["seed"])   # the same seed as the cell's first repeat
+        torch.manual_seed(job.params["seed"])   # replicate k: the seed of the cell's repeat k
         job.channels_last = job.params["memory_format"] == "channels_last"
         job.record["precision_flags"] = self.flags()
         w, step = job.prepare()
@@ -226,7 +236,8 @@ def header(spec: dict, device, where: dict) -> dict:
 
     return {
         "schema_version": 1, "kind": "interleaved",
-        **{k: spec[k] for k in ("run", "experiment", "setting", "workload", "batch_size")},
+        **{k: spec[k] for k in ("run", "experiment", "setting", "replicate", "workload",
+                                "batch_size")},
         "seed": spec["params"]["seed"], "params": spec["params"],
         "precisions": [c["precision"] for c in spec["cells"]],
         "protocol": {**spec["interleave"], "order": "rotated",

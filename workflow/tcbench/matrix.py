@@ -70,25 +70,43 @@ class Job:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One interleaved comparison (tcbench.interleave): every precision of one setting of an
-    experiment that asks for it (``interleave: {enabled: true}``), in one process. Its arms are
-    built as the cells' first repeats are (the same parameters, the same seed)."""
+    """One interleaved comparison process (tcbench.interleave): every precision of one setting
+    of an experiment that asks for it (``interleave: {enabled: true}``), alternated in one
+    process. A setting has ``interleave.replicates`` of them, each an independent process: replicate
+    k builds its arms as the cells' k-th repeats are (the same parameters, seed + k - 1), so
+    the spread between processes is measured, not assumed away (docs/measurement.md)."""
 
     experiment: str
     setting: str       # the cells' name without precision and repeat, e.g. bs512_graphs-on
     workload: str
     batch_size: int
     precisions: tuple
-    params: tuple      # the first repeat's, sorted (key, value) pairs
+    params: tuple      # replicate k's: the k-th repeat's, sorted (key, value) pairs
     interleave: tuple  # the comparison's settings, sorted (key, value) pairs
+    replicate: int = 1
+
+    @property
+    def name(self) -> str:
+        """The comparison's file name without ``.json``: its setting and replicate."""
+        return f"{self.setting}_r{self.replicate}"
 
     @property
     def id(self) -> str:
+        return f"{self.experiment}/{self.name}"
+
+    @property
+    def key(self) -> str:
+        """What the replicates of one setting share."""
         return f"{self.experiment}/{self.setting}"
+
+    def path(self, run: str) -> str:
+        """Its record, where the interleave rule writes it."""
+        return f"results/{run}/{V.INTERLEAVED_DIR}/{self.experiment}/{self.name}.json"
 
     def spec(self, run: str) -> dict:
         return {"run": run, "experiment": self.experiment, "setting": self.setting,
                 "workload": self.workload, "batch_size": self.batch_size,
+                "replicate": self.replicate,
                 "precisions": list(self.precisions), "params": dict(self.params),
                 "interleave": dict(self.interleave)}
 
@@ -97,14 +115,31 @@ class Comparison:
                    self.params).inputs()
 
 
+# Independent comparison processes per setting: three give a 95% interval across processes
+# (t on the log ratios, two degrees of freedom), the level a rerun varies at.
+REPLICATES = 3
+
+
+def check_replicates(k) -> None:
+    """ValueError naming a bad ``interleave.replicates``: 1 (the rounds of one process), or 3 and
+    more (an interval across processes needs three); 2 would give neither."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"interleave: replicates={k!r} must be a whole number, 1 or at least 3")
+    if k == 2:
+        raise ValueError("interleave: replicates=2 gives no interval across processes (that "
+                         "needs three) and hides the one of each process's rounds; use 3 (the "
+                         "default) or 1")
+
+
 def setting_of(job: Job) -> str:
     """A cell's setting: its name without the precision and the repeat."""
     return job.group[len(job.precision) + 1:]
 
 
 def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
-    """The interleaved comparisons of the study: for each experiment with ``interleave.enabled``,
-    one per setting that has two or more precisions (its first repeats' jobs). A bad
+    """The interleaved comparison processes of the study: for each experiment with
+    ``interleave.enabled``, ``interleave.replicates`` per setting that has two or more
+    precisions (built from its first repeats' jobs, reseeded per replicate). A bad
     ``interleave`` value is a ConfigError naming it, before any job runs."""
     from . import interleave
 
@@ -114,8 +149,10 @@ def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
         if not given.pop("enabled", False):
             continue
         name = exp.get("name", exp["workload"])
+        replicates = given.pop("replicates", REPLICATES)
         try:
             chosen = interleave.settings(given)
+            check_replicates(replicates)
         except ValueError as exc:
             raise ConfigError(f"experiments[{i}] ({name}).{exc}") from None
         firsts: dict[str, list[Job]] = {}
@@ -125,10 +162,11 @@ def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
         for setting, js in firsts.items():
             if len(js) < 2:
                 continue
-            c = Comparison(name, setting, js[0].workload, js[0].batch_size,
-                           tuple(j.precision for j in js), js[0].params,
-                           tuple(sorted(chosen.items())))
-            out[c.id] = c
+            for k in range(1, replicates + 1):
+                c = Comparison(name, setting, js[0].workload, js[0].batch_size,
+                               tuple(j.precision for j in js), js[0].again(k).params,
+                               tuple(sorted(chosen.items())), k)
+                out[c.id] = c
         if not any(c.experiment == name for c in out.values()):
             raise ConfigError(f"experiments[{i}] ({name}).interleave: no setting of it has two "
                               "or more precisions to compare")

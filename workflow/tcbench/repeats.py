@@ -123,6 +123,19 @@ def cells(config: dict, jobs: dict) -> dict[str, Cell]:
     return found
 
 
+# The order measuring jobs run in. Jobs run back to back measure the host as it is over those
+# minutes, so a cell whose repeats ran together carries the study's drift as a bias that its
+# interval cannot show. Repeat k of every cell (and comparison replicate k of every setting) runs
+# in wave k, before any job of wave k + 1: a cell's repeats straddle the study.
+WAVES = 1000   # above any repeat count the schema allows (adaptive_repeats.max)
+
+
+def wave_priority(wave: int) -> int:
+    """The scheduling priority of a job in wave ``wave`` (1 first): higher runs sooner; every
+    wave above the default 0 of the jobs that do not measure."""
+    return max(WAVES - int(wave), 1)
+
+
 # ------------------------------------------------------------------------------------ the rule
 def _pct(x: float | None) -> str:
     if x is None:
