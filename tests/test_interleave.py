@@ -98,7 +98,7 @@ def test_bad_settings_are_named_before_anything_runs():
         IL.parse(TINY | {"precisions": ["fp32", "fp64"]})
 
 
-def test_the_matrix_makes_one_comparison_per_setting_of_an_experiment_that_asks():
+def test_the_matrix_makes_replicated_comparisons_per_setting_of_an_experiment_that_asks():
     from tcbench import config as C
 
     cfg = C.check({"require_gpu": False, "repeats": 2, "experiments": [
@@ -109,10 +109,24 @@ def test_the_matrix_makes_one_comparison_per_setting_of_an_experiment_that_asks(
          "batch_sizes": [8]}]})
     jobs = M.expand(cfg)
     found = M.comparisons(cfg, jobs)
-    assert sorted(found) == ["r/bs16", "r/bs8"]
-    spec = found["r/bs8"].spec("x")
+    # three independent processes a setting by default, replicate k seeded as repeat k
+    assert sorted(found) == [f"r/bs{b}_r{k}" for b in (16, 8) for k in (1, 2, 3)]
+    spec = found["r/bs8_r1"].spec("x")
     assert spec["precisions"] == ["fp32", "amp-bf16"] and spec["interleave"]["rounds"] == 5
     assert spec["params"]["seed"] == dict(jobs["r/fp32_bs8_r1"].params)["seed"]
+    assert found["r/bs8_r2"].spec("x")["params"]["seed"] == \
+        dict(jobs["r/fp32_bs8_r2"].params)["seed"]
+    assert found["r/bs8_r3"].replicate == 3 and "replicates" not in spec["interleave"]
+    assert found["r/bs8_r3"].path("x") == "results/x/interleaved/r/bs8_r3.json"
+    assert IL.parse(spec)["cells"][0]["repeat"] == 1
+    assert IL.parse(found["r/bs8_r3"].spec("x"))["cells"][0]["cell"].endswith("_r3")
+    one = json.loads(json.dumps(cfg))
+    one["experiments"][0]["interleave"]["replicates"] = 1
+    assert sorted(M.comparisons(C.check(one), jobs)) == ["r/bs16_r1", "r/bs8_r1"]
+    two = json.loads(json.dumps(cfg))
+    two["experiments"][0]["interleave"]["replicates"] = 2   # neither level's interval: refused
+    with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: replicates=2 .*use 3"):
+        M.comparisons(C.check(two), jobs)
     bad = json.loads(json.dumps(cfg))
     bad["experiments"][0]["interleave"]["segment_s"] = 0        # the schema says it
     with pytest.raises(ConfigError, match=r"experiments\[0\]\.interleave\.segment_s=0"):

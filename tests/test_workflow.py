@@ -232,12 +232,37 @@ def test_a_comparison_another_study_left_in_the_set_is_an_input_not_a_job(tmp_pa
     tiny["experiments"] = [tiny["experiments"][0] | {"precisions": ["fp32", "tf32"],
                                                       "interleave": {"enabled": True}}]
     (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
-    left = wd / "results/mine/interleaved/other_study/bs512.json"
+    left = wd / "results/mine/interleaved/other_study/bs512_r1.json"
     left.parent.mkdir(parents=True)
     left.write_text("{}")
     plan = snakemake(wd, "-n", "--printshellcmds", "--configfile", "config/tiny.yaml").stdout
     stats = plan.split("Job stats:")[1]
-    assert re.search(r"^interleave\s+1\s", stats, re.M), stats   # this study's own, only
+    # this study's own three processes, only
+    assert re.search(r"^interleave\s+3\s", stats, re.M), stats
     aggregate = next(line for line in plan.splitlines() if "tcbench.aggregate" in line)
-    assert "interleaved/other_study/bs512.json" in aggregate
-    assert "interleaved/tiny/bs8.json" in aggregate
+    assert "interleaved/other_study/bs512_r1.json" in aggregate
+    assert all(f"interleaved/tiny/bs8_r{k}.json" in aggregate for k in (1, 2, 3))
+
+
+def test_measuring_jobs_run_round_robin(tmp_path):
+    """Every cell's first repeat and every setting's first comparison process run before any
+    second one, and so on: a cell's repeats straddle the study's drift instead of running back
+    to back (Snakemake's order otherwise follows the DAG, cell by cell)."""
+    wd = copy_workflow(tmp_path / "wf")
+    tiny = TINY | {"require_gpu": False, "run": "order", "repeats": 2}
+    exp = tiny["experiments"][0]
+    tiny["experiments"] = [
+        exp | {"precisions": ["fp32", "amp-bf16"],
+               "interleave": {"enabled": True, "rounds": 3, "segment_s": 0.01}},
+        exp | {"name": "other", "batch_sizes": [4, 8]}]
+    (wd / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny))
+    targets = [f"results/order/records/{e}/{c}_r{r}.json" for r in (1, 2)
+               for e, c in (("tiny", "fp32_bs8"), ("tiny", "amp-bf16_bs8"),
+                            ("other", "fp32_bs4"), ("other", "fp32_bs8"))]
+    targets += [f"results/order/interleaved/tiny/bs8_r{k}.json" for k in (1, 2, 3)]
+    out = snakemake(wd, *reversed(targets), "--cores", "1", "--configfile",
+                    "config/tiny.yaml").stderr
+    started = re.findall(r"^Job \d+: (?:train|interleave the precisions of) \S+_r(\d+) ",
+                         out, re.M)
+    assert len(started) == len(targets), out
+    assert started == sorted(started), started   # waves 1, 1, ..., 2, 2, ..., 3
