@@ -109,8 +109,8 @@ def test_the_matrix_makes_one_comparison_per_setting_of_an_experiment_that_asks(
          "batch_sizes": [8]}]})
     jobs = M.expand(cfg)
     found = M.comparisons(cfg, jobs)
-    assert sorted(found) == ["r/bs16", "r/bs8"]
-    spec = found["r/bs8"].spec("x")
+    assert sorted(found) == [f"r/bs{b}_r{k}" for b in (16, 8) for k in (1, 2, 3)]
+    spec = found["r/bs8_r1"].spec("x")
     assert spec["precisions"] == ["fp32", "amp-bf16"] and spec["interleave"]["rounds"] == 5
     assert spec["params"]["seed"] == dict(jobs["r/fp32_bs8_r1"].params)["seed"]
     bad = json.loads(json.dumps(cfg))
