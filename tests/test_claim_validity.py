@@ -234,15 +234,32 @@ def test_a_host_bound_cell_is_decided_by_its_interleaved_ratio(via):
     assert row["best mode and setting"] == "tf32, bs 512"
     assert row["× its baseline [95% CI]"] == "2.57× [2.53, 2.67] fp32"
     assert (row["claim"], row["how it was decided"]) == \
-        ("pays off", "interleaved in one process, 40 rounds")
+        ("pays off", "interleaved in one process, 40 rounds: its interval cannot see "
+         "differences between processes")
     bf16 = cells(v, "amp_recipe")[("bs 512", "amp-bf16")]
     assert bf16["× its baseline"] == "2.13× [2.08, 2.17] fp32"
     # the per-process repeats still give the absolute throughput with its spread
     assert bf16["samples/s"].startswith("370,000 [")
     intro = " ".join(v.intro)
     assert "2 by an interleaved comparison in one process" in intro
-    assert "an interleaved comparison in one process" in said(v, "amp_recipe")
+    assert "(interleaved in one process, 40 rounds: its interval cannot see differences " \
+        "between processes)" in said(v, "amp_recipe")
     assert any("interleaved" in n for n in v.answer.notes)
+
+
+def test_a_ratio_across_processes_says_its_level_everywhere_it_is_decided():
+    """interleaved.csv from three processes a setting (a t interval across them): the answer,
+    the finding and the verdict's count of decisions name the processes and their rounds."""
+    rows = [r | {"processes": 3, "rounds": 20, "ratio_n": 3,
+                 "ratio_interval": stats.REPLICATED} for r in interleaved_rows()]
+    v = build(recipe(), rows)
+    row = row_of(v, "amp_recipe")
+    assert (row["claim"], row["how it was decided"]) == \
+        ("pays off", "interleaved, 3 processes × 20 rounds")
+    assert row["× its baseline [95% CI]"] == "2.57× [2.53, 2.67] fp32"
+    assert "2 by interleaved comparisons across independent processes" in " ".join(v.intro)
+    assert "in one process" not in " ".join(v.intro)
+    assert "(interleaved, 3 processes × 20 rounds)" in said(v, "amp_recipe")
 
 
 def test_the_cure_is_measured_beside_a_host_bound_cell():

@@ -303,11 +303,12 @@ def cpu_comparison():
     return IL.compare(json.loads(json.dumps(CPU_COMPARISON)))
 
 
-def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experiment=None):
-    """``base`` (a real comparison's record) made into one of Linear width ``width`` at
-    ``tokens`` a step whose arms ran at ``throughputs`` (arm -> samples/s per round) and whose
-    other arms have ``statuses`` (arm -> (status, reason)); written schema-valid and read back
-    as ``analysis.interleaved.load`` reads it."""
+def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experiment=None,
+               replicate=1):
+    """``base`` (a real comparison's record) made into process ``replicate`` of one of Linear
+    width ``width`` at ``tokens`` a step whose arms ran at ``throughputs`` (arm -> samples/s
+    per round) and whose other arms have ``statuses`` (arm -> (status, reason)); written
+    schema-valid and read back as ``analysis.interleaved.load`` reads it."""
     import copy
 
     from tcbench import record as R
@@ -315,7 +316,8 @@ def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experi
 
     r = copy.deepcopy(base)
     experiment = experiment or f"fp8_crossover_w{width}"
-    r |= {"experiment": experiment, "batch_size": tokens, "setting": f"bs{tokens}"}
+    r |= {"experiment": experiment, "batch_size": tokens, "setting": f"bs{tokens}",
+          "replicate": replicate}
     r["params"] |= {"in_size": width, "out_size": width}
     statuses = statuses or {}
     steps = 10
@@ -333,7 +335,7 @@ def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experi
         for i in range(n)]
     r["status"], r["status_reason"] = ("ok", None) if len(arms) >= 2 else (
         "unsupported", "fewer than two arms could run")
-    path = tmp_path / "interleaved" / experiment / f"bs{tokens}.json"
+    path = tmp_path / "interleaved" / experiment / f"bs{tokens}_r{replicate}.json"
     R.write(r, path, R.INTERLEAVED)
     return IA.load([path])[0]
 
@@ -385,6 +387,30 @@ def test_a_shape_with_an_interleaved_comparison_takes_its_paired_ratio(cpu_compa
         "comparisons" in F.sources(table)
 
 
+def test_a_shape_compared_in_three_processes_takes_the_ratio_across_them(cpu_comparison,
+                                                                         tmp_path):
+    """A shape's replicates are one comparison: its ratio is stats.replicated_ratio over the
+    processes (a t interval, n = 3), and the sentences name the processes and their rounds."""
+    from tcbench import stats
+
+    runs = [drifting(g, seed=k) for k, g in enumerate((1.5, 1.6, 1.7))]
+    cs = [comparison(cpu_comparison, tmp_path, 4096, 4096,
+                     {"amp-bf16": b, "fp8-tensorwise": t, "fp8-rowwise": 0.9 * b},
+                     replicate=k + 1) for k, (b, t) in enumerate(runs)]
+    compared = X.compared(cs[::-1])
+    assert len(compared) == 1 and len(compared[(4096, 4096)].processes) == 3
+    row = X.ratios(X.cells(fixture_records()), H200, compared).set_index(
+        ["width", "tokens", "mode"]).loc[(4096, 4096, "fp8-tensorwise")]
+    e = stats.replicated_ratio([stats.paired_ratio(t, b) for b, t in runs]).estimate
+    assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == \
+        pytest.approx((e.value, e.low, e.high))
+    assert (row["ratio_interval"], row["ratio_n"], row["processes"], row["rounds"]) == \
+        (stats.REPLICATED, 3, 3, 8)
+    table = X.ratios(X.cells(fixture_records()), H200, compared)
+    assert "; interleaved, 3 processes × 8 rounds" in F.starts_to_pay(table, "fp8-tensorwise")
+    assert "2 across independent processes" in F.sources(table)
+
+
 def test_without_comparisons_the_table_is_the_records_alone():
     """No comparisons: the table as it was (no decided_by); an empty set of them: the same
     rows, each decided by the repeats."""
@@ -394,7 +420,8 @@ def test_without_comparisons_the_table_is_the_records_alone():
     given = X.ratios(df, H200, {})
     assert set(given["decided_by"]) == {"repeats"}
     import pandas as pd
-    pd.testing.assert_frame_equal(given.drop(columns="decided_by"), old)
+    pd.testing.assert_frame_equal(given.drop(columns=["decided_by", "processes", "rounds"]),
+                                  old)
     assert F.sources(old) == F.sources(given) == ""
     assert M._source_note(given) == ""
 
@@ -477,7 +504,8 @@ def test_the_command_reads_a_folder_of_comparisons(cpu_comparison, tmp_path, mon
     assert "2 come from interleaved comparisons" in md and "interleaved in one process" in md
     fig = M.figure(table.astype({"pays": object}))
     assert figure_text.problems(fig) == []
-    assert any("2 of 8 ratios: interleaved in one process" in t.get_text() for t in fig.texts)
+    assert any("2 of 8 ratios: interleaved, 2 in one process" in t.get_text()
+               for t in fig.texts)
 
 
 @pytest.mark.slow

@@ -774,6 +774,33 @@ def test_interleaved_rounds_and_paired_ratios(host_tables):
     P.plt.close("all")
 
 
+def test_interleaved_processes_are_laid_end_to_end_with_the_ratio_across_them():
+    """Three processes of one setting: on the left one after another (a line between them),
+    on the right every round of every process and the ratio across the processes (t CI)."""
+    P.style()
+    rounds = pd.concat([host_like.rounds(n=8, seed=k).assign(replicate=k) for k in (1, 2, 3)])
+    thr = [g.pivot(index="round", columns="precision", values="throughput_samples_per_s")
+           for _, g in rounds.groupby("replicate")]
+    rows = []
+    for arm in ("tf32", "amp-fp16", "amp-bf16"):
+        e = stats.replicated_paired([(t[arm], t["fp32"]) for t in thr])[0].estimate
+        rows.append({**host_like.SETTING, "precision": arm, "baseline": "fp32",
+                     **e.as_dict("ratio"), "ratio_interval": e.method, "processes": 3})
+    fig = H.fig_interleaved(pd.DataFrame(rows), rounds)
+    left, right = fig.axes
+    traces = [ln for ln in left.get_lines() if len(ln.get_xdata()) == 8]
+    assert len(traces) == 4 * 3 and len(left.get_lines()) == 4 * 3 + 2   # two separators
+    assert sorted({float(ln.get_xdata()[0]) for ln in traces}) == [0.0, 8.0, 16.0]
+    assert "processes one after another" in left.get_xlabel()
+    assert len(H.round_ratios(rounds, "tf32", "fp32")) == 24 and len(_dots(right)) == 3 * 24
+    assert "across processes, 95% t CI" in right.get_title()
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert H.IL_MARKS[stats.REPLICATED][1] in labels
+    assert H.IL_MARKS[stats.PAIRED][1] not in labels
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
 def test_interleaved_figure_is_not_drawn_without_its_tables():
     assert "no experiment of this set was compared interleaved" in \
         H.fig_interleaved(None, None).reason

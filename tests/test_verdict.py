@@ -720,6 +720,11 @@ def test_an_interleaved_comparison_of_a_newer_commit_is_named_beside_the_records
     assert Vd.code_line(metrics, interleaved) == (
         "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
         "aaaaaaaaaaaa (2 records: amp_recipe).")
+    # a setting whose processes ran two commits (interleaved.csv joins them): each named
+    both = interleaved.assign(git_commit="a" * 40 + ";" + "b" * 40)
+    assert Vd.code_line(metrics, both) == (
+        "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
+        "aaaaaaaaaaaa (2 records and 1 interleaved comparison: amp_recipe).")
 
 
 def test_an_experiment_whose_fp8_could_not_run_asks_what_its_other_modes_answer():

@@ -36,5 +36,6 @@ rule aggregate:
         "--metrics {output.metrics:q} --summary {output.summary:q} --speedup {output.speedup:q} "
         "--best {output.best:q} --overhead {output.overhead:q} {params.calibration:q} "
         "--interleaved {output.interleaved:q} --interleaved_rounds {output.interleaved_rounds:q} "
+        "--interleaved_processes {output.interleaved_processes:q} "
         "--comparisons {input.comparisons:q} "
         "> {log:q} 2>&1"

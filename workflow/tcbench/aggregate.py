@@ -14,9 +14,11 @@ workflow's rule does)
 * ``best.csv``: per experiment and model, the fastest configuration (``analysis.best``);
 * ``overhead.csv`` (with ``--benchmarks``): each job's wall time against the time it measured
   (``analysis.overhead``);
-* ``interleaved.csv`` and ``interleaved_rounds.csv`` (with ``--comparisons``, the interleaved
-  comparisons' records; empty tables without): each arm's paired ratio against each baseline
-  arm, and every segment of every round (``analysis.interleaved``).
+* ``interleaved.csv``, ``interleaved_processes.csv`` and ``interleaved_rounds.csv`` (with
+  ``--comparisons``, the interleaved comparisons' records; empty tables without): per setting
+  each arm's ratio against each baseline arm at the highest level measured (across its
+  processes), each process's own ratio, and every segment of every round
+  (``analysis.interleaved``).
 """
 
 from __future__ import annotations
@@ -76,11 +78,11 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
     df = add_tokens(RS.add_mfu(df, cal))
     summary = summarise(df)
     compared = _into(IL.load(sorted(map(Path, comparisons or []))), run)
-    ratios = IL.ratios(compared)
+    il_tables = IL.tables(compared)
     # a host-bound cell's ratios are its interleaved comparison's (claims.attach_interleaved)
-    table = speedup(df, summary, ratios)
+    table = speedup(df, summary, il_tables["interleaved"])
     result = {"metrics": df, "summary": summary, "speedup": table, "best": best(summary, table),
-              "interleaved": ratios, "interleaved_rounds": IL.rounds(compared)}
+              **il_tables}
     if benchmarks is not None:
         result["overhead"] = overhead(df, benchmarks)
     return result
@@ -116,7 +118,8 @@ def main(argv=None) -> int:
                          "for overhead.csv")
     ap.add_argument("--comparisons", type=Path, nargs="*", default=[],
                     help="the interleaved comparisons' records (tcbench.interleave), for "
-                         "interleaved.csv and interleaved_rounds.csv; a folder: every one in it")
+                         "interleaved.csv, interleaved_processes.csv and "
+                         "interleaved_rounds.csv; a folder: every one in it")
     ap.add_argument("--run", help="the result set's name, for every row (default: each "
                     "record's own, the name of the run that made it)")
     args = ap.parse_args(argv)

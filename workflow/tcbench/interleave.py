@@ -12,7 +12,7 @@ same seed, its own copy of the same batches, its own optimiser, scaler and step:
 round every arm runs one *segment* of steps, the order rotated from round to round so that each
 arm takes each place equally often. Host drift hits every arm of a round alike, so the ratio of
 two arms' throughputs *within* a round cancels it; the per-round ratios give a paired estimate
-(``tcbench.stats.paired_ratio``: their median with a bootstrap 95% interval).
+(``tcbench.stats.paired_ratio``: their median with a block-bootstrap 95% interval).
 
 A segment: the arm's backend flags set (TF32 is a process-wide switch), ``lead_in_steps``
 untimed steps (the other arm's weights leave the caches), a short CPU dispatch probe (the

@@ -321,9 +321,11 @@ TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 SET_TABLES: dict[str, str] = {"metrics": "metrics.csv", "summary": "summary.csv",
                               "speedup": "speedup.csv", "best": "best.csv",
                               "overhead": "overhead.csv",
-                              # the interleaved comparisons (tcbench.interleave): their paired
-                              # ratios, and every segment of every round
+                              # the interleaved comparisons (tcbench.interleave): each
+                              # setting's ratios at the highest level measured, each process's
+                              # own, and every segment of every round
                               "interleaved": "interleaved.csv",
+                              "interleaved_processes": "interleaved_processes.csv",
                               "interleaved_rounds": "interleaved_rounds.csv"}
 # where a result set keeps its interleaved comparisons' records (beside records/)
 INTERLEAVED_DIR = "interleaved"

@@ -93,7 +93,7 @@ def _fastest(g: pd.DataFrame, gains) -> tuple[pd.Series, str | None, str]:
     """The fastest cell of an experiment's group, why its own repeats cannot call it fastest
     (a gate, or None), and how it was found. The highest mean, unless the host set the pace
     and the group is one setting whose interleaved comparison shows one arm faster than every
-    other: then that arm, decided in one process. A top cell of fewer than
+    other: then that arm, decided by that comparison. A top cell of fewer than
     ``stats.MIN_CI_N`` runs stays the highest mean, but is not judged fastest."""
     top = g.loc[g[V.HEADLINE].astype(float).idxmax()]
     gate = claims.gate(top, None)

@@ -9,7 +9,8 @@ repeats of it finished, the FP8 cell is not judged, and nothing is claimed for i
 
 How a ratio is decided (``Judgement.decided_by``): from an interleaved comparison where one
 measured it (``INTERLEAVED``: every precision arm of the setting in one process, alternated in
-rounds, a paired ratio with its bootstrap interval, ``stats.paired_ratio``); else from the
+rounds, a paired ratio; over the setting's independent processes where it has several,
+``stats.replicated_ratio``, else one process's block-bootstrap interval); else from the
 per-process repeats, whose claim (``stats.claim``) holds only where they can decide it: not
 where the cell or its baseline falls into two modes, has an unsteady timed window, or is
 host-bound (``diagnosis.host_bound``), each a ``stats.GATES`` "not judged" (``gate``). That
@@ -164,9 +165,10 @@ def slowdowns(df: pd.DataFrame) -> list[Judgement]:
 # -------------------------------------------------------------------- interleaved ratios
 def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd.DataFrame:
     """``df`` (rows keyed by ``V.CELL_KEYS``) with each cell's interleaved ratios, one stem
-    per baseline (``INTERLEAVED_STEMS``: value, low, high, n, interval), and the rounds and
-    training CPU behind them, from interleaved.csv (one row per arm and baseline); unchanged
-    where there is none (a set made before the interleaved comparison existed)."""
+    per baseline (``INTERLEAVED_STEMS``: value, low, high, n, interval), and the processes,
+    each one's rounds and the training CPUs behind them, from interleaved.csv (one row per
+    setting, arm and baseline; a table made before replicates has no ``processes``: one);
+    unchanged where there is none (a set made before the interleaved comparison existed)."""
     if interleaved is None or interleaved.empty:
         return df
     il = RS.order(interleaved)
@@ -180,6 +182,7 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
         e = stats.from_row(r, "ratio")
         found.setdefault(RS.cell_key(r), {}).update(
             e.as_dict(stem) | {f"{stem}_interval": e.method,
+                               "interleaved_processes": r.get("processes", 1),
                                "interleaved_rounds": r.get("rounds"),
                                "interleaved_training_cpu": r.get("training_cpu")})
     out = df.copy()

@@ -28,13 +28,16 @@ on a CPU or before compute capability 8.9) has no ratio and says why: no measure
 invented for it.
 
 Where a shape has an interleaved comparison (tcbench.interleave: amp-bf16 and the FP8 modes
-built in one process and alternated in rounds; ``compared`` reads each arm's per-round
-throughput from it) in which both the FP8 mode and amp-bf16 ran, the shape's ratio, interval,
-claim and ``pays`` are that comparison's paired ratio (``stats.paired_ratio``: the median of the
-per-round ratios, a bootstrap 95% interval; the host's drift cancels in it), and ``decided_by``
-says so (``claims.INTERLEAVED``; else ``claims.REPEATS``, the per-process repeats' ratio of
-means). The peak-memory ratio is still the records' (a comparison measures no memory), none
-without them.
+built in one process and alternated in rounds, in each of the setting's independent processes;
+``compared`` reads each process's per-round throughputs) in which both the FP8 mode and
+amp-bf16 ran, the shape's ratio, interval, claim and ``pays`` are that comparison's, as
+interleaved.csv has them (``stats.replicated_paired``: over its processes, the geometric mean
+of their medians with a t interval from three on; one process: the median of its per-round
+ratios with a block-bootstrap interval; the host's drift between rounds cancels in either),
+``processes`` and ``rounds`` (each process's) say the level, and ``decided_by`` says so
+(``claims.INTERLEAVED``; else ``claims.REPEATS``, the per-process repeats' ratio of means).
+The peak-memory ratio is still the records' (a comparison measures no memory), none without
+them.
 """
 
 from __future__ import annotations
@@ -180,41 +183,55 @@ def _why_unmeasured(fp8: pd.DataFrame, base: pd.DataFrame, mode: str) -> str | N
 
 @dataclass(frozen=True)
 class Compared:
-    """One interleaved comparison of a shape of the square recipe MLP: each arm that ran, its
-    throughput in every round (NaN where it has no segment, ``interleaved.per_round``); each
-    arm's status and reason, as the comparison names them."""
+    """One interleaved comparison of a shape of the square recipe MLP, over its processes:
+    each process's per-round throughput of every arm that ran in it (NaN where it has no
+    segment, ``interleaved.per_round``), replicate order; each arm's status and reason over
+    them (ok where any process ran it; else the first process's)."""
 
     width: int
     tokens: int
     layers: int
-    rounds: dict            # precision -> np.ndarray of per-round samples/s (arms that ran)
+    processes: tuple        # per process: precision -> np.ndarray of per-round samples/s
     arms: dict              # precision -> (status, status_reason)
     record: str | None = None
+    rounds: int = 0         # each process's rounds (the fewest, where they differ)
 
 
-def _newest_first(r: dict) -> tuple:
-    ran = r["status"] == V.OK
-    return (ran, len(r.get("rounds") or []), (r.get("environment") or {}).get("timestamp_utc")
-            or "")
+def _newest_first(group: list[dict]) -> tuple:
+    ran = sum(r["status"] == V.OK for r in group)
+    return (ran, min(len(r.get("rounds") or []) for r in group),
+            max((r.get("environment") or {}).get("timestamp_utc") or "" for r in group))
+
+
+def _arms(group: list[dict]) -> dict:
+    out: dict = {}
+    for r in group:
+        for a in r["arms"]:
+            p = a["precision"]
+            if p not in out or (a["status"] == V.OK and out[p][0] != V.OK):
+                out[p] = (a["status"], a["status_reason"])
+    return out
 
 
 def compared(records: list[dict]) -> dict[tuple[int, int], Compared]:
-    """Per (width, tokens) of the square recipe MLP, its interleaved comparison's per-round
-    throughputs and arms' statuses, from interleaved records (``analysis.interleaved.load``).
-    Where two comparisons hold the same shape, the one that ran (status ok), then the one with
+    """Per (width, tokens) of the square recipe MLP, its interleaved comparison's processes'
+    per-round throughputs and arms' statuses, from interleaved records
+    (``analysis.interleaved.load``; a setting's replicates are one comparison). Where two
+    comparisons hold the same shape, the one with more processes that ran (status ok), then
     more rounds, then the newest, is taken."""
-    from .interleaved import per_round
+    from .interleaved import per_round, replicates
 
     out: dict[tuple[int, int], Compared] = {}
-    for r in sorted(records, key=_newest_first, reverse=True):
-        p = r["params"]
-        if r["workload"] != WORKLOAD or p.get("in_size") != p.get("out_size"):
-            continue
-        key = (p["in_size"], r["batch_size"])
+    groups = [g for g in replicates(records).values() if g[0]["workload"] == WORKLOAD
+              and g[0]["params"].get("in_size") == g[0]["params"].get("out_size")]
+    for group in sorted(groups, key=_newest_first, reverse=True):
+        p = group[0]["params"]
+        key = (p["in_size"], group[0]["batch_size"])
         if key not in out:
-            out[key] = Compared(*key, int(p.get("num_layers") or 1), per_round(r),
-                                {a["precision"]: (a["status"], a["status_reason"])
-                                 for a in r["arms"]}, r.get("_path"))
+            out[key] = Compared(*key, int(p.get("num_layers") or 1),
+                                tuple(per_round(r) for r in group), _arms(group),
+                                ";".join(str(r.get("_path")) for r in group),
+                                min(len(r["rounds"]) for r in group))
     return out
 
 
@@ -240,13 +257,16 @@ def _shape_row(width, tokens, shape, mode, roofs, c: Compared | None = None) -> 
     interleaved = in_comparison and _why_not_compared(c, mode) is None
     if not (by_records or in_comparison):
         return None
+    level = {"processes": None, "rounds": None}
     if interleaved or not by_records:     # the comparison decides, or is all there is
-        e = stats.paired_ratio(c.rounds.get(mode, []), c.rounds.get(BASELINE, [])) \
-            if interleaved else stats.EMPTY
+        rep, _ = stats.replicated_paired([(p[mode], p[BASELINE]) for p in c.processes
+                                          if mode in p and BASELINE in p])
+        e = rep.estimate if interleaved else stats.EMPTY
         statuses, unmeasured = c.arms[mode][0], _why_not_compared(c, mode)
         if interleaved and e.value is None:
             unmeasured = "the interleaved comparison holds no round of both arms"
         decided_by = INTERLEAVED
+        level = {"processes": rep.processes, "rounds": c.rounds} if interleaved else level
     else:
         e = stats.ratio(fp8["throughput"], base["throughput"])
         statuses = ",".join(sorted(set(fp8["status"])))
@@ -262,7 +282,7 @@ def _shape_row(width, tokens, shape, mode, roofs, c: Compared | None = None) -> 
             if by_records else None,
             "statuses": statuses, "unmeasured": unmeasured,
             "predicted": speedup(mode, tokens, width, layers, roofs) if roofs else None,
-            "decided_by": decided_by}
+            "decided_by": decided_by, **level}
 
 
 def decided(table: pd.DataFrame) -> tuple[int, int]:
@@ -284,8 +304,9 @@ def ratios(df: pd.DataFrame, roofs: Roofs | None = None,
     With ``comparisons`` (``compared``), a shape whose interleaved comparison ran both the
     mode and amp-bf16 takes its ratio, interval, claim and ``pays`` from that comparison's
     paired ratio, a shape with only a comparison gets its row (no memory ratio), and the
-    column ``decided_by`` says which instrument decided each row; without them the table is
-    the records' alone, as it always was (no ``decided_by``)."""
+    column ``decided_by`` says which instrument decided each row (``processes`` and ``rounds``
+    the level of an interleaved one); without them the table is the records' alone, as it
+    always was (no ``decided_by``)."""
     shapes = {} if df.empty else {k: g for k, g in df.groupby(["width", "tokens"])}
     keys = sorted(set(shapes) | set(comparisons or {}))
     out = [row for width, tokens in keys for mode in FP8_MODES
@@ -294,5 +315,5 @@ def ratios(df: pd.DataFrame, roofs: Roofs | None = None,
            is not None]
     table = pd.DataFrame(out)
     if comparisons is None and len(table):
-        table = table.drop(columns="decided_by")
+        table = table.drop(columns=["decided_by", "processes", "rounds"])
     return table

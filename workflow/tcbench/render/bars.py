@@ -129,6 +129,7 @@ def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dic
     """The interval of one bar as ``tcbench.stats`` says what it is; returns the bar's top
     and whether a single run's dagger is still to be printed after its value."""
     kind = interval_kind(r, interval)
+    kind = stats.CI if kind in stats.CONFIDENCE_METHODS else kind   # an interleaved one too
     lo, hi = r.get(f"{interval}_low"), r.get(f"{interval}_high")
     if kind in WHISKERS and pd.notna(lo) and pd.notna(hi):
         colour, cap = WHISKERS[kind]

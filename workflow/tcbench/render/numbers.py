@@ -80,12 +80,12 @@ def with_interval(value, low, high, n, fmt=num, bound=None, kind=None) -> str:
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     bound = bound or (num if fmt is times else fmt)
-    if kind in (stats.CI, stats.PAIRED, stats.RANGE, stats.SPREAD) and not missing(low):
+    if kind in (*stats.CONFIDENCE_METHODS, stats.RANGE, stats.SPREAD) and not missing(low):
         shown = _apart(value, low, high, fmt, bound)
         if shown is None:     # bounds alike even at five digits
             return f"{fmt(value)} ({narrow_ci(value, low, high, n, kind)})"
         text, lo, hi = shown
-        if kind in (stats.CI, stats.PAIRED):
+        if kind in stats.CONFIDENCE_METHODS:
             return f"{text} [{lo}, {hi}]"
         if kind == stats.RANGE:
             return f"{text} (range {lo}–{hi})"
@@ -115,8 +115,8 @@ def _apart(value, low, high, fmt, bound):
 def narrow_ci(value, low, high, n, kind=stats.CI) -> str:
     """An interval whose bounds print alike: its half-width relative to the value, or that the
     runs were identical (zero width)."""
-    what = {stats.CI: "95% CI", stats.PAIRED: "95% CI", stats.RANGE: "range",
-            stats.SPREAD: "range"}[kind]
+    what = {stats.CI: "95% CI", stats.PAIRED: "95% CI", stats.REPLICATED: "95% CI",
+            stats.RANGE: "range", stats.SPREAD: "range"}[kind]
     half = (float(high) - float(low)) / 2
     if half <= 0 or not float(value):
         return f"{what} of zero width: the {n} runs agree exactly"
@@ -146,14 +146,18 @@ INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the
                  f"{stats.ENOUGH}; with {stats.RANGE_N} the range is shown and marked as such; "
                  "(1 run) marks a single run; a cell whose repeats fall into two modes shows "
                  "both, each with its n, and no pooled interval.")
-PAIRED_NOTE = ("An interleaved ratio is the median of the per-round ratios of two precision "
-               "arms run side by side in one process, alternated in rounds, with its 95% "
-               "bootstrap interval: host drift hits both arms of a round alike. It holds for the "
-               "host's speed during that comparison (each segment's dispatch probe is in "
-               "interleaved_rounds.csv): where a host-bound arm meets a GPU-bound one, a host "
-               "whose speed drifts over minutes moves the ratio itself, so comparisons minutes "
-               "apart can differ by more than their intervals; the claim, not the last digit, "
-               "is what carries over.")
+PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by side in one "
+               "process, alternated in rounds, so host drift hits both arms of a round alike. "
+               "Where a setting ran several such processes, the ratio is the geometric mean of "
+               "their per-process medians with a 95% t interval across the processes, the level "
+               "a rerun varies at; where it ran one, the median of its per-round ratios with a "
+               "95% block-bootstrap interval, which covers that process's rounds only and "
+               "cannot see what differs between processes (allocations, library choices, "
+               "clocks, the core), so a rerun can fall outside it. Each process's own ratio is "
+               "in interleaved_processes.csv, each segment with its dispatch probe in "
+               "interleaved_rounds.csv; where a host-bound arm meets a GPU-bound one, the host's "
+               "speed moves the ratio itself, and the claim, not the last digit, is what "
+               "carries over.")
 WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
                "autotuning and compilation) is the median of the runs with their range, "
                "median (min–max), never a mean's interval: it is skewed and positive. Runs "

@@ -6,7 +6,7 @@ metrics.csv has no column for). A shape without a finished FP8 run (``unsupporte
 is drawn empty with its status and has no ratio; a calibration without an FP8 roof gives no
 prediction, and the files say why. With ``--comparisons`` (the crossover experiments'
 interleaved comparisons, tcbench.interleave; a folder: every one in it), a shape whose
-comparison ran the FP8 mode and amp-bf16 takes its ratio from that comparison's paired ratio,
+comparison ran the FP8 mode and amp-bf16 takes its ratio from that comparison (at its level),
 and the table (``decided_by``), the sentences and the figure's note say so.
 
     python -m tcbench.reports.crossover results/nvidia-h200/records \\
@@ -158,8 +158,11 @@ def _source_note(table: pd.DataFrame) -> str:
         return ""
     every = il == measured
     which = "Every measured ratio" if every else f"{il} of {measured} ratios"
-    return (f"{which}: interleaved in one process (median of per-round ratios, bootstrap 95% "
-            f"CI){'' if every else '; the rest: per-process repeats'}.")
+    many, one = fp8_findings.level_counts(table)
+    how = [*([f"{many} across processes (95% t CI)"] if many else []),
+           *([f"{one} in one process (block-bootstrap 95% CI)"] if one else [])]
+    return (f"{which}: interleaved, {' and '.join(how)}"
+            f"{'' if every else '; the rest: per-process repeats'}.")
 
 
 def table_of(records: list[dict], calibration: dict | None, where: str = "calibration.json",
@@ -216,9 +219,11 @@ def map_table(table: pd.DataFrame) -> Table:
                         f"{PAYS:.2f}×), and in brackets the ratio predicted from the device's "
                         "calibration (GEMMs at its bf16 and FP8 matmul roofs, casts and scales "
                         "at its copy bandwidth; launch and framework time left out). The ratio: "
-                        "from the shape's interleaved comparison (the median of per-round "
-                        "ratios, bootstrap interval), or, marked 'per process', the ratio of "
-                        "the per-process repeats' means."])
+                        "from the shape's interleaved comparison (over its independent "
+                        "processes: the geometric mean of their medians, t interval across "
+                        "them; one process: the median of its per-round ratios, block-bootstrap "
+                        "interval), or, marked 'per process', the ratio of the per-process "
+                        "repeats' means."])
 
 
 def sentences(table: pd.DataFrame) -> str:

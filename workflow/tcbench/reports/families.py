@@ -110,7 +110,7 @@ def sentences(families: list[tuple[str, Answer]]) -> list[str]:
                 gated.append(f"{m} {c['precision']} ({GATE_WORDS[j.claim]})")
     if gated:
         out.append("Not judged, their repeats cannot decide them: " + ", ".join(gated) +
-                   "; an interleaved comparison in one process would.")
+                   "; an interleaved comparison would.")
     return out
 
 

@@ -26,9 +26,9 @@ from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
 from .evidence import brief
 from .phrases import (accuracy_against, baseline_row, besides_precision, claim_said, cure, decided,  # noqa: F401
-                      gain_judgement, judged_ratio, limits, memory_against, memory_ratio,
-                      n_ok, n_status, not_precisions, ratio_text, same_cell, slow_reason,
-                      throughput_text)
+                      gain_judgement, interleaved_level, judged_ratio, limits, memory_against,
+                      memory_ratio, n_ok, n_status, not_precisions, ratio_text, same_cell,
+                      slow_reason, throughput_text)
 
 MAX_SENTENCES = 3
 
@@ -103,8 +103,7 @@ def answer(x: Findings) -> list[str]:
                 f"{stats.CLAIM_WORDS[j.claim]}."]
     way = stats.direction(j.estimate) if j.claim == stats.EQUIVALENT else ""
     words = stats.CLAIM_WORDS[j.claim] + (f", {way}" if way else "")
-    how = " (an interleaved comparison in one process)" \
-        if j.decided_by == claims.INTERLEAVED else ""
+    how = f" ({interleaved_level(j.row)})" if j.decided_by == claims.INTERLEAVED else ""
     return [f"{what}: {judged_ratio(j)}'s throughput at the same setting{how}: it {words}."]
 
 

@@ -42,24 +42,40 @@ def _predicted(r) -> str:
 
 
 def _decided(r) -> str:
-    """Where a shape's ratio comes from an interleaved comparison, the clause that says so."""
+    """Where a shape's ratio comes from an interleaved comparison, the clause that says so, at
+    its level (a table made before replicates has no ``processes``: one process, whose rounds
+    are its ``ratio_n``)."""
     if str(r.get("decided_by")) != X.INTERLEAVED or missing(r.get("ratio")):
         return ""
-    rounds = r.get("ratio_n")
-    return "; interleaved in one process" + ("" if missing(rounds) else
-                                             f", {int(rounds)} rounds")
+    rounds = r.get("rounds") if "processes" in r else r.get("ratio_n")
+    return "; " + stats.level_text(r.get("processes"), rounds)
+
+
+def level_counts(table: pd.DataFrame) -> tuple[int, int]:
+    """Of the interleaved measured ratios, how many span several processes and how many one."""
+    il = table[(table["decided_by"].astype(str) == X.INTERLEAVED) & table["ratio"].notna()]
+    k = pd.to_numeric(il["processes"], errors="coerce").fillna(1) if "processes" in il \
+        else pd.Series(1, index=il.index)
+    return int((k > 1).sum()), int((k <= 1).sum())
 
 
 def sources(table: pd.DataFrame) -> str:
     """Which instrument decided the map's measured ratios, where an interleaved comparison
-    decided any ("" where none did: every ratio is the per-process repeats')."""
+    decided any ("" where none did: every ratio is the per-process repeats'), at which level."""
     measured, il = X.decided(table)
     if not il:
         return ""
+    many, one = level_counts(table)
+    how = []
+    if many:
+        how.append(f"{many} across independent processes (the geometric mean of the processes' "
+                   f"medians with a 95% t interval across them)")
+    if one:
+        how.append(f"{one} in one process (the median of its per-round ratios with a 95% "
+                   f"block-bootstrap interval, which cannot see differences between processes)")
     return (f"Of the {measured} measured ratios (shape and FP8 mode), {il} come from "
-            f"interleaved comparisons: {X.BASELINE} and the FP8 modes alternated in rounds in "
-            f"one process, the median of the per-round ratios with a bootstrap 95% interval, "
-            f"free of the host's drift between processes"
+            f"interleaved comparisons, {X.BASELINE} and the FP8 modes alternated in rounds, "
+            f"free of the host's drift between rounds: " + " and ".join(how)
             + (f"; the other {measured - il} from the per-process repeats (the ratio "
                f"of their means, 95% CI)" if measured > il else "")
             + ". Peak memory is always the per-process records' (a comparison measures none).")

@@ -6,10 +6,12 @@ only, each drawn where its data exist and a note saying why not elsewhere
   its timed steps), each run's throughput against the host's measured speed (the CPU dispatch
   probe before and after its timed window, metrics.csv's ``host_probe_*_ops_per_s``): where
   the host sets the pace, the points climb with the probe.
-- ``interleaved``: per setting compared interleaved in one process, each arm's throughput
-  round by round (the host's drift shows, alike in every arm) and the per-round paired ratios
-  of each arm to its baseline, with their median and its 95% bootstrap interval as
-  interleaved.csv holds them (``stats.paired_ratio``).
+- ``interleaved``: per setting compared interleaved (every arm in one process, alternated in
+  rounds; a setting's independent processes laid end to end), each arm's throughput round by
+  round (the host's drift shows, alike in every arm) and the per-round paired ratios of each
+  arm to its baseline, with the ratio and its 95% interval as interleaved.csv holds them:
+  across processes (``stats.replicated_ratio``) or of one process's rounds
+  (``stats.paired_ratio``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ from ..render.plot import (HEIGHT_IN, INTERVAL_HANDLES, ONE_COLUMN_IN, PALETTE, 
 from ..render.settings import setting_text, shown_axes
 
 HOST_TITLE = "throughput against the host's speed"
-INTERLEAVED_TITLE = "precision modes interleaved in one process"
+INTERLEAVED_TITLE = "precision modes interleaved, process by process"
+# how the ratio panel draws and names each kind of interleaved interval
+IL_MARKS = {stats.PAIRED: ("o", "one process: median of its rounds, 95% block-bootstrap CI"),
+            stats.REPLICATED: ("D", "across processes: geometric mean of their medians, "
+                                    "95% t CI")}
 PROBE = "host_probe_ops_per_s"
 PROBE_BEFORE, PROBE_AFTER = "host_probe_before_ops_per_s", "host_probe_after_ops_per_s"
 FP8 = frozenset(m.name for m in V.MODES if m.fp8_recipe)
@@ -149,9 +155,17 @@ def arm_baseline(arm: str, arms) -> str | None:
     return None
 
 
+def _replicate(df: pd.DataFrame) -> pd.Series:
+    """Each row's process (1 in a table made before replicates)."""
+    return _numbers(df, "replicate").fillna(1).astype(int) if "replicate" in df else \
+        pd.Series(1, index=df.index)
+
+
 def round_ratios(rounds: pd.DataFrame, arm: str, baseline: str) -> pd.Series:
-    """The per-round ratios of ``arm`` to ``baseline`` (rounds where both ran), by round."""
-    thr = rounds.pivot_table(index="round", columns="precision",
+    """The per-round ratios of ``arm`` to ``baseline`` (rounds where both ran), by process
+    and round."""
+    rounds = rounds.assign(replicate=_replicate(rounds))
+    thr = rounds.pivot_table(index=["replicate", "round"], columns="precision",
                              values="throughput_samples_per_s", aggfunc="first",
                              observed=True)
     if arm not in thr or baseline not in thr:
@@ -169,20 +183,30 @@ def _why_no_interleaved(interleaved, rounds) -> str | None:
 
 
 def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
-    """Each arm's throughput in every round of one setting, in the precision's colour."""
-    for p in arms:
-        a = g[g["precision"].astype(str) == p].sort_values("round")
-        ax.plot(_numbers(a, "round"), _numbers(a, "throughput_samples_per_s"),
-                color=PALETTE[p], lw=0.8, marker="o", markersize=1.8, zorder=3)
+    """Each arm's throughput in every round of one setting, in the precision's colour; its
+    processes one after another, a thin line between them."""
+    g = g.assign(replicate=_replicate(g))
+    start = 0.0
+    for _k, proc in g.groupby("replicate", sort=True):
+        x0 = start - _numbers(proc, "round").min()
+        for p in arms:
+            a = proc[proc["precision"].astype(str) == p].sort_values("round")
+            ax.plot(x0 + _numbers(a, "round"), _numbers(a, "throughput_samples_per_s"),
+                    color=PALETTE[p], lw=0.8, marker="o", markersize=1.8, zorder=3)
+        if start:
+            ax.axvline(start - 0.5, color="0.6", lw=0.6, zorder=1)
+        start = x0 + _numbers(proc, "round").max() + 1
     value_axis(ax, _numbers(g, "throughput_samples_per_s"), label=V.metric(V.HEADLINE).unit)
-    ax.set_xlabel("round (order rotated each round)")
+    several = g["replicate"].nunique() > 1
+    ax.set_xlabel("round, processes one after another" if several
+                  else "round (order rotated each round)")
     _panel_title(ax, f"{label}: each arm, round by round")
 
 
 def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
-    """Per arm of one setting, its per-round ratios to its baseline and the median with its
-    interval from interleaved.csv (``mine``: that setting's rows); the intervals drawn and
-    the legend's handles for the reference lines."""
+    """Per arm of one setting, its per-round ratios to its baseline (every process's) and the
+    ratio with its interval from interleaved.csv (``mine``: that setting's rows); the
+    intervals drawn and the legend's handles for the reference lines."""
     ticks, values, intervals = [], [], set()
     for p in arms:
         b = arm_baseline(p, arms)
@@ -190,7 +214,7 @@ def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
             continue
         x = len(ticks)
         r = round_ratios(g, p, b)
-        # the rounds as a strip left of the slot's middle, the median with its interval
+        # the rounds as a strip left of the slot's middle, the ratio with its interval
         # right of it
         ax.plot(x - 0.08 + np.linspace(-0.16, 0.16, len(r)) if len(r) > 1 else
                 [x - 0.08] * len(r), r.to_numpy(), zorder=3, **RUN_MARK)
@@ -199,10 +223,11 @@ def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
         if len(row):
             e = stats.from_row(row.iloc[0], "ratio")
             if e.value is not None:
-                # a paired bootstrap interval is a confidence interval: drawn as one
+                # either interleaved interval is a confidence interval: drawn as one
                 colour, cap = WHISKERS[stats.RANGE if e.method == stats.RANGE else stats.CI]
                 yerr = None if e.low is None else [[e.value - e.low], [e.high - e.value]]
-                ax.errorbar([x + 0.22], [e.value], yerr=yerr, fmt="o", markersize=4.2,
+                mark = IL_MARKS.get(e.method, ("o",))[0]
+                ax.errorbar([x + 0.22], [e.value], yerr=yerr, fmt=mark, markersize=4.2,
                             mfc=PALETTE[p], mec="0.1", mew=0.6, ecolor=colour,
                             elinewidth=0.9, capsize=cap, zorder=4)
                 intervals.add(e.method)
@@ -213,7 +238,9 @@ def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
     ax.grid(axis="x", visible=False)
     value_axis(ax, pd.Series([*values, 1.0, stats.GAIN]), label="paired ratio")
     lines = ratio_lines(ax)
-    _panel_title(ax, "per-round ratios; median, 95% bootstrap CI")
+    _panel_title(ax, "per-round ratios; " + ("ratio across processes, 95% t CI"
+                                             if stats.REPLICATED in intervals else
+                                             "median, 95% block-bootstrap CI"))
     return intervals, lines
 
 
@@ -244,9 +271,8 @@ def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | Non
     fig.suptitle(title, fontsize=8)
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in V.PRECISIONS if p in shown]
     handles.append(Line2D([], [], label="one round", **RUN_MARK))
-    if stats.PAIRED in intervals:
-        handles.append(Line2D([], [], color="0.1", marker="o", markersize=4, mfc="0.6", lw=0.9,
-                              label="median, 95% bootstrap CI"))
+    handles += [Line2D([], [], color="0.1", marker=m, markersize=4, mfc="0.6", lw=0.9,
+                       label=text) for k, (m, text) in IL_MARKS.items() if k in intervals]
     handles += [INTERVAL_HANDLES[k] for k in (stats.RANGE, stats.SINGLE) if k in intervals]
     handles += lines
     fitted_legend(fig, handles)

@@ -25,8 +25,36 @@ def ratio_text(row, stem: str = "speedup") -> str:
                          row.get(f"{stem}_n"), fmt=times,
                          kind=kind if kind in stats.METHOD_TEXT else None)
     label = {stats.CI: "95% CI", stats.PAIRED: "interleaved, 95% CI",
-             stats.RANGE: "range"}.get(kind)
+             stats.REPLICATED: "interleaved, 95% CI", stats.RANGE: "range"}.get(kind)
     return text + (f" ({label})" if label and "(" not in text else "")
+
+
+def interleaved_level(row) -> str:
+    """How a cell's interleaved ratio was decided, at its level (the interleaved columns of
+    ``claims.attach_interleaved``)."""
+    return stats.level_text(row.get("interleaved_processes"), row.get("interleaved_rounds"))
+
+
+def interleaved_decisions(il: list) -> list[str]:
+    """How many of the judgements ``il`` (each decided by an interleaved comparison) were
+    decided at each level: across independent processes, or in one process (whose interval
+    cannot see differences between processes); the verdict's count of decisions."""
+    many = sum((stats.finite(j.row.get("interleaved_processes")) or 1) > 1 for j in il)
+    parts = []
+    if many:
+        parts.append(f"{many} by interleaved comparisons across independent processes (every "
+                     f"precision arm of the setting alternated in rounds in each; the interval "
+                     f"spans the processes)")
+    if len(il) - many:
+        parts.append(f"{len(il) - many} by an interleaved comparison in one process (every "
+                     f"precision arm of the setting alternated in rounds; its interval covers "
+                     f"that process's rounds and cannot see differences between processes)")
+    few = sum(j.claim == stats.UNJUDGED for j in il)
+    if few:
+        parts[-1] += f", {few} of them with too few for an interval ({stats.FEW})"
+    if parts:
+        parts[-1] += "; the per-process repeats still give their absolute throughput"
+    return parts
 
 
 def besides_precision(row) -> str:
@@ -134,16 +162,16 @@ def _modes_of(row) -> str:
 
 
 def decided(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
-    """How a judgement was decided: interleaved (rounds), or n against n per process, with
-    what stopped the repeats from deciding it and which side is noisy."""
+    """How a judgement was decided: interleaved (at its level: processes and rounds, or one
+    process's rounds, ``stats.level_text``), or n against n per process, with what stopped
+    the repeats from deciding it and which side is noisy."""
     if j is None:
         return MISSING
     row = j.row
     if j.estimate.value is None:
         return f"n = {n_ok(row)}, no {j.baseline} run"
     if j.decided_by == claims.INTERLEAVED:
-        rounds = stats.finite(row.get("interleaved_rounds"))
-        return "interleaved in one process" + (f", {int(rounds)} rounds" if rounds else "")
+        return interleaved_level(row)
     base = baseline_row(j, everything)
     sides = [r for r in (row, base) if r is not None]
     parts = [f"n = {n_ok(row)} vs {n_ok(base) if base is not None else j.estimate.n}, "

@@ -118,11 +118,11 @@ def _empty_speedup_reason(sp: pd.DataFrame) -> str:
 
 
 # where the set has an interleaved comparison of the cell, the ratio it measured (speedup.csv's
-# interleaved_* columns: the median of the per-round ratios, its bootstrap interval), by stem
+# interleaved_* columns: across its processes, or the median of one process's rounds), by stem
 INTERLEAVED = {SAME: "interleaved_speedup", FP8_OVER_BF16: "interleaved_bf16_speedup"}
 INTERLEAVED_HANDLE = Line2D([], [], ls="none", marker="D", markersize=4, mfc="white",
                             mec="0.1", color="0.1",
-                            label="interleaved (median, 95% CI)")
+                            label="interleaved (95% CI)")
 
 
 def _interleaved(ax, rows: pd.DataFrame, stem: str, groups: list[str],

@@ -35,6 +35,7 @@ from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
 from . import families, fp8_findings, noisy
 from .findings import Section, experiment_section
+from .phrases import interleaved_decisions
 
 METHODS = "Methods, provenance and conditions"
 
@@ -128,8 +129,11 @@ def code_line(metrics: pd.DataFrame, interleaved: pd.DataFrame | None = None) ->
     cols = ("experiment", "git_commit", "timestamp_utc")
     made = [metrics[[c for c in cols if c in metrics]].assign(what="record")]
     if interleaved is not None and len(interleaved) and "git_commit" in interleaved:
-        # one row per comparison, not per ratio
+        # one row per comparison, not per ratio; a setting's processes may name several
+        # commits (interleaved.csv joins them with ';')
         il = interleaved.drop_duplicates(["experiment", "setting"])
+        il = il.assign(git_commit=[str(c).split(";") if isinstance(c, str) else [c]
+                                   for c in il["git_commit"]]).explode("git_commit")
         made.append(il[[c for c in cols if c in il]].assign(what="interleaved comparison"))
     m = pd.concat(made, ignore_index=True)
     m = m.dropna(subset=["git_commit"]).astype({"git_commit": str})
@@ -242,20 +246,18 @@ def host_speed(metrics: pd.DataFrame | None) -> str:
 
 
 def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
-    """Which cells were decided how: by an interleaved comparison, by per-process repeats, or
-    not at all (and why), over every judged reduced-precision cell of the set."""
+    """Which cells were decided how: by an interleaved comparison (at its level), by
+    per-process repeats, or not at all (and why), over every judged reduced-precision cell of
+    the set."""
     js = [j for j in claims.judgements(df[df["precision"].astype(str) != V.BASELINE])]
     if not js:
         return ""
-    il = sum(j.decided_by == claims.INTERLEAVED for j in js)
-    gates = {g: sum(j.gate == g and j.claim == g for j in js) for g in stats.GATES}
-    unjudged = sum(j.claim in (stats.UNJUDGED, stats.NO_BASELINE) for j in js)
-    repeats = len(js) - il - sum(gates.values()) - unjudged
-    parts = [f"{repeats} by per-process repeats"]
-    if il:
-        parts.append(f"{il} by an interleaved comparison in one process (every precision arm "
-                     f"of the setting alternated in rounds; the per-process repeats still give "
-                     f"their absolute throughput)")
+    il = [j for j in js if j.decided_by == claims.INTERLEAVED]
+    rest = [j for j in js if j.decided_by != claims.INTERLEAVED]
+    gates = {g: sum(j.gate == g and j.claim == g for j in rest) for g in stats.GATES}
+    unjudged = sum(j.claim in (stats.UNJUDGED, stats.NO_BASELINE) for j in rest)
+    repeats = len(rest) - sum(gates.values()) - unjudged
+    parts = [f"{repeats} by per-process repeats", *interleaved_decisions(il)]
     parts += [f"{n} not judged ({A.GATE_WORDS[g]})" for g, n in gates.items() if n]
     if unjudged:
         parts.append(f"{unjudged} not judged for too few repeats or no baseline run")

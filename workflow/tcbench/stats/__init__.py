@@ -28,13 +28,28 @@ The rules (a reviewer's, not a convenience):
   afresh): it is summarised by its **median and range** (``spread``), never a Student-t
   interval (which can reach below zero), and a cell's misses are summarised apart from its
   other runs (``warmup``).
-* A **paired ratio** from an interleaved comparison (every precision arm of one setting in
-  one process, alternated in rounds: ``tcbench.interleave``) is the **median of the per-round
-  ratios** arm / baseline, with a **95% percentile bootstrap interval of that median**
-  (``scipy.stats.bootstrap``, 10,000 resamples, a fixed seed) over at least ``MIN_CI_N``
-  rounds (``paired_ratio``). Host drift hits every arm of a round alike, so the paired ratio
-  resolves what processes run minutes apart cannot; it is a confidence interval, and claims
-  are made from it as from a t interval.
+* An **interleaved ratio** (every precision arm of one setting in one process, alternated in
+  rounds: ``tcbench.interleave``) is built at the highest level that was repeated (Kalibera &
+  Jones 2013): rounds vary inside a process, and processes differ from one another
+  (allocations, cuBLAS and cuDNN choices, clocks, the core), which no round can see.
+
+  - **One process** (``process_ratio``, ``paired_ratio``): the **median of its per-round
+    ratios** arm / baseline with a **95% moving-block bootstrap interval of that median**
+    (percentile, 10,000 resamples, a fixed seed) over at least ``MIN_CI_N`` rounds. Rounds
+    are autocorrelated (the host drifts over minutes), so blocks of consecutive rounds are
+    resampled whole: the block length is the AR(1) plug-in rule on the lag-1 autocorrelation
+    of the per-round log ratios (``block_length``). Host drift hits every arm of a round
+    alike, so the paired ratio resolves what processes run minutes apart cannot; its interval
+    covers the rounds of that one process only (``PAIRED``).
+  - **k processes** (``replicated_ratio``, the setting's ``interleave.replicates``): the
+    **geometric mean of the k medians**, with, for k >= 3, a **95% t interval on their
+    logarithms** (k - 1 degrees of freedom, ``REPLICATED``, n = k): the level a rerun varies
+    at. k = 2 gives the range of the two (``RANGE``, no claim: n < 3); k = 1 that process's
+    own interval. Whether the processes spread more than their own intervals say a median
+    varies (``Replicated.dominant``: "processes", else "rounds") is reported beside it.
+
+  Both are confidence intervals, and claims are made from them as from a t interval; every
+  sentence that says how a ratio was decided names its level (``level_text``).
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
   lies wholly beyond its threshold. The claims a report makes about a throughput ratio
   (``claim``: pays off / equivalent within the stated margin, an equivalence test, said with
@@ -48,3 +63,4 @@ The rules (a reviewer's, not a convenience):
 from .claims import *  # noqa: F401,F403
 from .core import *  # noqa: F401,F403
 from .modes import *  # noqa: F401,F403
+from .replicates import *  # noqa: F401,F403

@@ -20,11 +20,16 @@ MIN_CI_WORD = ("none", "one", "two", "three", "four", "five", "six")[MIN_CI_N] \
 # what an interval is, by how many runs it rests on
 CI, RANGE, SINGLE, NONE = "ci95", "range", "single", "none"
 SPREAD = "median-range"   # a median with the min and max of the runs (``spread``)
-PAIRED = "paired-bootstrap"   # median of per-round paired ratios, bootstrap 95% CI
+# one interleaved process: the median of its per-round ratios, block-bootstrap 95% CI
+PAIRED = "paired-bootstrap"
+# k >= 3 interleaved processes: the geometric mean of their medians, 95% t CI across them
+REPLICATED = "replicated-t"
 BIMODAL = "two-modes"     # repeats in two groups (``modes``): no pooled interval at all
-CONFIDENCE_METHODS = (CI, PAIRED)   # the intervals a claim may be made from
+CONFIDENCE_METHODS = (CI, PAIRED, REPLICATED)   # the intervals a claim may be made from
 METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run",
-               SPREAD: "median, range", PAIRED: "interleaved, 95% bootstrap CI",
+               SPREAD: "median, range",
+               PAIRED: "interleaved, one process's rounds, 95% block-bootstrap CI",
+               REPLICATED: "interleaved, processes, 95% t CI across them",
                BIMODAL: "two modes, no pooled interval"}
 # what a ratio's 95% interval is, in words (the module doc), for every note that states it
 RATIO_INTERVAL = ("for a ratio of means r, r·exp(∓t·√(CV₁²/n₁ + CV₂²/n₂)), the delta method "
@@ -67,6 +72,8 @@ class Estimate:
 
     @property
     def label(self) -> str:
+        if self.method == REPLICATED:
+            return f"interleaved, {self.n} processes, 95% t CI across them"
         return METHOD_TEXT[self.method]
 
     def as_dict(self, prefix: str) -> dict:
@@ -151,34 +158,6 @@ def every_pair(numerator: Iterable, denominator: Iterable) -> tuple[float, float
     if not len(a) or not len(b) or b.min() <= 0:
         return None
     return float(a.min() / b.max()), float(a.max() / b.min())
-
-
-def paired_ratio(numerator: Iterable, denominator: Iterable) -> Estimate:
-    """The median of the per-round ratios ``numerator[i] / denominator[i]`` (two arms of one
-    interleaved comparison, round by round) with a 95% percentile bootstrap interval of that
-    median; ``n`` is the number of rounds with both values. Fewer than ``MIN_CI_N`` rounds give
-    the range of the ratios (or a single ratio), labelled as such."""
-    a, b = np.asarray(list(numerator), dtype=float), np.asarray(list(denominator), dtype=float)
-    if a.shape != b.shape:
-        raise ValueError(f"paired_ratio: {len(a)} and {len(b)} values do not pair")
-    keep = np.isfinite(a) & np.isfinite(b) & (b > 0) & (a > 0)
-    r = a[keep] / b[keep]
-    n = len(r)
-    if n == 0:
-        return EMPTY
-    mid = float(np.median(r))
-    if n == 1:
-        return Estimate(mid, None, None, 1, SINGLE)
-    if n < MIN_CI_N:
-        return Estimate(mid, float(r.min()), float(r.max()), n, RANGE)
-    if float(r.min()) == float(r.max()):
-        return Estimate(mid, mid, mid, n, PAIRED)
-    from scipy.stats import bootstrap
-
-    ci = bootstrap((r,), np.median, confidence_level=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES,
-                   method="percentile", random_state=np.random.default_rng(BOOTSTRAP_SEED),
-                   vectorized=True).confidence_interval
-    return Estimate(mid, float(ci.low), float(ci.high), n, PAIRED)
 
 
 def difference(x: Mapping | Iterable, y: Mapping | Iterable) -> Estimate:
