@@ -18,21 +18,17 @@ A segment: the arm's backend flags set (TF32 is a process-wide switch), ``lead_i
 untimed steps (the other arm's weights leave the caches), a short CPU dispatch probe (the
 host's speed right then), then its timed steps between two marks: CUDA events on the training
 stream (the host clock on a CPU). The device is synchronised between segments, never inside
-one. Short segments and many rounds (by default 20 rounds of 0.1 s a segment) keep most rounds
-within one state of a host whose speed changes every few seconds. Segments last about ``segment_s`` seconds each (the step
-count fixed per arm from its warm-up, so every round times the same steps). The record holds
-every segment's steps, samples, seconds and host probe (``tcbench.hoststate``), so the ratios
-can be recomputed and the drift seen.
+one. Short segments (``segment_s``, 0.1 s; the step count fixed per arm from its warm-up, so
+every round times the same steps) keep most rounds within one state of a host whose speed
+changes every few seconds. The record holds every segment's steps, samples, seconds and host
+probe (``tcbench.hoststate``), so the ratios can be recomputed and the drift seen.
 
 One process cannot show what differs between processes (allocations, cuBLAS and cuDNN choices,
-clocks, the core it was given) nor a drift slower than its own minute, so a study runs
-``interleave.replicates`` (3) such processes per setting, each its own seed (replicate k: the
-cells' repeat k), scheduled among the study's other jobs rather than back to back; the reports
-build a setting's interval across them (``tcbench.stats.replicated_ratio``).
+clocks, the core) nor a drift slower than its minute: a study runs ``interleave.replicates``
+(3) processes of 20 rounds a setting, replicate k seeded as the cells' repeat k and run in their
+wave, and the reports build the interval across them (``tcbench.stats.replicated_ratio``).
 
-What it does not measure: memory (the arms share one process) and warm-up (each arm warms
-before the rounds); the per-process jobs (``tcbench.run``) give those, and absolute throughput
-with its spread across processes.
+Memory, warm-up and absolute throughput come from the per-process jobs (``tcbench.run``).
 """
 
 from __future__ import annotations
@@ -57,8 +53,7 @@ SPEC_KEYS = {"run", "experiment", "setting", "replicate", "workload", "batch_siz
 
 
 def settings(given: dict | None) -> dict:
-    """The comparison's settings (``DEFAULTS`` with ``given`` over them); ValueError naming a bad
-    one."""
+    """The comparison's settings (``DEFAULTS`` with ``given`` over them); ValueError naming one."""
     given = dict(given or {})
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
@@ -92,8 +87,7 @@ def parse(spec: dict) -> dict:
         raise ValueError(f"precisions={arms!r}: an interleaved comparison needs two or more "
                          "distinct precision modes")
     out = {"run": "adhoc", "device": "auto", "replicate": 1} | spec
-    k = out["replicate"]
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+    if type(k := out["replicate"]) is not int or k < 1:
         raise ValueError(f"replicate={k!r} must be a whole number from 1")
     out["interleave"] = settings(spec.get("interleave"))
     cells = [parse_spec({"run": out["run"], "experiment": out.get("experiment", spec.get(
@@ -206,8 +200,7 @@ class Marks:
 
 
 def calibrate(arm: Arm, marks: Marks, segment_s: float) -> None:
-    """The arm's step time over at least ``CALIBRATE_S`` (after its warm-up), and from it the
-    steps of every segment (at least 4)."""
+    """The arm's step time over ``CALIBRATE_S`` or more after its warm-up: a segment's steps."""
     n = 1
     while True:
         marks.sync()
@@ -224,8 +217,7 @@ def calibrate(arm: Arm, marks: Marks, segment_s: float) -> None:
 
 
 def rotated(arms: list, k: int) -> list:
-    """Round ``k``'s order: the arms rotated by ``k`` places (each takes each place once in
-    every ``len(arms)`` rounds)."""
+    """Round ``k``'s order: the arms rotated by ``k`` places (each takes every place in turn)."""
     s = k % len(arms)
     return arms[s:] + arms[:s]
 
@@ -236,8 +228,8 @@ def header(spec: dict, device, where: dict) -> dict:
 
     return {
         "schema_version": 1, "kind": "interleaved",
-        **{k: spec[k] for k in ("run", "experiment", "setting", "replicate", "workload",
-                                "batch_size")},
+        **{k: spec[k] for k in ("run", "experiment", "setting", "replicate", "workload")},
+        "batch_size": spec["batch_size"],
         "seed": spec["params"]["seed"], "params": spec["params"],
         "precisions": [c["precision"] for c in spec["cells"]],
         "protocol": {**spec["interleave"], "order": "rotated",
@@ -266,8 +258,7 @@ def build(arms: list[Arm]) -> None:
 
 
 def progress(what: str, t0: float) -> None:
-    """A line in the job's log: a comparison stopped at a time limit says how far it got (with
-    compiled arms, warming them is most of its time)."""
+    """A line in the job's log: how far a comparison stopped at a time limit got."""
     print(f"{what} ({time.perf_counter() - t0:.1f} s)", flush=True)
 
 
