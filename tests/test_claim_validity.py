@@ -1,11 +1,16 @@
 """Claims a reviewer signs, on planted result sets: FP8 judged against amp-bf16 only (never
 borrowing fp32's baseline), slowdowns named at n = 2 with the record's reason, an equivalence
 inside ±3% said with its direction, and no claim where the repeats cannot decide it (two modes,
-unsteady windows, a host-bound cell without its interleaved ratio); a host-bound cell decided
-by an interleaved comparison where one ran (interleaved.csv, planted as the job side writes it),
-the cure (CUDA graphs) measured beside it, and how much the host's speed varied."""
+unsteady windows, compiled records made before compilations inside the timed window were
+counted whose fields show one there, a host-bound cell without its interleaved ratio); a
+host-bound cell decided by an interleaved comparison where one ran (interleaved.csv, planted as
+the job side writes it), the cure (CUDA graphs) measured beside it, and how much the host's
+speed varied."""
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -322,3 +327,133 @@ def test_an_interleaved_comparison_that_separates_no_arm_names_no_fastest():
     top = best_of(recipe(), tied)["amp_recipe"]
     assert top["fastest configuration"] == "tf32, bs 512 (the highest mean, not judged " \
         "fastest: its interleaved comparison shows no arm faster than every other)"
+
+
+# ------------------------------------ compiled records made before the window's compile check
+COMPILED = Path(__file__).parent / "data" / "h200_mnist_fastest_compiled_r1.json"
+
+
+def compiled(precision, repeat, thr, *, compile="default", graphs=None, warmup=5,
+             steps_per_epoch=8, samples=60_000):
+    """A record of mnist_fastest's compiled cell on the H200 (batch 8192: its epoch of 60,000
+    images ends in a batch of 2,656, the loader keeps it, 8 steps an epoch, 20 epochs),
+    replanted: ``graphs``, the graphs it counted inside its timed window (None: the field
+    absent, a record made before they were counted); ``warmup``, ``steps_per_epoch`` and
+    ``samples`` change where and whether a smaller batch ends the epoch."""
+    r = json.loads(COMPILED.read_text())
+    r |= {"run": "planted", "experiment": "planted", "precision": precision, "repeat": repeat,
+          "seed": repeat, "cell": f"{precision}_bs8192_compile-{compile}_r{repeat}"}
+    r["params"]["compile"] = r["precision_flags"]["compile"] = compile
+    m = r["metrics"]
+    m |= {"throughput_samples_per_s": thr, "warmup_steps": warmup,
+          "compile_cache": m["compile_cache"] if compile != "off" else None}
+    m["step_counts"] |= {"warmup": warmup, "schedule": 20 * steps_per_epoch - warmup}
+    r["data"]["samples_per_epoch"] = samples
+    m["timed_window"].pop("graphs_compiled", None)
+    if graphs is not None:
+        m["timed_window"]["graphs_compiled"] = graphs
+    return r
+
+
+def planted(tmp_path, graphs=(None, None, None), **kw):
+    """fp32 and amp-bf16 at one setting, amp-bf16 2.5 times as fast (tight): the tables."""
+    from tcbench import aggregate as AG
+    from tcbench import record as R
+    paths = []
+    for p, thrs in (("fp32", (200e3, 201e3, 199e3)), ("amp-bf16", (500e3, 502e3, 498e3))):
+        for rep, (thr, g) in enumerate(zip(thrs, graphs), 1):
+            paths.append(R.write(compiled(p, rep, thr, graphs=g, **kw),
+                                 tmp_path / f"{p}_r{rep}.json"))
+    return AG.tables(paths)
+
+
+def reports(t):
+    """The verdict, the speed table, speedup.md's and best.md's rows of the planted cell."""
+    from tcbench.reports import tables as T
+    v = Vd.build(t["summary"], t["speedup"], t["metrics"])
+    speed = T.speed_table(T.Experiment(t["summary"], t["speedup"], "planted"))
+    sp, best = T.speedup_table(t["speedup"]), T.best_table(t["best"])
+    return (v, {r[1]: dict(zip(speed.columns, r)) for r in speed.rows},
+            {r[2]: dict(zip(sp.columns, r)) for r in sp.rows},
+            dict(zip(best.columns, best.rows[0])), speed.notes + sp.notes + best.notes)
+
+
+def test_a_compiled_record_without_the_count_predates_the_check(tmp_path):
+    t = planted(tmp_path, graphs=(0, None, None))
+    m = t["metrics"].set_index(["precision", "repeat"])
+
+    def said(column, repeat):
+        v = m.loc[("amp-bf16", repeat), column]
+        return None if pd.isna(v) else v
+
+    assert said("window_checked", 1) == True and said("graphs_compiled", 1) == 0  # noqa: E712
+    assert said("window_checked", 2) == False and said("graphs_compiled", 2) is None  # noqa: E712
+    # the epoch's last, smaller batch came after the warm-up: known to have compiled there
+    assert said("uncounted_compile", 2) == True  # noqa: E712
+    assert said("uncounted_compile", 1) is None   # its own count says
+    s = t["summary"].set_index("precision").loc["amp-bf16"]
+    assert s["window_checked"] == False and s["uncounted_compile_n"] == 2  # noqa: E712
+    assert s["uncounted_compile_repeats"] == "2 3"
+    v, speed, _, _, _ = reports(t)
+    assert speed["amp-bf16"]["samples/s"].endswith(
+        "], r2, r3 predate the compile-in-window check")
+    assert "4 of the 6 compiled records of the set predate the compile-in-window check" in \
+        " ".join(v.intro)
+
+
+def test_a_compiled_cell_whose_epoch_tail_came_after_the_warm_up_is_not_judged(tmp_path):
+    t = planted(tmp_path)
+    v, speed, sp, best, notes = reports(t)
+    phrase = "r1–r3 predate the compile-in-window check"
+    assert answers(v)["planted"]["claim"] == "not judged: compiled inside the timed window"
+    assert f"amp-bf16: {phrase}" in answers(v)["planted"]["how it was decided"]
+    assert sp["amp-bf16"]["claim"] == "not judged: compiled inside the timed window"
+    for row in (speed["fp32"], speed["amp-bf16"]):
+        assert row["samples/s"].endswith(f"], {phrase}")
+    assert sp["amp-bf16"]["samples/s"] == f"500,000, {phrase}"
+    assert best["fastest configuration"] == (
+        "amp-bf16, bs 8192, channels_last, compile default, graphs on (the highest "
+        f"mean, not judged fastest: compiled inside the timed window; {phrase})")
+    assert sum(n.startswith("'r1–r3 predate the compile-in-window check': ") for n in notes) \
+        == 3
+    intro = " ".join(v.intro)
+    assert "All 6 compiled records of the set predate the compile-in-window check" in intro
+    assert "6 of them (planted) met their epoch's last, smaller batch first after the " \
+           "warm-up" in intro
+    assert "1 not judged (compiled inside the timed window)" in intro
+    assert "pays off" not in " ".join(v.bottom_line)
+
+
+@pytest.mark.parametrize("kw", [dict(warmup=8),                # the tail fell in the warm-up
+                                dict(samples=65_536),          # whole batches: no tail
+                                dict(steps_per_epoch=7)],      # the loader dropped the tail
+                         ids=["tail-in-warm-up", "no-tail", "tail-dropped"])
+def test_a_compiled_record_whose_fields_show_no_new_shape_in_the_window_is_judged(tmp_path, kw):
+    t = planted(tmp_path, **kw)
+    assert set(t["metrics"]["window_checked"]) == {False}
+    assert set(t["metrics"]["uncounted_compile"]) == {False}
+    v, speed, _, best, _ = reports(t)
+    assert answers(v)["planted"]["claim"] == "pays off"
+    assert "predate" not in speed["amp-bf16"]["samples/s"] + best["fastest configuration"]
+    # its window was not checked, and the verdict says so, without gating anything
+    assert "All 6 compiled records of the set predate the compile-in-window check" in \
+        " ".join(v.intro) and "met their epoch's last" not in " ".join(v.intro)
+
+
+def test_an_eager_cell_with_the_same_epoch_tail_is_unaffected(tmp_path):
+    t = planted(tmp_path, compile="off")
+    assert t["metrics"]["window_checked"].isna().all()
+    assert t["summary"]["uncounted_compile_n"].isna().all()
+    v, speed, sp, best, notes = reports(t)
+    assert answers(v)["planted"]["claim"] == "pays off"
+    assert "predate" not in " ".join([*v.intro, *speed["amp-bf16"].values(),
+                                      *sp["amp-bf16"].values(), *best.values(), *notes])
+
+
+def test_a_counted_window_that_compiled_nothing_is_judged_as_any_other(tmp_path):
+    t = planted(tmp_path, graphs=(0, 0, 0))
+    assert set(t["metrics"]["window_checked"]) == {True}
+    assert (t["summary"]["uncounted_compile_n"] == 0).all()
+    v, speed, _, _, _ = reports(t)
+    assert answers(v)["planted"]["claim"] == "pays off"
+    assert "predate" not in " ".join([*v.intro, speed["amp-bf16"]["samples/s"]])

@@ -102,6 +102,8 @@ def _lines(cell: str) -> list[str]:
     "2,150,000 [2,110,000, 2,200,000]",
     "2,706,000 (range 2,706,000–2,707,000), 2 of 2 windows unsteady",
     "2,440,000 [2,270,000, 2,600,000], 1 of 6 windows unsteady",
+    "497,000 [409,000, 584,000], r1–r10 predate the compile-in-window check",
+    "12,700,000 (1 run), 1 of 1 windows unsteady, r1 predate the compile-in-window check",
     "fp8-tensorwise",
     "not profiled",
 ])

@@ -296,10 +296,11 @@ def test_two_records_of_one_replicate_are_refused_by_name(three, base, tmp_path)
 
 @pytest.mark.skipif(not (COMMITTED / "interleaved").is_dir(),
                     reason="no committed H200 interleaved records")
-def test_the_committed_single_process_comparisons_still_aggregate(tmp_path):
-    """Every committed comparison ran one process a setting (made before replicates): the
-    aggregate writes its three tables, each ratio its rounds' block-bootstrap interval, and
-    the verdict's rows say one process."""
+def test_the_committed_comparisons_aggregate_at_their_highest_level(tmp_path):
+    """The committed set holds both kinds: config.yaml's interleaved experiments ran three
+    processes a setting, the other studies' comparisons one (made before replicates). The
+    aggregate writes its three tables; a replicated setting's ratio is the t interval across its
+    processes, a single process's its rounds' block-bootstrap interval, labelled so."""
     from tcbench import aggregate
 
     assert aggregate.main([str(COMMITTED / "records"), "--comparisons",
@@ -307,10 +308,17 @@ def test_the_committed_single_process_comparisons_still_aggregate(tmp_path):
                            "--out", str(tmp_path)]) == 0
     rows = pd.read_csv(tmp_path / V.SET_TABLES["interleaved"])
     procs = pd.read_csv(tmp_path / V.SET_TABLES["interleaved_processes"])
-    assert len(rows) and set(rows["processes"]) == {1} and set(procs["replicate"]) == {1}
-    assert set(rows["ratio_interval"]) == {stats.PAIRED} and len(procs) == len(rows)
+    replicated = rows["experiment"].isin(["amp_recipe", "amp_recipe_graphs", "digits",
+                                          "mnist_loaders"])
+    assert replicated.any() and (~replicated).any()
+    assert set(rows.loc[replicated, "processes"]) == {3}
+    assert set(rows.loc[replicated, "ratio_interval"]) == {stats.REPLICATED}
+    assert set(rows.loc[~replicated, "processes"]) == {1}
+    assert set(rows.loc[~replicated, "ratio_interval"]) == {stats.PAIRED}
+    assert len(procs) == 3 * replicated.sum() + (~replicated).sum()
     assert ((rows["ratio_low"] <= rows["ratio"]) & (rows["ratio"] <= rows["ratio_high"])).all()
     assert (procs["block_length"] >= 1).all() and procs["lag1_autocorrelation"].notna().all()
-    assert set(pd.read_csv(tmp_path / V.SET_TABLES["interleaved_rounds"])["replicate"]) == {1}
+    assert set(pd.read_csv(tmp_path / V.SET_TABLES["interleaved_rounds"])["replicate"]) == \
+        {1, 2, 3}
     sp = pd.read_csv(tmp_path / V.SET_TABLES["speedup"])
-    assert set(sp["interleaved_processes"].dropna()) == {1}
+    assert set(sp["interleaved_processes"].dropna()) == {1, 3}

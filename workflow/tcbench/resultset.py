@@ -134,8 +134,48 @@ def _row(r: dict) -> dict:
     row |= conditions(r)
     row |= host_columns(r)
     row["steady"] = (m.get("timed_window") or {}).get("steady")
+    row |= compile_check(r)
     row["record"] = r.get("_path")
     return row
+
+
+def tail_compiled_in_window(r: dict) -> bool:
+    """Whether a record's own fields show that its model met a new input shape only after the
+    warm-up: an epoch that ends in a smaller batch (``data.samples_per_epoch`` not a multiple
+    of the batch size), which the loader kept (the schedule's steps per epoch are the whole
+    batches plus one), and a warm-up shorter than an epoch, so the first such batch fell
+    inside the timed window. A compiled model compiles that shape there, or loads it from its
+    cache, whatever the cache held before the job (the job's own check counts both), so the
+    cache outcome does not decide it. False where the fields cannot tell (no step counts, a
+    schedule that is not whole epochs)."""
+    m, batch = r.get("metrics") or {}, r["batch_size"]
+    samples = (r.get("data") or {}).get("samples_per_epoch")
+    counts, epochs = m.get("step_counts") or {}, m.get("epochs")
+    warmup = counts.get("warmup", m.get("warmup_steps"))
+    schedule = warmup + counts["schedule"] if "schedule" in counts and warmup is not None \
+        else m.get("steps")
+    if not (samples and batch and epochs and schedule) or warmup is None \
+            or samples % batch == 0 or schedule % epochs:
+        return False
+    per_epoch = schedule // epochs
+    return per_epoch == -(-samples // batch) and warmup < per_epoch
+
+
+def compile_check(r: dict) -> dict:
+    """A compiled record against the check of its timed window for compilations
+    (``metrics.timed_window.graphs_compiled``: graphs torch.compile compiled or loaded inside
+    the window; any makes it unsteady). ``window_checked``: whether the record counted them
+    (False: it predates the count, so its window reads steady whatever compiled in it);
+    ``uncounted_compile``: for a record that predates the count, whether its own fields show
+    a compilation inside the window all the same (``tail_compiled_in_window``); every column
+    None for a job that compiled nothing or did not finish."""
+    p, m = r["params"], r.get("metrics") or {}
+    if not m or V.onoff(p.get("compile", AXIS_DEFAULTS.get("compile"))) == "off":
+        return {"window_checked": None, "graphs_compiled": None, "uncounted_compile": None}
+    window = m.get("timed_window") or {}
+    checked = "graphs_compiled" in window
+    return {"window_checked": checked, "graphs_compiled": window.get("graphs_compiled"),
+            "uncounted_compile": None if checked else tail_compiled_in_window(r)}
 
 
 def host_columns(r: dict) -> dict:
@@ -157,17 +197,23 @@ def host_columns(r: dict) -> dict:
             "host_irq_s": cpu["irq_s"] + cpu["softirq_s"] if cpu else None}
 
 
-def _cpus(cpus) -> str | None:
-    """A CPU set as text in ranges ("0-15,32"), None where the record does not say."""
-    if not cpus:
-        return None
-    cpus, runs = sorted(cpus), []
-    for c in cpus:
+def spans(numbers) -> list[tuple[int, int]]:
+    """Whole numbers as runs of consecutive ones, first and last: [0, 1, 2, 5] -> [(0, 2),
+    (5, 5)] (a CPU set, a cell's repeats)."""
+    runs: list[list[int]] = []
+    for c in sorted(set(numbers)):
         if runs and c == runs[-1][1] + 1:
             runs[-1][1] = c
         else:
             runs.append([c, c])
-    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in runs)
+    return [(a, b) for a, b in runs]
+
+
+def _cpus(cpus) -> str | None:
+    """A CPU set as text in ranges ("0-15,32"), None where the record does not say."""
+    if not cpus:
+        return None
+    return ",".join(f"{a}-{b}" if b > a else str(a) for a, b in spans(cpus))
 
 
 def conditions(r: dict) -> dict:

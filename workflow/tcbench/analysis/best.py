@@ -25,7 +25,8 @@ from .throughput import TOKENS
 TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", TOKENS, f"{TOKENS}_low",
                f"{TOKENS}_high", *WARMUP_COLUMNS,
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
-               "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound")
+               "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound",
+               "uncounted_compile_n", "uncounted_compile_repeats")
 GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval",
                 "speedup", "speedup_low", "speedup_high", "speedup_n")
 CHANGES = ("batch_size", *V.AXIS_NAMES)

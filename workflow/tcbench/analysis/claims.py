@@ -12,8 +12,10 @@ measured it (``INTERLEAVED``: every precision arm of the setting in one process,
 rounds, a paired ratio; over the setting's independent processes where it has several,
 ``stats.replicated_ratio``, else one process's block-bootstrap interval); else from the
 per-process repeats, whose claim (``stats.claim``) holds only where they can decide it: not
-where the cell or its baseline falls into two modes, has an unsteady timed window, or is
-host-bound (``diagnosis.host_bound``), each a ``stats.GATES`` "not judged" (``gate``). That
+where the cell or its baseline falls into two modes, has an unsteady timed window, has a run
+recorded before compilations inside the timed window were counted that compiled there all the
+same (``uncounted_compile_n``), or is host-bound (``diagnosis.host_bound``), each a
+``stats.GATES`` "not judged" (``gate``). That
 every run was slower than every run of the baseline is said whatever the gate
 (``stats.ALL_SLOWER``).
 
@@ -93,6 +95,8 @@ def gate(cell, base) -> str | None:
         return stats.TWO_MODES
     if any((stats.finite(r.get("unsteady_n")) or 0) > 0 for r in sides):
         return stats.UNSTEADY
+    if any((stats.finite(r.get("uncounted_compile_n")) or 0) > 0 for r in sides):
+        return stats.UNCOUNTED
     if any(diagnosis.host_bound(r) for r in sides):
         return stats.HOST_BOUND
     return None

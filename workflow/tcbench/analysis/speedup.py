@@ -22,7 +22,8 @@ WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
            "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
            "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
-           "bimodal", "slow_mode", "slow_mode_n", "fast_mode", "fast_mode_n", "unsteady_n")
+           "bimodal", "slow_mode", "slow_mode_n", "fast_mode", "fast_mode_n", "unsteady_n",
+           "uncounted_compile_n", "uncounted_compile_repeats")
 
 
 def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:

@@ -91,6 +91,22 @@ def _steadiness(ok: pd.DataFrame) -> dict:
     return {"unsteady_n": int(sum(not stats.flag(v) for v in said))}
 
 
+def _compile_check(ok: pd.DataFrame) -> dict:
+    """Whether every compiled finished repeat counted the compilations inside its timed window
+    (metrics.csv ``window_checked``; None for a cell that compiled nothing), and which repeats
+    predate that count yet compiled inside it all the same (``uncounted_compile``,
+    ``resultset.compile_check``): their number, and the repeats as space-separated numbers."""
+    said = ok["window_checked"].dropna() if "window_checked" in ok else ok.iloc[:0]
+    if said.empty:
+        return {"window_checked": None, "uncounted_compile_n": None,
+                "uncounted_compile_repeats": None}
+    known = ok[[stats.flag(v) for v in ok["uncounted_compile"]]] \
+        if "uncounted_compile" in ok else ok.iloc[:0]
+    return {"window_checked": all(stats.flag(v) for v in said),
+            "uncounted_compile_n": len(known),
+            "uncounted_compile_repeats": " ".join(str(int(v)) for v in known["repeat"]) or None}
+
+
 def _evidence(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
     row = {"input_bound": bool(ok["input_bound"].astype(bool).all()) if len(ok) else None}
     evidence = ok.dropna(subset=["top_kernel"]) if "top_kernel" in ok else ok.iloc[:0]
@@ -115,6 +131,6 @@ def summarise(df: pd.DataFrame, keys=V.CELL_KEYS) -> pd.DataFrame:
     for key, g in df.groupby(keys, observed=True, sort=False, dropna=False):
         ok = g[g["status"] == V.OK]
         rows.append(dict(zip(keys, key)) | _counts(g, ok) | _pooled(ok) | _steadiness(ok)
-                    | _evidence(g, ok))
+                    | _compile_check(ok) | _evidence(g, ok))
     out = pd.DataFrame(rows)
     return order(out) if not out.empty else out

@@ -146,6 +146,7 @@ GROUPS = (("pays off in", (stats.PAYS_OFF,)),
           ("is inconclusive in", (stats.INCONCLUSIVE,)),
           ("cannot be judged from fewer than three repeats in", (stats.UNJUDGED,)))
 GATE_WORDS = {stats.TWO_MODES: "two modes", stats.UNSTEADY: "unsteady windows",
+              stats.UNCOUNTED: "compiled inside the timed window",
               stats.HOST_BOUND: "host-bound, no interleaved comparison",
               stats.NO_BASELINE: "no baseline run"}
 

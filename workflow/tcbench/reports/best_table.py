@@ -14,6 +14,7 @@ from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, 
                               warmup_text, with_interval)
 from ..render.settings import changes, setting_text
 from ..render.table import Table
+from .phrases import PREDATE_NOTE, predating
 
 
 def _changed(r) -> str:
@@ -67,11 +68,14 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     name += "" if str(r["model"]) == str(r["workload"]) else f": {r['model']}"
     fair, said = _fair(r)
     gate = r.get("fastest_gate")
-    top = f"{r['precision']}, {setting_text(r, axes)}"
+    why = []
     if not missing(gate) and gate:
-        top += f" (the highest mean, not judged fastest: {str(gate).removeprefix('not judged: ')})"
+        why.append(f"the highest mean, not judged fastest: "
+                   f"{str(gate).removeprefix('not judged: ')}")
     elif str(r.get("fastest_by")) == claims.INTERLEAVED:
-        top += " (faster than every other mode in its interleaved comparison)"
+        why.append("faster than every other mode in its interleaved comparison")
+    why += [before] if (before := predating(r)) else []
+    top = f"{r['precision']}, {setting_text(r, axes)}" + (f" ({'; '.join(why)})" if why else "")
     return [name, top,
             *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                             r.get("repeats_ok")) for c in speeds),
@@ -89,10 +93,12 @@ def best_table(b: pd.DataFrame) -> Table:
     cols = ["experiment", "fastest configuration", *map(TP.unit, speeds), "× at the same setting",
             "claim", "× plain fp32", "plain fp32 baseline", "changed besides precision",
             "memory × baseline", WARMUP_HEAD]
+    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE]
+    notes += [PREDATE_NOTE] if any(predating(r) for _, r in b.iterrows()) else []
     return Table("Fastest configuration per experiment: against its baseline at the same "
                  "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "
                  "plain fp32 baseline (strict fp32, eager, contiguous, no CUDA graphs; its own "
                  "experiment's where it has one), which also credits every other change",
                  cols, [_best_row(r, speeds) for _, r in b.iterrows()],
                  align="ll" + "r" * len(speeds) + "rlrllrr",
-                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE])
+                 notes=notes)

@@ -11,6 +11,7 @@ from .. import vocabulary as V
 from ..analysis.noisy import noisy_cells
 from ..render.settings import shown_axes
 from .findings import Section, config
+from .phrases import predating
 
 TITLE = "How precise the numbers are"
 
@@ -33,6 +34,7 @@ def section(summary: pd.DataFrame) -> Section | None:
     for exp in dict.fromkeys(found["experiment"]):
         cells = found[found["experiment"] == exp]
         axes = shown_axes(summary[summary["experiment"] == exp])
-        out.append(f"{exp}: " + "; ".join(f"{config(r, axes)}, {r['reason']}"
-                                          for _, r in cells.iterrows()) + ".")
+        out.append(f"{exp}: " + "; ".join(f"{config(r, axes)}, {r['reason']}" + (
+            f", and {before}" if (before := predating(r)) else "")
+            for _, r in cells.iterrows()) + ".")
     return Section(TITLE, out)

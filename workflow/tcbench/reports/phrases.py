@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .. import resultset as RS
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
@@ -17,6 +18,16 @@ from ..render.numbers import (MISSING, missing, modes_text, num, percent, points
 from ..render.settings import changes
 
 PLAIN = "plain fp32"      # the baseline of a gain (``analysis.speedup.plain_for``)
+# what a report says of a compiled cell's runs recorded before compilations inside the timed
+# window were counted whose own fields show one there all the same (summary.csv
+# ``uncounted_compile_repeats``, ``resultset.compile_check``), wherever the cell is shown
+PREDATE = "predate the compile-in-window check"
+CHECK = ("metrics.timed_window.graphs_compiled: the graphs torch.compile compiled, or loaded "
+         "from its cache, inside the timed window; any makes the window unsteady")
+PREDATE_NOTE = (f"'r1–r3 {PREDATE}': those runs were recorded before that check ({CHECK}), so "
+                "their windows read steady; yet their epoch ends in a smaller batch first met "
+                "after the warm-up, which compiles inside the window, so their cell is not "
+                "judged.")
 
 
 def ratio_text(row, stem: str = "speedup") -> str:
@@ -181,6 +192,8 @@ def decided(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     elif j.gate == stats.UNSTEADY:
         parts += [f"{r['precision']}: {int(r['unsteady_n'])} of {n_ok(r)} windows unsteady"
                   for r in sides if (stats.finite(r.get("unsteady_n")) or 0) > 0]
+    elif j.gate == stats.UNCOUNTED:
+        parts += [f"{r['precision']}: {predating(r)}" for r in sides if predating(r)]
     elif j.gate == stats.HOST_BOUND:
         busy = [stats.finite(r.get("gpu_busy_share")) for r in sides if diagnosis.host_bound(r)]
         parts.append(f"host-bound (GPU busy {percent(min(busy))}), no interleaved comparison")
@@ -306,9 +319,45 @@ def slow_reason(row) -> str | None:
     return "; ".join(out) or None
 
 
+def predating(row) -> str | None:
+    """Which of a cell's finished runs predate the compile-in-window check although their
+    window compiled ("r1–r10 predate the compile-in-window check", ``PREDATE_NOTE``); None
+    where none does."""
+    said = row.get("uncounted_compile_repeats") if row is not None else None
+    if missing(said):
+        return None
+    runs = [f"r{a}–r{b}" if b > a + 1 else ", ".join(f"r{i}" for i in range(a, b + 1))
+            for a, b in RS.spans(int(float(v)) for v in str(said).split())]
+    return f"{', '.join(runs)} {PREDATE}" if runs else None
+
+
+def compile_check_note(metrics: pd.DataFrame | None) -> str | None:
+    """The verdict's note on the set's compiled records that predate the compile-in-window
+    check (metrics.csv ``window_checked`` false): how many, and in which experiments some
+    compiled inside the window all the same (``uncounted_compile``); None where none does."""
+    if metrics is None or "window_checked" not in metrics:
+        return None
+    said = metrics["window_checked"].dropna()
+    before = [v for v in said if not stats.flag(v)]
+    if not before:
+        return None
+    known = metrics[[stats.flag(v) for v in metrics.get("uncounted_compile", [])]] \
+        if "uncounted_compile" in metrics else metrics.iloc[:0]
+    n = f"All {len(said)}" if len(before) == len(said) else f"{len(before)} of the {len(said)}"
+    out = (f"{n} compiled records of the set {PREDATE} ({CHECK}), so their windows read steady "
+           "whatever compiled in them")
+    if len(known):
+        exps = ", ".join(dict.fromkeys(known["experiment"].astype(str)))
+        out += (f"; {len(known)} of them ({exps}) met their epoch's last, smaller batch first "
+                "after the warm-up, which compiles inside the window, so their cells are not "
+                "judged, and the tables name those runs")
+    return out + "."
+
+
 def throughput_text(row, column: str = V.HEADLINE) -> str:
     """A cell's throughput (``column``: samples/s, or tokens/s for a token workload) with its
-    interval, or its two modes; unsteady windows marked."""
+    interval, or its two modes; unsteady windows marked, and runs that predate the
+    compile-in-window check although their window compiled (``predating``)."""
     if not n_ok(row):
         return MISSING
     if stats.flag(row.get("bimodal")):
@@ -319,4 +368,6 @@ def throughput_text(row, column: str = V.HEADLINE) -> str:
         text = with_interval(row.get(column), row.get(f"{column}_low"),
                              row.get(f"{column}_high"), row.get(f"{V.HEADLINE}_n"))
     u = stats.finite(row.get("unsteady_n"))
-    return text + (f", {int(u)} of {n_ok(row)} windows unsteady" if u else "")
+    text += f", {int(u)} of {n_ok(row)} windows unsteady" if u else ""
+    before = predating(row)
+    return text + (f", {before}" if before else "")

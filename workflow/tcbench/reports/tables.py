@@ -33,7 +33,7 @@ from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # 
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
-from .phrases import n_status, throughput_text
+from .phrases import PREDATE_NOTE, n_status, predating, throughput_text
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -132,6 +132,8 @@ def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str
     if has_mem:
         notes.append("Peak memory is torch.cuda.max_memory_allocated.")
     s = e.rows
+    if any(predating(r) for _, r in s.iterrows()):
+        notes.append(PREDATE_NOTE)
     for _, r in s[s["status"] != V.OK].drop_duplicates("status_reason").iterrows():
         if not missing(r.get("status_reason")):
             notes.append(f"{r['precision']} ({setting_text(r, e.axes)}): {r['status']}: "
@@ -274,15 +276,23 @@ def speedup_table(sp: pd.DataFrame) -> Table:
             rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
                          f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
-                         *(num(r.get(c)) if r.get("repeats_ok") else MISSING
-                           for c in speeds),
+                         *(_marked(num(r.get(c)), r, i == 0) if r.get("repeats_ok")
+                           else MISSING for i, c in enumerate(speeds)),
                          speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
     cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(TP.unit, speeds),
             "× fp32", "claim", "memory × fp32"]
+    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE]
+    notes += [PREDATE_NOTE] if any(predating(r) for _, r in sp.iterrows()) else []
     return Table("Speedup over strict fp32 at the same setting", cols, rows,
-                 align="lllr" + "r" * len(speeds) + "rlr",
-                 notes=[INTERVAL_NOTE, stats.CLAIM_NOTE])
+                 align="lllr" + "r" * len(speeds) + "rlr", notes=notes)
+
+
+def _marked(text: str, r, first: bool) -> str:
+    """A speed, the first of a row's followed by the runs that predate the compile-in-window
+    check (``predating``)."""
+    before = predating(r) if first else None
+    return f"{text}, {before}" if before else text
 
 
 # ----------------------------------------------------------------------------------- driver

@@ -35,7 +35,7 @@ from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
 from . import families, fp8_findings, noisy
 from .findings import Section, experiment_section
-from .phrases import interleaved_decisions
+from .phrases import compile_check_note, interleaved_decisions
 
 METHODS = "Methods, provenance and conditions"
 
@@ -295,6 +295,8 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
                f"interval. {RANKING} Warm-up (autotuning, compilation) is in no speedup "
                "(tables/ has it per cell).")
     said = decisions(list(rows), df)
+    out += [said] if said else []
+    said = compile_check_note(metrics)
     out += [said] if said else []
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
