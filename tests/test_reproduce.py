@@ -207,6 +207,29 @@ def test_a_set_without_its_tables_is_named(tmp_path):
         R.load(ref)
 
 
+def test_the_rules_reference_is_checked_before_anything_is_read(tmp_path):
+    """What rule reproduce asks for its input: the reference's tables, each refusal naming the
+    culprit and what to do."""
+    results = tmp_path / "results"
+    ref = planted(results / "nvidia-planted", "nvidia-planted")
+    check = lambda reference: R.reference_tables(reference, "nvidia-planted-rerun", results)  # noqa: E731
+    assert check("nvidia-planted") == [str(ref / V.SET_TABLES[t]) for t in
+                                       ("metrics", "summary", "speedup", "interleaved")]
+    for reference, said in ((None, "needs the set to check against: --config reference="),
+                            ("nvidia-planted-rerun", "is the rerun's own set"),
+                            ("nvidia-none", f"reference='nvidia-none': "
+                                            f"{results / 'nvidia-none' / 'metrics.csv'}: no such "
+                                            f"table")):
+        with pytest.raises(CompareError, match=re.escape(said)):
+            check(reference)
+    (ref / V.SET_TABLES["interleaved"]).unlink()       # a set made before interleaved ones
+    assert check("nvidia-planted")[-1] == str(ref / V.SET_TABLES["speedup"])
+    planted(results / "nvidia-planted-rerun", "nvidia-planted-rerun",
+            lambda df: df.assign(device_name="NVIDIA A100-SXM4-80GB"))
+    with pytest.raises(CompareError, match="another GPU model is compared"):
+        check("nvidia-planted")
+
+
 GPU_BOUND = ("resnet50", "resnet50_fast", "zoo")      # busy >= 90% in gpu_like, every cell
 
 

@@ -4,43 +4,16 @@
 # per-process and interleaved ratios against the reference's 95% intervals, and every claim.
 # Written into the rerun's folder (tcbench.vocabulary.REPRODUCE_FILES, REPRODUCE_FIGURE).
 # Another GPU model is compared, not reproduced: that is `snakemake compare`. The reference is
-# checked when the rule's input is asked for, so a bad one stops the run before any job; no job
-# of this rule measures, so no GPU is needed (measuring_checks holds only GPU jobs).
+# checked (tcbench.analysis.reproduce.reference_tables) when the rule's input is asked for, so
+# a bad one stops the run before any job; no job of this rule measures, so no GPU is needed
+# (measuring_checks holds only GPU jobs).
+import importlib
+
 REFERENCE = config.get("reference")
 REPRODUCE_FIGURES = [f"{RESULTS}/figures/{V.REPRODUCE_FIGURE}.{ext}" for ext in FIGURE_FORMATS]
-
-
-def reproduce_reference(wildcards):
-    """The reference set's tables, once they are known to be usable: they exist, the set is
-    not the rerun itself, and, where the rerun's tables are there already, both sets ran on
-    the same GPU model (the module checks that again when the rerun's are made first)."""
-    from tcbench.analysis import reproduce as tcreproduce
-    from tcbench.references import CompareError
-
-    if not REFERENCE:
-        raise WorkflowError(
-            "snakemake reproduce needs the set to check against: --config reference=<name>, "
-            "a result set under results/ of the same GPU model (e.g. reference=nvidia-h200), "
-            f"with run=<name> the rerun's own set (now {RUN!r})"
-        )
-    if REFERENCE == RUN:
-        raise WorkflowError(
-            f"reference={REFERENCE!r} is the rerun's own set (run={RUN!r}): run the study "
-            f"under another name (--config run=<rerun>) and check that one against it"
-        )
-    folder = Path("results") / REFERENCE
-    try:
-        ref = tcreproduce.load(folder)
-    except CompareError as exc:
-        raise WorkflowError(f"reference={REFERENCE!r}: {exc}") from None
-    if all((Path(RESULTS) / V.SET_TABLES[t]).exists() for t in tcreproduce.TABLES):
-        try:
-            tcreproduce.same_gpu(ref, tcreproduce.load(RESULTS))
-        except CompareError as exc:
-            raise WorkflowError(str(exc)) from None
-    interleaved = folder / V.SET_TABLES["interleaved"]
-    return [str(folder / V.SET_TABLES[t]) for t in tcreproduce.TABLES] + \
-        ([str(interleaved)] if interleaved.exists() else [])
+# the check's module, imported only when the rule is asked for: it reads tables with pandas,
+# which nothing needs while the workflow is read
+reproduce_module = lambda: importlib.import_module("tcbench.analysis.reproduce")  # noqa: E731
 
 
 rule reproduce:
@@ -51,7 +24,7 @@ rule reproduce:
             expand(getattr(rules.aggregate.output, name), run=RUN)[0]
             for name in ("metrics", "summary", "speedup", "interleaved")
         ],
-        reference=reproduce_reference,
+        reference=lambda wildcards: reproduce_module().reference_tables(REFERENCE, RUN),
     output:
         md=f"{RESULTS}/{V.REPRODUCE_FILES['md']}",
         csv=f"{RESULTS}/{V.REPRODUCE_FILES['csv']}",
@@ -66,8 +39,8 @@ rule reproduce:
         f"logs/{RUN}/reproduce.log",
     params:
         src=TCBENCH_SRC,
-        rerun=RESULTS,
-        reference=lambda wildcards: f"results/{REFERENCE}",
+        rerun=lambda wildcards, output: str(Path(output.md).parent),
+        reference=lambda wildcards, input: str(Path(input.reference[0]).parent),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.reproduce {params.rerun:q} "
         "--reference {params.reference:q} --md {output.md:q} --csv {output.csv:q} "

@@ -106,6 +106,32 @@ def same_gpu(reference: ResultSet, rerun: ResultSet) -> None:
             f"runs: [{rerun.folder.name}, {reference.folder.name}]}}'")
 
 
+def reference_tables(reference: str | None, run: str,
+                     results: Path = Path("results")) -> list[str]:
+    """The reference set's tables (``results/<reference>/``) that the rerun ``run`` is checked
+    against, once they are known to be usable: a reference is named, it is not the rerun's own
+    set, it has its tables, and, where the rerun's tables are there already, both ran on the
+    same GPU model (``check`` is refused again when the rerun's are made first)."""
+    if not reference:
+        raise CompareError(f"the check needs the set to check against: --config "
+                           f"reference=<name>, a result set under {results}/ of the same GPU "
+                           f"model (e.g. reference=nvidia-h200), with run=<name> the rerun's "
+                           f"own set (now {run!r})")
+    if reference == run:
+        raise CompareError(f"reference={reference!r} is the rerun's own set (run={run!r}): run "
+                           f"the study under another name (--config run=<rerun>) and check "
+                           f"that one against it")
+    folder, rerun = Path(results) / reference, Path(results) / run
+    try:
+        ref = load(folder)
+    except CompareError as exc:
+        raise CompareError(f"reference={reference!r}: {exc}") from None
+    if all((rerun / V.SET_TABLES[t]).exists() for t in TABLES):
+        same_gpu(ref, load(rerun))
+    return [str(folder / V.SET_TABLES[t]) for t in (*TABLES, "interleaved")
+            if t in TABLES or (folder / V.SET_TABLES[t]).exists()]
+
+
 # ---------------------------------------------------------------------- each set's quantities
 def _key(row, baseline, quantity) -> tuple:
     return (*(str(row[k]) for k in KEYS), baseline, quantity)
