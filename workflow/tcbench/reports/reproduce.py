@@ -28,6 +28,7 @@ from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, 
     with_interval
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_markdown
+from . import answer as A
 from . import verdict
 from .reproduce_figure import figure
 
@@ -35,6 +36,7 @@ TITLES = {R.THROUGHPUT: "Throughputs", R.PER_PROCESS: "Per-process ratios",
           R.INTERLEAVED: "Interleaved ratios", R.CLAIM: "Claims of the judged ratios",
           R.ANSWER: "The answer per experiment"}
 NO_CLAIM = "no claim"
+BEST = "best mode and setting"       # the answer table's column a claim rests on
 TOLERANCE_RULE = (f"the median absolute relative shift of the throughput of the cells whose GPU "
                   f"was busy at least {V.HOST_BOUND_BUSY_SHARE:.0%} of their timed steps in "
                   f"both sets (the machine's run-to-run offset; a host-bound cell's shift is "
@@ -54,7 +56,7 @@ def answers(s: R.ResultSet) -> dict[str, dict]:
     for a in v.answers:
         j = a.judgement
         out[a.experiment] = {
-            "claim": a.claim or NO_CLAIM, "basis": a.cells[2],
+            "claim": a.claim or NO_CLAIM, "basis": a.cells[A.COLUMNS.index(BEST)],
             "estimate": j.estimate if j is not None and j.estimate.value is not None else None}
     return out
 
