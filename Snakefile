@@ -39,6 +39,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/crossover.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/reproduce.smk"
 include: "workflow/rules/capacity.smk"
 
 
@@ -64,6 +65,7 @@ localrules:
     verdict,
     crossover,
     compare,
+    reproduce,
     capacity_report,
 
 
@@ -77,8 +79,9 @@ rule all:
     default_target: True
 
 
-# Checked when jobs are about to run, not while the workflow is read: a report, a dry run or
-# the comparison of committed result sets needs neither a GPU nor a clean tree.
+# Checked when jobs are about to run, not while the workflow is read: a report, a dry run, the
+# comparison of committed result sets or the reproduction check needs neither a GPU nor a clean
+# tree.
 onstart:
     stop = measuring_checks(list(workflow.dag.needrun_jobs()))
     if stop:

@@ -77,6 +77,21 @@ def test_a_comparison_of_a_study_made_earlier_names_the_comparison_alone(tmp_pat
                                  "Report:     snakemake compare --report report.html"]
 
 
+def test_a_reproduction_check_names_its_report_and_its_summary(tmp_path):
+    res = tmp_path / "results" / "nvidia-h200-rerun"
+    res.mkdir(parents=True)
+    (res / "reproduce.md").write_text(
+        "# Reproduction check\n\nBoth sets ran on NVIDIA H200. **12 of 13 rerun estimates "
+        "inside the reference's 95% interval; 4 of 4 claims the same. Estimates inside: "
+        "throughputs 6 of 7.**\n")
+    text = closing.message(res, None, study=False, reproduction=res / "reproduce.md")
+    assert text.splitlines() == [
+        f"Reproduced: {res}/reproduce.md",
+        "            12 of 13 rerun estimates inside the reference's 95% interval; 4 of 4 "
+        "claims the same."]
+    assert closing.message(res, None, study=False, reproduction=res / "absent.md") == ""
+
+
 def test_the_bottom_line_never_breaks_inside_a_modes_name(tmp_path):
     res = tmp_path / "smoke"
     res.mkdir()

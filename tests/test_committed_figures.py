@@ -33,6 +33,9 @@ def expected_figures(folder: Path) -> set[Path] | None:
         # rule crossover draws the FP8 map where the set has the crossover study's experiments
         if any(str(e).startswith(V.CROSSOVER_PREFIX) for e in experiments):
             extra += [f"{V.CROSSOVER_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]
+        # rule reproduce draws its figure into the rerun's set beside its reproduce.csv
+        if (folder / V.REPRODUCE_FILES["csv"]).exists():
+            extra += [f"{V.REPRODUCE_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]
     elif comparison.exists():
         experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), CF.KINDS
         extra = [f"{V.COMPARE_OVERVIEW}.{ext}" for ext in V.FIGURE_FORMATS]
@@ -96,6 +99,17 @@ def test_a_figure_the_rules_make_that_is_missing_fails(committed_copy):
     gone.unlink()
     assert figure_problems(results) == [f"missing (a rule makes it): "
                                         f"{gone.relative_to(results)}"]
+
+
+def test_a_reproduction_checks_figure_belongs_to_a_set_that_has_its_table(committed_copy):
+    results, dst = committed_copy
+    names = [f"{V.REPRODUCE_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]
+    for name in names:
+        (dst / "figures" / name).write_bytes(b"")
+    assert figure_problems(results) == [f"stale (no rule makes it): nvidia-h200/figures/{n}"
+                                        for n in sorted(names)]
+    (dst / V.REPRODUCE_FILES["csv"]).write_text("kind\n")
+    assert figure_problems(results) == []
 
 
 def test_figures_where_no_rule_writes_any_are_stale(tmp_path):

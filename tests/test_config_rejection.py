@@ -103,6 +103,8 @@ CASES = [
     ("run-dotdot", top(run=".."), ["run='..'"]),
     ("run-dotdot-inside", top(run="x..y"), ["run='x..y'"]),
     ("run-absolute", top(run="/tmp/x"), ["run='/tmp/x'"]),
+    ("reference-outside-results", top(reference="../nvidia-h200"),
+     ["reference='../nvidia-h200'", "no path separators"]),
     ("require-gpu-string", top(require_gpu="yes"), ["require_gpu='yes'"]),
     ("calibrate-size-too-small", top(calibrate={"size": 8}), ["calibrate.size=8"]),
     ("param-unknown", param(lr_rate=0.1), ["lr_rate=0.1", "unknown parameter"]),

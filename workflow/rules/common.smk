@@ -263,14 +263,15 @@ def closing_message():
     files = [os.path.relpath(f) for f in workflow.overwrite_configfiles]
     targets = workflow.dag_settings.targets
     ran = {job.rule.name for job in workflow.dag.needrun_jobs(exclude_finished=False)}
-    # `snakemake compare` on a study made earlier is about the comparison alone
-    study = not targets or bool(set(targets) - {"compare"}) or "verdict" in ran
+    # `snakemake compare` (or reproduce) on a study made earlier is about that alone
+    study = not targets or bool(set(targets) - {"compare", "reproduce"}) or "verdict" in ran
     return closing.message(
         RESULTS,
         report_command=closing.report_command(files, dict(workflow.config_settings.config),
                                               targets),
         comparison=COMPARE_DIR if "compare" in ran else None,
         study=study,
+        reproduction=f"{RESULTS}/{V.REPRODUCE_FILES['md']}" if "reproduce" in ran else None,
     )
 
 

@@ -39,12 +39,23 @@ def report_command(configfiles=(), config: dict | None = None, targets=()) -> st
     return " ".join(shlex.quote(w) for w in words)
 
 
+def summary_line(report: Path) -> str | None:
+    """The reproduction check's summary (``reproduce.md``'s first bold sentence: "N of M rerun
+    estimates inside ...; K of L claims the same"), as plain text; None without one."""
+    try:
+        found = re.search(r"\*\*(.+?)\*\*", Path(report).read_text())
+    except OSError:
+        return None
+    return found.group(1).split(". ")[0].rstrip(".") + "." if found else None
+
+
 def message(result_set: Path | str, report_command: str | None = None,
-            comparison: Path | str | None = None, width: int = 100, study: bool = True) -> str:
+            comparison: Path | str | None = None, width: int = 100, study: bool = True,
+            reproduction: Path | str | None = None) -> str:
     """What a user wants to read when the run is over, from the files that exist: the result
     set (when there is one and ``study``: this run was about it), its verdict's bottom line,
-    tables, figures, capacity table, the cross-GPU comparison (when this run made it) and the
-    command for the HTML report."""
+    tables, figures, capacity table, the cross-GPU comparison and the reproduction check (when
+    this run made them, the check with its summary) and the command for the HTML report."""
     res = Path(result_set)
     lines = [f"Result set: {res}/"] if study and res.is_dir() else []
     verdict = res / V.VERDICT_FILES["md"]
@@ -66,6 +77,11 @@ def message(result_set: Path | str, report_command: str | None = None,
     for label, path in shown:
         if path.exists():
             lines.append(f"{label:<11} {path}{'/' if path.is_dir() else ''}")
+    if reproduction is not None and Path(reproduction).exists():
+        lines.append(f"{'Reproduced:':<11} {reproduction}")
+        said = summary_line(Path(reproduction))
+        lines += textwrap.wrap(said or "", width=width, initial_indent=" " * 12,
+                               subsequent_indent=" " * 12)
     if report_command:
         lines.append(f"Report:     {report_command}")
     return "\n".join(lines)

@@ -337,6 +337,12 @@ COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
                                  "tex": "comparison.tex", "seed": "seed.md"}
 
 
+# the reproduction check (tcbench.reports.reproduce): a rerun's result set against a reference
+# set of the same GPU model, written into the rerun's folder (its figure: figures/<stem>.<format>)
+REPRODUCE_FILES: dict[str, str] = {"md": "reproduce.md", "csv": "reproduce.csv"}
+REPRODUCE_FIGURE = "reproduce"
+
+
 # the FP8 crossover map (tcbench.reports.crossover) of a result set whose experiments named
 # CROSSOVER_PREFIX* (config/fp8_crossover.yaml's, one per Linear width) ran: its table, its
 # sentences, and its figure (figures/<stem>.<format>)

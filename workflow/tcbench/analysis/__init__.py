@@ -12,7 +12,9 @@ result set's tidy frame (``tcbench.resultset``) with ``tcbench.stats``:
 - ``diagnosis``: what limits a cell's step, from its measurements;
 - ``conditions``: where a set mixes GPUs, hosts, CPU placements, concurrent jobs or process
   starts;
-- ``crossgpu``: several result sets and published references pooled as one (comparison.csv).
+- ``crossgpu``: several result sets and published references pooled as one (comparison.csv);
+- ``reproduce``: a rerun's set against a reference set of the same GPU model, quantity by
+  quantity (reproduce.csv).
 
 ``tcbench.aggregate`` runs the first four on a result set's records.
 """

@@ -8,5 +8,7 @@ command line taking the paths it writes from the workflow's rule.
   ``figure_cells`` gives them; the set's own figures in ``host_figures``;
 - ``verdict`` and ``findings``: the plain-language verdict, one function per finding;
 - ``compare`` and ``compare_figures``: result sets and published references side by side;
+- ``reproduce`` and ``reproduce_figure``: a rerun against a reference set of the same GPU
+  model, estimate by estimate and claim by claim;
 - ``scaling``: one GPU against K GPUs of one host.
 """

@@ -1,0 +1,268 @@
+"""Check our numbers on your own GPU: a rerun's result set against a reference set of the same
+GPU model (``analysis.reproduce``), quantity by quantity, as ``reproduce.md`` (the summary line,
+the between-run tolerance, what did not reproduce, what one set has alone, then every quantity
+by kind), ``reproduce.csv`` (one row per quantity) and a figure (``reports.reproduce_figure``).
+
+    python -m tcbench.reports.reproduce results/nvidia-h200-rerun \\
+        --reference results/nvidia-h200 --out /tmp/reproduce
+
+Each set is read from its tables alone, as the comparison reads one (``tcbench.references``);
+the verdict's answer per experiment is built by ``reports.answer`` from each set's tables, as
+its own verdict builds it. Another GPU model is refused: that is ``snakemake compare``'s job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from .. import atomic, cli, stats
+from .. import vocabulary as V
+from ..analysis import reproduce as R
+from ..references import CompareError
+from ..render import plot as F
+from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, times, \
+    with_interval
+from ..render.settings import setting_text, shown_axes
+from ..render.table import Table, to_markdown
+from . import answer as A
+from . import verdict
+from .reproduce_figure import figure
+
+TITLES = {R.THROUGHPUT: "Throughputs", R.PER_PROCESS: "Per-process ratios",
+          R.INTERLEAVED: "Interleaved ratios", R.CLAIM: "Claims of the judged ratios",
+          R.ANSWER: "The answer per experiment"}
+NO_CLAIM = "no claim"
+BEST = "best mode and setting"       # the answer table's column a claim rests on
+TOLERANCE_RULE = (f"the median absolute relative shift of the throughput of the cells whose GPU "
+                  f"was busy at least {V.HOST_BOUND_BUSY_SHARE:.0%} of their timed steps in "
+                  f"both sets (the machine's run-to-run offset; a host-bound cell's shift is "
+                  f"the host's), capped at {R.TOLERANCE_CAP:.0%}")
+INSIDE_NOTE = ("Inside: the rerun's estimate lies within the reference's 95% interval. Only a "
+               f"confidence interval on both sides decides it ({stats.ENOUGH} repeats, or an "
+               "interleaved comparison's bootstrap interval); a range, a single run or two "
+               "modes is 'no interval', never counted as inside. Difference: the rerun's "
+               "estimate over the reference's, less 1.")
+
+
+def answers(s: R.ResultSet) -> dict[str, dict]:
+    """The verdict's answer per experiment of one set (per model in a model zoo): its claim,
+    the best mode and setting it rests on, and the judged ratio."""
+    v = verdict.build(s.summary, s.speedup, s.metrics, None, s.interleaved)
+    out = {}
+    for a in v.answers:
+        j = a.judgement
+        out[a.experiment] = {
+            "claim": a.claim or NO_CLAIM, "basis": a.cells[A.COLUMNS.index(BEST)],
+            "estimate": j.estimate if j is not None and j.estimate.value is not None else None}
+    return out
+
+
+def build(rerun: Path, reference: Path) -> tuple[pd.DataFrame, R.Tolerance, R.ResultSet,
+                                                  R.ResultSet]:
+    ref, new = R.load(reference), R.load(rerun)
+    R.same_gpu(ref, new)
+    frame, tol = R.check(ref, new, (answers(ref), answers(new)))
+    return frame, tol, ref, new
+
+
+# ----------------------------------------------------------------------------------- words
+def _of(counts: dict, good: str, bad: str) -> tuple[int, int]:
+    return counts[good], counts[good] + counts[bad]
+
+
+def summary_line(frame: pd.DataFrame) -> str:
+    """``N of M rerun estimates inside the reference's 95% interval; K of L claims the same``,
+    then the same per kind, what has no interval, and what one set has alone."""
+    t = R.tally(frame)
+    est = [(k, *_of(t[k], R.INSIDE, R.OUTSIDE)) for k in R.ESTIMATED]
+    cl = [(k, *_of(t[k], R.SAME, R.CHANGED)) for k in R.CLAIMED]
+    words = {R.THROUGHPUT: "throughputs", R.PER_PROCESS: "per-process ratios",
+             R.INTERLEAVED: "interleaved ratios", R.CLAIM: "judged ratios",
+             R.ANSWER: "the answer per experiment"}
+    line = (f"{sum(e[1] for e in est)} of {sum(e[2] for e in est)} rerun estimates inside the "
+            f"reference's 95% interval; {sum(c[1] for c in cl)} of {sum(c[2] for c in cl)} "
+            f"claims the same. Estimates inside: "
+            + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in est)
+            + "; claims the same: " + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in cl)
+            + ".")
+    none = sum(t[k][R.NO_INTERVAL] for k in R.ESTIMATED)
+    if none:
+        line += (f" {_n(none, 'estimate')} with no confidence interval on one side or both "
+                 f"(a range, a single run, two modes) not counted.")
+    only = {o: sum(c[o] for c in t.values()) for o in (R.ONLY_REFERENCE, R.ONLY_RERUN)}
+    if any(only.values()):
+        line += (f" In one set only, not counted: {_n(only[R.ONLY_REFERENCE], 'quantity')} "
+                 f"{R.ONLY_REFERENCE}, {only[R.ONLY_RERUN]} {R.ONLY_RERUN}.")
+    return line
+
+
+def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance) -> str:
+    if tol.value is None:
+        return ("Between-run tolerance: not measured, since no cell whose GPU was busy at "
+                f"least {V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps is in both sets; the "
+                "throughputs are held to the reference's interval alone.")
+    within = frame["within_tolerance"].dropna()
+    cap = f" (measured {_pct(tol.measured)}, capped)" if tol.capped else ""
+    return (f"Between-run tolerance: ±{_pct(tol.value)}{cap}, {TOLERANCE_RULE}; measured on "
+            f"{_n(tol.cells, 'cell')}. "
+            f"{int(within.astype(bool).sum())} of {len(within)} throughputs lie within the "
+            f"reference's 95% interval widened by it on each side.")
+
+
+def _n(n: int, what: str) -> str:
+    plural = what[:-1] + "ies" if what.endswith("y") else what + "s"
+    return f"{n} {what if n == 1 else plural}"
+
+
+def _pct(v, signed: bool = False) -> str:
+    return MISSING if missing(v) else f"{100 * float(v):{'+' if signed else ''}.2f}%"
+
+
+# ----------------------------------------------------------------------------------- tables
+def _value(r, side: str, fmt) -> str:
+    if missing(r[side]):
+        return MISSING
+    return with_interval(r[side], r[f"{side}_low"], r[f"{side}_high"], r[f"{side}_n"],
+                         fmt=fmt, kind=r[f"{side}_interval"])
+
+
+def _setting(r, axes: dict) -> str:
+    return MISSING if missing(r["batch_size"]) else \
+        setting_text(r, axes.get(r["experiment"], []))
+
+
+def _axes(frame: pd.DataFrame) -> dict[str, list[str]]:
+    cells = frame.dropna(subset=["batch_size"])
+    return {e: shown_axes(g) for e, g in cells.groupby("experiment", sort=False)}
+
+
+def _claim(r, side: str) -> str:
+    claim = r[f"{side}_claim"]
+    if missing(claim):
+        return MISSING
+    said = stats.CLAIM_SHORT.get(claim, str(claim))
+    ratio = "" if missing(r[side]) else f", {_value(r, side, times)}"
+    basis = "" if missing(r[f"{side}_basis"]) else f" ({r[f'{side}_basis']})"
+    return said + ratio + basis
+
+
+def _quantity(r) -> str:
+    """What a row's numbers are: a throughput's unit, a ratio's or claim's baseline."""
+    if r["kind"] == R.THROUGHPUT:
+        return V.metric(r["quantity"]).unit
+    if r["kind"] == R.ANSWER:
+        return "strongest claim"
+    return f"{'against' if r['kind'] == R.CLAIM else '×'} {r['baseline']}"
+
+
+def table(frame: pd.DataFrame, tol: R.Tolerance | None = None,
+          axes: dict[str, list[str]] | None = None) -> Table:
+    """Rows of any kinds (named where there are several): each with its setting (naming
+    ``axes``, by experiment), both sides, the difference and the outcome; a throughput's place
+    against the tolerance where given."""
+    axes = _axes(frame) if axes is None else axes
+    kinds = frame["kind"].nunique() > 1
+    tolerated = tol is not None and tol.value is not None and \
+        (frame["kind"] == R.THROUGHPUT).any()
+    cols = [*(["kind"] if kinds else []), "experiment", "setting", "precision", "quantity",
+            "reference", "rerun", "difference", "outcome",
+            *([f"within ±{_pct(tol.value)}"] if tolerated else [])]
+    rows = []
+    for _, r in frame.iterrows():
+        claimed = r["kind"] in R.CLAIMED
+        fmt = num if r["kind"] == R.THROUGHPUT else times
+        rows.append([*([str(r["kind"])] if kinds else []), str(r["experiment"]),
+                     _setting(r, axes),
+                     MISSING if missing(r["precision"]) else str(r["precision"]),
+                     _quantity(r),
+                     _claim(r, "reference") if claimed else _value(r, "reference", fmt),
+                     _claim(r, "rerun") if claimed else _value(r, "rerun", fmt),
+                     MISSING if claimed else _pct(r["relative_difference"], signed=True),
+                     str(r["outcome"]),
+                     *([_yes(r["within_tolerance"])] if tolerated else [])])
+    lead = "l" * (len(cols) - len(cols[cols.index("reference"):]))
+    return Table("", cols, rows, align=lead + "rrr" + "l" * (len(cols) - len(lead) - 3))
+
+
+def _yes(v) -> str:
+    return MISSING if missing(v) else "yes" if bool(v) else "no"
+
+
+def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
+             new: R.ResultSet) -> str:
+    out = [f"# Reproduction check: `{new.run}` against `{ref.run}`", "",
+           f"Both sets ran on {', '.join(ref.devices)} (`{new.folder}` the rerun, "
+           f"`{ref.folder}` the reference). **{summary_line(frame)}**", "",
+           tolerance_line(frame, tol), ""]
+    axes = _axes(frame)
+    tolerated = frame["within_tolerance"].eq(True) & frame["outcome"].eq(R.OUTSIDE)
+    failed = frame[frame["outcome"].isin([R.OUTSIDE, R.CHANGED]) & ~tolerated]
+    out += ["## What did not reproduce", ""]
+    if tolerated.any():
+        out += [f"{_n(int(tolerated.sum()), 'throughput')} outside the reference's interval "
+                f"but within the between-run tolerance (the machine's offset) are not listed "
+                f"here; the table of throughputs has them.", ""]
+    out += [to_markdown(table(failed, tol, axes), heading=None) if len(failed) else
+            "Nothing: every rerun estimate with an interval on both sides lies inside the "
+            "reference's (a throughput within the between-run tolerance of it), and every "
+            "claim is the same.\n"]
+    only = frame[frame["outcome"].isin([R.ONLY_REFERENCE, R.ONLY_RERUN])]
+    if len(only):
+        out += ["## In one set only", "", to_markdown(table(only, axes=axes), heading=None)]
+    for kind in (*R.ESTIMATED, *R.CLAIMED):
+        rows = frame[frame["kind"] == kind]
+        if len(rows):
+            out += [f"## {TITLES[kind]}", "",
+                    to_markdown(table(rows, tol, axes), heading=None)]
+    out += ["## How to read it", "", INSIDE_NOTE, "", INTERVAL_NOTE, "", PAIRED_NOTE, "",
+            stats.CLAIM_NOTE, ""]
+    return "\n".join(out)
+
+
+# ----------------------------------------------------------------------------------- files
+def write(rerun: Path, reference: Path, md: Path | None = None, csv: Path | None = None,
+          figures=()) -> list[Path]:
+    frame, tol, ref, new = build(rerun, reference)
+    written = []
+    if csv is not None:
+        written.append(atomic.write_text(csv, frame.to_csv(index=False)))
+    if md is not None:
+        written.append(atomic.write_text(md, markdown(frame, tol, ref, new)))
+    if figures:
+        F.style()
+        written += F.save_as(figure(frame, tol, new.run, ref.run), list(figures))
+    return written
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tcbench.reports.reproduce", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("rerun", type=Path, help="the rerun's result set (a results/<run> folder)")
+    ap.add_argument("--reference", type=Path, required=True,
+                    help="the reference set of the same GPU model (a results/<run> folder)")
+    ap.add_argument("--out", type=Path, help="a folder: every file, by the vocabulary's names")
+    ap.add_argument("--md", type=Path)
+    ap.add_argument("--csv", type=Path)
+    ap.add_argument("--figures", type=Path, nargs="+", help="the figure's files, one per format")
+    args = ap.parse_args(argv)
+    if args.out is None and not (args.md or args.csv or args.figures):
+        ap.error("give --out DIR, or --md/--csv/--figures")
+    if args.out is not None:
+        args.md = args.md or args.out / V.REPRODUCE_FILES["md"]
+        args.csv = args.csv or args.out / V.REPRODUCE_FILES["csv"]
+        args.figures = args.figures or [args.out / "figures" / f"{V.REPRODUCE_FIGURE}.{ext}"
+                                        for ext in V.FIGURE_FORMATS]
+
+    def written():
+        for p in write(args.rerun, args.reference, args.md, args.csv, args.figures or ()):
+            print(p)
+
+    return cli.main("tcbench.reports.reproduce", written, (CompareError,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
