@@ -209,7 +209,12 @@ def study_benchmarks(run):
 
 
 def calibration_paths():
-    return [rules.calibrate.output[0]] if config["calibrate"]["enabled"] else []
+    """The set's calibration where this study makes one; another device's set has the one it
+    was given there, or none (it can only be measured on that device)."""
+    if not config["calibrate"]["enabled"]:
+        return []
+    path = expand(rules.calibrate.output[0], run=RUN)[0]
+    return [] if FOREIGN_SET and not Path(path).exists() else [path]
 
 
 def all_targets():
