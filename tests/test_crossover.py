@@ -14,6 +14,7 @@ import figure_text
 from conftest import REPO
 from tcbench import calibrate, matrix
 from tcbench.analysis import crossover as X
+from tcbench.render import numbers as N
 from tcbench.reports import crossover as M
 from tcbench.reports import fp8_findings as F
 
@@ -164,7 +165,9 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     # a measured cell gives its 95% interval under the ratio
     tw = table[(table["mode"] == "fp8-tensorwise") & (table["width"] == 4096) &
                (table["tokens"] == 4096)].iloc[0]
-    assert f"{tw['ratio']:.2f}\n[{tw['ratio_low']:.2f}, {tw['ratio_high']:.2f}]" in \
+    # as the tables print it (``numbers.with_interval``), the interval on a line of its own
+    assert N.with_interval(tw["ratio"], tw["ratio_low"], tw["ratio_high"], tw["ratio_n"],
+                           kind=tw["ratio_interval"]).replace(" [", "\n[") in \
         {t.get_text() for t in measured.texts}
     boxes = [p for p in measured.patches if isinstance(p, Rectangle) and not p.get_fill()]
     paying = table[(table["mode"] == "fp8-tensorwise") & (table["pays"] == True)]  # noqa: E712

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import gpu_like
+from conftest import REPO
 from tcbench import resultset as RS
 from tcbench import stats
 from tcbench.render import numbers as N
@@ -41,12 +43,13 @@ def test_an_interval_says_what_it_is():
 
 
 def test_an_interval_narrower_than_its_digits_says_so():
-    """[162,000, 162,000] says nothing: the bounds get the digits that tell them apart, then
-    the half-width, or that the runs agree exactly."""
-    assert N.with_interval(161993, 161950, 162040, 3) == "161,990 [161,950, 162,040]"
-    assert N.with_interval(1063.6, 1063.2, 1064.0, 3) == "1,064 [1,063, 1,064]"
-    assert N.with_interval(1.0497, 1.0451, 1.0544, 3, fmt=N.times) == "1.050× [1.045, 1.054]"
-    assert N.with_interval(18.71, 18.69, 18.74, 3, kind=stats.SPREAD) == "18.71 (18.69–18.74)"
+    """[162,000, 162,000] says nothing, and 161,990 [161,950, 162,040] says more than a rerun
+    carries: an interval narrower than the third significant digit gives its half-width, or
+    that the runs agree exactly; a range (not a confidence interval) likewise."""
+    assert N.with_interval(161993, 161950, 162040, 3) == "162,000 (95% CI ±0.028%)"
+    assert N.with_interval(1063.6, 1063.2, 1064.0, 3) == "1,060 (95% CI ±0.038%)"
+    assert N.with_interval(1.0497, 1.0451, 1.0544, 3, fmt=N.times) == "1.05× (95% CI ±0.44%)"
+    assert N.with_interval(18.71, 18.69, 18.74, 3, kind=stats.SPREAD) == "18.7 (range ±0.13%)"
     assert N.with_interval(162000, 161999.5, 162000.4, 3) == "162,000 (95% CI ±0.00028%)"
     assert N.with_interval(162000, 162000, 162000, 3) == \
         "162,000 (95% CI of zero width: the 3 runs agree exactly)"
@@ -156,7 +159,7 @@ def test_accuracy_difference_is_paired_by_seed(gpu_tables):
     assert t.title.endswith("accuracy against fp32")
     rows = {r["precision"]: r for r in rows_of(t)}
     assert rows["fp32"]["Δ vs fp32 (points)"] == ""
-    assert re.fullmatch(r"[+-]\d\.\d\d \[[+-]\d\.\d\d, [+-]\d\.\d\d\]",
+    assert re.fullmatch(r"[+-]\d\.\d+ \[[+-]\d\.\d+, [+-]\d\.\d+\]",
                         rows["amp-bf16"]["Δ vs fp32 (points)"])
     assert rows["amp-fp16"]["n"] == "0/5 diverged"
 
@@ -230,3 +233,89 @@ def test_a_finished_cell_without_a_number_says_why_never_n_a(gpu_tables):
                for n in evidence.notes)
     no_fp32 = [r for r in rows_of(speed) if r["× fp32"] == "no fp32"]
     assert no_fp32 and all(r["memory × fp32"] == "no fp32" for r in no_fp32)
+
+
+# --------------------------------------------------- no more digits than the interval carries
+@pytest.mark.parametrize("value,low,high,fmt,text", [
+    # narrower than the third digit: never a fourth, the half-width instead
+    (4.320, 4.319, 4.321, N.times, "4.32× (95% CI ±0.023%)"),
+    (4.31, 4.28, 4.34, N.times, "4.31× [4.28, 4.34]"),             # h 0.03: hundredths kept
+    (3.56, 3.02, 3.67, N.times, "3.6× [3.0, 3.7]"),                # h 0.325: tenths
+    (0.971, 0.770, 1.23, N.times, "0.97× [0.77, 1.23]"),           # h 0.23: leading 2, finer
+    (7190, 7090, 7290, N.num, "7,190 [7,090, 7,290]"),             # h 100: leading 1, tens
+    (13200, 9720, 16700, N.num, "13,000 [10,000, 17,000]"),
+    (0.0019, -0.0125, 0.0162, N.points, "+0.2 [-1.2, +1.6]"),      # points: signed
+    (-0.0009, -0.0049, 0.0031, N.points, "-0.1 [-0.5, +0.3]"),
+    (0.9685, 0.9580, 0.9791, N.pct, "96.9% [95.8, 97.9]"),
+])
+def test_a_confidence_interval_sets_the_digits(value, low, high, fmt, text):
+    assert N.with_interval(value, low, high, 3, fmt=fmt) == text
+    assert N.overstated(text) == []
+
+
+def test_without_a_confidence_interval_the_precision_is_fixed():
+    assert N.with_interval(0.9685, 0.9580, 0.9791, 2, fmt=N.pct) == "96.85% (range 95.80–97.91)"
+    assert N.with_interval(0.0019, -0.0125, 0.0162, 2, fmt=N.points) == \
+        "+0.19 (range -1.25–+1.62)"
+    assert N.with_interval(4.3204, None, None, 1, fmt=N.times) == "4.32× (1 run)"
+    with pytest.raises(ValueError, match="num, times, pct, points, not .*lambda"):
+        N.with_interval(1.0, 0.9, 1.1, 3, fmt=lambda v: f"{v:.4f}")
+
+
+def test_the_rule_holds_for_any_interval():
+    """Over a million-fold range of values and half-widths from 0.001% to 100%: no value with
+    more than three significant digits, nothing the scanner flags, and each bound printed
+    within a sixth of the half-width of its own (half a unit of the third digit where the
+    interval is narrower than that)."""
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        value = 10 ** rng.uniform(-3, 6)
+        below, above = value * 10 ** rng.uniform(-5, 0, size=2)
+        low, high = value - below, value + above
+        text = N.with_interval(value, low, high, 3)
+        shown = re.fullmatch(r"(\S+) \[(\S+), (\S+)\]", text)
+        assert N.overstated(text) == [] and N._digits(text.split()[0])[0] <= 3, text
+        if shown:
+            lo, hi = (float(x.replace(",", "")) for x in shown.groups()[1:])
+            slack = max((high - low) / 12, 0.5 * 10.0 ** N._place(max(abs(low), abs(high))))
+            assert abs(lo - low) <= slack * 1.000001 and abs(hi - high) <= slack * 1.000001, \
+                (value, low, high, text)
+        else:
+            assert "(95% CI " in text, text
+
+
+def test_the_scanner_finds_digits_no_rerun_carries():
+    text = ("tf32 4.320× [4.319, 4.321] fp32; 1,023 [1,022, 1,025] samples/s; "
+            "| 189,620 [189,600, 189,650] | and 2.320× [2.316, 2.324]; kept: 0.935× [0.934, "
+            "0.938], 4.31× [4.28, 4.34], 7,190 [7,090, 7,290], 96.85% [95.80, 97.91], "
+            "+0.19 [-1.25, +1.62], 2.36× [1.97, 2.81], 4.32× (95% CI ±0.023%)")
+    assert N.overstated(text) == ["4.320× [4.319, 4.321]", "1,023 [1,022, 1,025]",
+                                  "189,620 [189,600, 189,650]", "2.320× [2.316, 2.324]"]
+
+
+def test_a_bar_label_prints_the_digits_of_its_interval():
+    from tcbench.render import bars
+    from tcbench.render import plot as P
+
+    P.style()
+    fig, ax = P.plt.subplots(figsize=(7, 3))
+    rows = pd.DataFrame({"group": ["a", "b", "c"], "precision": ["tf32"] * 3,
+                         "status": ["ok"] * 3, "repeats_ok": [3, 3, 2],
+                         "ratio": [4.320, 3.56, 1.234], "ratio_low": [4.319, 3.02, 1.2],
+                         "ratio_high": [4.321, 3.67, 1.3], "ratio_n": [3, 3, 2]})
+    bars.grouped_bars(ax, rows, "ratio", interval="ratio", annotate=N.num)
+    assert {t.get_text() for t in ax.texts} >= {"4.32", "3.6", "1.23"}     # n = 2: a range
+    P.plt.close(fig)
+
+
+H200 = REPO / "results" / "nvidia-h200"
+
+
+@pytest.mark.skipif(not (H200 / "summary.md").exists(), reason="no committed H200 result set")
+def test_committed_reports_print_no_digits_a_rerun_does_not_carry():
+    """The committed files as generated (results/nvidia-h200/summary.md, its tables/*.md and
+    README.md): one written before today's digits rule fails here, naming its intervals, until
+    the set's reports and the README are regenerated (the report rules, scripts/readme.py)."""
+    files = [H200 / "summary.md", *sorted((H200 / "tables").glob("*.md")), REPO / "README.md"]
+    found = {p.relative_to(REPO).as_posix(): N.overstated(p.read_text()) for p in files}
+    assert not any(found.values()), {k: v[:3] for k, v in found.items() if v}

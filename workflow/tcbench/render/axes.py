@@ -19,6 +19,7 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from .. import stats
+from .numbers import times
 
 _TEXT_PATH = matplotlib.textpath.TextToPath()   # measures text without a renderer
 
@@ -101,7 +102,7 @@ def ratio_lines(ax) -> list:
     ax.axhline(1.0, zorder=1.5, **same)
     ax.axhline(stats.GAIN, zorder=1.6, **gain)
     return [Line2D([], [], label="1× (same speed)", **same),
-            Line2D([], [], label=f"{stats.GAIN:.2f}× (pays-off threshold)", **gain)]
+            Line2D([], [], label=f"{times(stats.GAIN)} (pays-off threshold)", **gain)]
 
 
 def axes_width_in(ax) -> float:

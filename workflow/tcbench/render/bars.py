@@ -17,6 +17,7 @@ from matplotlib.lines import Line2D
 
 from .. import stats
 from .. import vocabulary as V
+from . import numbers as N
 from .axes import axes_width_in, group_ticks
 from .settings import axis_value, shown_axes
 
@@ -147,6 +148,15 @@ def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dic
     return v, False
 
 
+def _value_label(annotate, v: float, r, interval: str | None) -> str:
+    """A bar's value as the tables print it: at the digits its confidence interval carries
+    (``numbers.carried_place``), else as ``annotate`` prints a value alone."""
+    if not interval or interval_kind(r, interval) not in stats.CONFIDENCE_METHODS:
+        return annotate(v)
+    return N.shown_value(v, r.get(f"{interval}_low"), r.get(f"{interval}_high"),
+                         interval_kind(r, interval), annotate)
+
+
 def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, annotate,
          drawn: dict, point: bool = False, above: float = -np.inf) -> None:
     """One bar (or, with ``point``, one marker) with its interval, and its status (some
@@ -167,7 +177,7 @@ def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, 
         ax.annotate(status, (x, top), xytext=(0, 6), textcoords="offset points",
                     ha="center", va="bottom", fontsize=5, rotation=90, color="0.2")
     elif annotate:
-        text = annotate(v) + (SINGLE if interval and single else "")
+        text = _value_label(annotate, v, r, interval) + (SINGLE if interval and single else "")
         ax.annotate(text, (x, top), xytext=(0, lift), textcoords="offset points",
                     ha="center", va="bottom", fontsize=VALUE_FONT, color="0.15",
                     bbox=VALUE_BOX, zorder=5)

@@ -35,7 +35,7 @@ from ..analysis import crossover
 from ..analysis import interleaved as IL
 from .. import stats
 from ..render import plot as FIG
-from ..render.numbers import missing, num
+from ..render.numbers import missing, num, times, with_interval
 from ..render.table import Table
 from . import fp8_findings
 
@@ -77,16 +77,21 @@ def _why_empty(t: pd.DataFrame, column: str) -> pd.DataFrame:
     return _grid(t.assign(why=why), "why").fillna("not run")   # a shape not run in this mode
 
 
-def _labels(t: pd.DataFrame, grid: pd.DataFrame, column: str) -> pd.DataFrame | bool:
+def _ratio_text(r, sep: str = " ", fmt=times) -> str:
+    """A shape's measured ratio with its interval, as every table prints one."""
+    return with_interval(r["ratio"], r.get("ratio_low"), r.get("ratio_high"), r.get("ratio_n"),
+                         fmt=fmt, kind=r.get("ratio_interval"), sep=sep)
+
+
+def _labels(t: pd.DataFrame, grid: pd.DataFrame, column: str) -> pd.DataFrame:
     """The cells' text: the measured ratio with its 95% interval below it; other panels, the
     value."""
     if column != "ratio":
-        return True
-    lo, hi = (_grid(t, c).reindex_like(grid) for c in ("ratio_low", "ratio_high"))
-    return pd.DataFrame([[("" if pd.isna(v) else f"{v:.2f}" + (
-        "" if pd.isna(lo.loc[w, k]) or pd.isna(hi.loc[w, k])
-        else f"\n[{lo.loc[w, k]:.2f}, {hi.loc[w, k]:.2f}]")) for k, v in row.items()]
-        for w, row in grid.iterrows()], index=grid.index, columns=grid.columns)
+        return grid.apply(lambda c: c.map(lambda v: "" if pd.isna(v) else num(v)))
+    cells = {(r["width"], r["tokens"]): r for _, r in t.iterrows()}
+    return pd.DataFrame([["" if pd.isna(v) else _ratio_text(cells[(w, k)], "\n", num)
+                          for k, v in row.items()] for w, row in grid.iterrows()],
+                        index=grid.index, columns=grid.columns)
 
 
 def _break_even(ax, grid: pd.DataFrame, style: str) -> None:
@@ -99,8 +104,8 @@ def _break_even(ax, grid: pd.DataFrame, style: str) -> None:
 def _panel(ax, t: pd.DataFrame, column: str, title: str, kw: dict) -> pd.DataFrame:
     grid = _grid(t, column).astype(float)
     labels = _labels(t, grid, column)
-    sns.heatmap(grid, ax=ax, annot=labels, fmt="" if labels is not True else ".2f", cbar=False,
-                linewidths=0.5, annot_kws={"fontsize": 6 if labels is True else 5.5},
+    sns.heatmap(grid, ax=ax, annot=labels, fmt="", cbar=False,
+                linewidths=0.5, annot_kws={"fontsize": 6 if column != "ratio" else 5.5},
                 mask=grid.isna(), **kw)
     _empty_cells(ax, grid, _why_empty(t, column))
     ax.set_title(title + (" (× bf16 throughput)" if column == "ratio" else " (× bf16)"),
@@ -142,7 +147,7 @@ def figure(table: pd.DataFrame):
     source = _source_note(table)
     fig.text(0.01, 0.005, f"Dashed: break-even (1.0×); dotted, over the measured map: the "
              f"predicted break-even. Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the measured ratio "
-             f"wholly above {PAYS:.2f}×. Prediction: GEMMs at the calibration's roofs plus the "
+             f"wholly above {times(PAYS)}. Prediction: GEMMs at the calibration's roofs plus the "
              f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
              f"crossover). An empty cell names the FP8 runs' status: no ratio without them."
              + (f" {source}" if source else ""), fontsize=6, wrap=True, va="bottom")
@@ -202,11 +207,9 @@ def map_table(table: pd.DataFrame) -> Table:
                 if missing(r.get("ratio")):
                     measured = str(r["statuses"])
                 else:
-                    interval = ("" if missing(r.get("ratio_low")) or missing(r.get("ratio_high"))
-                                else f" [{num(r['ratio_low'])}, {num(r['ratio_high'])}]")
                     how = "" if str(r.get("decided_by")) == crossover.INTERLEAVED else \
                         ", per process"
-                    measured = (f"{num(r['ratio'])}×{interval}{how}, "
+                    measured = (f"{_ratio_text(r)}{how}, "
                                 f"{stats.CLAIM_SHORT.get(str(r['claim']), r['claim'])}")
                 cells.append(measured + ("" if missing(r.get("predicted")) else
                                          f" (predicted {num(r['predicted'])}×)"))
@@ -216,7 +219,7 @@ def map_table(table: pd.DataFrame) -> Table:
                  align="lr" + "r" * len(tokens),
                  notes=["Each cell: FP8's throughput ÷ amp-bf16's at that shape, with its 95% "
                         "interval and the claim it allows (pays off: wholly above "
-                        f"{PAYS:.2f}×), and in brackets the ratio predicted from the device's "
+                        f"{times(PAYS)}), and in brackets the ratio predicted from the device's "
                         "calibration (GEMMs at its bf16 and FP8 matmul roofs, casts and scales "
                         "at its copy bandwidth; launch and framework time left out). The ratio: "
                         "from the shape's interleaved comparison (over its independent "

@@ -16,7 +16,7 @@ from .. import vocabulary as V
 from ..analysis import claims
 from ..analysis import crossover as X
 from ..analysis import throughput as TP
-from ..render.numbers import MISSING, memory, missing, num, percent, with_interval
+from ..render.numbers import MISSING, memory, missing, num, percent, times, with_interval
 from ..render.table import Table
 from .findings import Section, config, judged, ratio_text
 from .phrases import (claim_said, decided, judged_ratio, memory_against, n_ok, n_status,
@@ -134,14 +134,14 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
         return (f"{mode} starts to pay at {_shape(r)}: {ratio_text(r, 'ratio')} the throughput "
                 f"of {X.BASELINE}, so it {stats.CLAIM_WORDS[stats.PAYS_OFF]}{_predicted(r)}; "
                 f"the smallest (fewest FLOPs a step) of {c.paying} of {c.measured} shapes "
-                f"whose interval clears {X.PAYS:.2f}×{gap}.")
+                f"whose interval clears {times(X.PAYS)}{gap}.")
     if c.kind == "unjudged":
         return (f"{mode}: where it starts to pay cannot be judged: at every one of the "
                 f"{c.measured} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
                 f"largest ratio over {X.BASELINE} is {ratio_text(r, 'ratio')} at "
                 f"{_shape(r)}{_decided(r)}{gap}.")
     return (f"{mode} pays off (95% CI of the throughput ratio over {X.BASELINE} wholly above "
-            f"{X.PAYS:.2f}×) at none of the {c.measured} shapes measured{gap}; its strongest "
+            f"{times(X.PAYS)}) at none of the {c.measured} shapes measured{gap}; its strongest "
             f"claim is at {_shape(r)}, where it {stats.CLAIM_WORDS[r['claim']]}: "
             f"{ratio_text(r, 'ratio')}{_predicted(r)}.")
 
@@ -160,7 +160,7 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
             if len(slower) else "")
     if c.kind == "pays":
         return (f"{head}: pays off from {_shape(r)}, {ratio_text(r, 'ratio')} (the smallest of "
-                f"{c.paying} of {c.measured} shapes whose interval clears {X.PAYS:.2f}×){slow}.")
+                f"{c.paying} of {c.measured} shapes whose interval clears {times(X.PAYS)}){slow}.")
     return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
             f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}{slow}.")
 
@@ -223,7 +223,7 @@ def prediction(table: pd.DataFrame) -> str:
                        f"{len(g)} shapes (range {_span(q, '')}), furthest below at "
                        f"{_shape(worst)} ({num(worst['ratio'])}× measured, "
                        f"{num(worst['predicted'])}× predicted); the prediction's pays-or-not "
-                       f"(≥ {X.PAYS:.2f}×) agrees with the measured claim at {agree} of {len(g)}")
+                       f"(≥ {times(X.PAYS)}) agrees with the measured claim at {agree} of {len(g)}")
         return ("Beside each measured ratio, tables/fp8_crossover.csv and the map give the ratio "
                 "predicted from this GPU's calibration (GEMMs at its bf16 and FP8 matmul roofs, "
                 "the casts' and scales' bytes at its copy bandwidth; launch and framework time "

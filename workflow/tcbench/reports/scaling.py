@@ -36,6 +36,7 @@ from pathlib import Path
 
 from .. import atomic, cli, stats
 from .. import vocabulary as V
+from ..render.numbers import num
 
 REPEAT = re.compile(r"_r\d+$")
 
@@ -178,16 +179,16 @@ def markdown(r: dict) -> str:
         "",
         f"| | 1 GPU | {r['gpus_two']} GPUs |",
         "|---|---:|---:|",
-        f"| wall time (s) | {r['wall_time_one_s']:.1f} | {r['wall_time_two_s']:.1f} |",
+        f"| wall time (s) | {num(r['wall_time_one_s'])} | {num(r['wall_time_two_s'])} |",
         f"| jobs per GPU | {_counts(r['jobs_per_gpu_one'])} | {_counts(r['jobs_per_gpu_two'])} |",
         "",
-        f"- wall-time ratio: **{r['wall_time_ratio']:.3f}** (limit {r['max_wall_ratio']}): "
+        f"- wall-time ratio: **{num(r['wall_time_ratio'])}** (limit {r['max_wall_ratio']}): "
         f"{yes[r['scaling_ok']]}",
         *_job_time_lines(r),
         f"- per-job throughput, {r['gpus_two']}-GPU run / 1-GPU run: median "
         f"{_f(r['throughput_ratio_median'])}, range {_f(r['throughput_ratio_min'])} to "
         f"{_f(r['throughput_ratio_max'])}",
-        *(f"  - jobs on {g}: median {v:.3f}"
+        *(f"  - jobs on {g}: median {num(v)}"
           for g, v in r["throughput_ratio_median_by_gpu_two"].items()),
         f"- no interference (every group within max(tolerance {r['tolerance']:.0%}, "
         f"repeat spread)): {yes[r['interference_ok']]}",
@@ -199,8 +200,8 @@ def markdown(r: dict) -> str:
               f"{r['gpus_two']} GPUs (samples/s) | difference | allowed | ok |",
               "|---|---:|---:|---:|---:|---:|---|"]
     for g in r["groups"]:
-        lines.append(f"| {g['group']} | {g['repeats']} | {g['mean_throughput_one']:.1f} | "
-                     f"{g['mean_throughput_two']:.1f} | {g['relative_difference']:+.1%} | "
+        lines.append(f"| {g['group']} | {g['repeats']} | {num(g['mean_throughput_one'])} | "
+                     f"{num(g['mean_throughput_two'])} | {g['relative_difference']:+.1%} | "
                      f"{g['allowed']:.1%} | {yes[g['within_noise']]} |")
     return "\n".join(lines) + "\n"
 
@@ -210,15 +211,15 @@ def _job_time_lines(r: dict) -> list[str]:
         return ["- job times: not in every record (no `harness` field), drift not checked"]
     k = r["gpus_two"]
     drift = r["job_time_mean_one_s"] / r["job_time_mean_two_s"] - 1
-    return [f"- job time (process start to exit), mean: {r['job_time_mean_one_s']:.1f} s in the "
-            f"1-GPU run, {r['job_time_mean_two_s']:.1f} s in the {k}-GPU run ({drift:+.0%})",
+    return [f"- job time (process start to exit), mean: {num(r['job_time_mean_one_s'])} s in the "
+            f"1-GPU run, {num(r['job_time_mean_two_s'])} s in the {k}-GPU run ({drift:+.0%})",
             f"- wall-time ratio with the {k}-GPU run's job times in both runs: "
-            f"**{r['adjusted_wall_ratio']:.3f}** (what is left is scheduling: perfect "
-            f"{1 / k:.3f} plus the serial start)"]
+            f"**{num(r['adjusted_wall_ratio'])}** (what is left is scheduling: perfect "
+            f"{num(1 / k)} plus the serial start)"]
 
 
 def _f(v) -> str:
-    return "n/a" if v is None else f"{v:.3f}"
+    return "n/a" if v is None else num(v)
 
 
 def _counts(c: dict) -> str:

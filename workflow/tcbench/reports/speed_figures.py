@@ -181,7 +181,7 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
                                   *il_values, pd.Series([1.0, stats.GAIN])]).dropna(),
                    label=ylabel)
         drawn = grouped_bars(ax, rows, "ratio", groups=groups, interval="ratio",
-                             annotate=lambda v: f"{num(v)}", absent=plan, runs=dots)
+                             annotate=num, absent=plan, runs=dots)
         interleaved |= _interleaved(ax, rows, stem, groups, drawn["precisions"])
         lines = ratio_lines(ax)
         set_title(ax, f"{exp}: {what}")

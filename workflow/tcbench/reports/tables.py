@@ -183,8 +183,7 @@ def accuracy_table(e: Experiment) -> Table:
         q = e.ratio(r)
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
                  with_interval(r.get("test_accuracy"), r.get("test_accuracy_low"),
-                               r.get("test_accuracy_high"), r.get("test_accuracy_n"), fmt=pct,
-                               bound=lambda v: f"{100 * float(v):.2f}"),
+                               r.get("test_accuracy_high"), r.get("test_accuracy_n"), fmt=pct),
                  "" if str(r["precision"]) == V.BASELINE else with_interval(
                      q.get("accuracy_diff"), q.get("accuracy_diff_low"),
                      q.get("accuracy_diff_high"), q.get("accuracy_diff_n"), fmt=points),
