@@ -270,6 +270,32 @@ def test_the_tolerance_is_the_gpu_bound_cells_median_shift(tmp_path):
     assert "Between-run tolerance: ±0.40%" in REP.tolerance_line(frame, tol)
 
 
+def test_host_bound_throughputs_are_named_with_the_two_hosts_speed(tmp_path):
+    """A rerun on a host half as fast: its host-bound cells run 30% slower and miss the
+    reference's intervals; the report names them host-bound and gives both hosts' probe."""
+    host = lambda df: df["experiment"].isin(["digits", "mnist_loaders"])  # noqa: E731
+
+    def slower_host(df):
+        df = scaled(host, 0.7)(df)
+        df["host_probe_ops_per_s"] = 150_000.0
+        return df
+
+    def probed(df):
+        df["host_probe_ops_per_s"] = 300_000.0
+        return df
+
+    frame, tol, ref, new = check(tmp_path, slower_host, both=probed)
+    assert R.host_speed(ref) == 300_000 and R.host_speed(new) == 150_000
+    missed = rows(frame, R.THROUGHPUT)
+    missed = missed[missed["outcome"].eq(R.OUTSIDE) & ~missed["within_tolerance"].eq(True)]
+    assert len(missed) and missed["host_bound"].all()
+    assert not rows(frame, R.THROUGHPUT, experiment="resnet50")["host_bound"].any()
+    line = REP.host_line(frame, ref, new)
+    assert "300,000 ops/s in the reference and 150,000 in the rerun (0.500×)" in line
+    assert f"{len(missed)} of the {len(missed)} throughputs outside" in line
+    assert "host-bound" in REP.markdown(frame, tol, ref, new).split("## In one set")[0]
+
+
 def test_the_tolerance_is_capped_at_one_percent(tmp_path):
     frame, tol, ref, new = check(tmp_path, scaled(gpu_bound, 1.2))
     assert tol.measured == pytest.approx(0.2)

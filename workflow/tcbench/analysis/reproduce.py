@@ -250,6 +250,23 @@ def estimate_row(kind: str, key: tuple, ref: stats.Estimate | None,
     return row
 
 
+def host_speed(s: ResultSet) -> float | None:
+    """The median of the set's records' CPU dispatch probe (ops/s): the host's single-thread
+    speed, which a host-bound cell's throughput follows (two machines' hosts can differ by a
+    factor of two on the same GPU model)."""
+    column = s.metrics.get("host_probe_ops_per_s")
+    return None if column is None else stats.median(column)
+
+
+def host_bound(reference: dict, rerun: dict) -> set[tuple]:
+    """The throughputs (keys of ``throughputs``) of cells whose GPU was busy less than
+    ``V.HOST_BOUND_BUSY_SHARE`` of their timed steps in either set: their throughput is as much
+    the host's speed as the GPU's."""
+    return {k for k in (*reference, *rerun)
+            if any(busy is not None and busy < V.HOST_BOUND_BUSY_SHARE
+                   for busy in (reference.get(k, (None, None))[1], rerun.get(k, (None, None))[1]))}
+
+
 def claim_row(kind: str, key: tuple, ref: dict | None, new: dict | None) -> dict:
     """One claim of ``kind`` (one of ``CLAIMED``) of the two sets: ``ref`` and ``new`` hold
     ``claim``, ``basis`` (what it rests on, in words) and ``estimate`` (the judged ratio)."""
@@ -280,8 +297,9 @@ def check(reference: ResultSet, rerun: ResultSet,
     experiment of each set, ``{experiment: {"claim", "basis"}}`` (``reports.reproduce``)."""
     t_ref, t_new = throughputs(reference.summary), throughputs(rerun.summary)
     tol = tolerance(t_ref, t_new)
+    bound = host_bound(t_ref, t_new)
     rows = [estimate_row(THROUGHPUT, k, t_ref.get(k, (None,))[0], t_new.get(k, (None,))[0],
-                         tol) for k in _pairs(t_ref, t_new)]
+                         tol) | {"host_bound": k in bound} for k in _pairs(t_ref, t_new)]
     for kind, of in ((PER_PROCESS, lambda s: process_ratios(s.speedup)),
                      (INTERLEAVED, lambda s: interleaved_ratios(s.interleaved))):
         ref, new = of(reference), of(rerun)
@@ -300,7 +318,7 @@ def check(reference: ResultSet, rerun: ResultSet,
 
 COLUMNS = ["kind", *KEYS, "baseline", "quantity",
            *(f"{s}{part}" for s in SIDES for part in ("", "_low", "_high", "_n", "_interval")),
-           "relative_difference", "inside", "within_tolerance", "reference_claim",
+           "relative_difference", "inside", "within_tolerance", "host_bound", "reference_claim",
            "rerun_claim", "reference_basis", "rerun_basis", "outcome"]
 
 

@@ -113,6 +113,23 @@ def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance) -> str:
             f"reference's 95% interval widened by it on each side.")
 
 
+def host_line(frame: pd.DataFrame, ref: R.ResultSet, new: R.ResultSet) -> str:
+    """The two hosts' speed, and how many throughputs that did not reproduce are host-bound."""
+    a, b = R.host_speed(ref), R.host_speed(new)
+    if a is None or b is None:
+        return ""
+    rows = frame[frame["kind"] == R.THROUGHPUT]
+    missed = rows[rows["outcome"].eq(R.OUTSIDE) & ~rows["within_tolerance"].eq(True)]
+    bound = int(missed["host_bound"].eq(True).sum())
+    return (f"The hosts: the CPU dispatch probe's median over the records, {num(a)} ops/s in "
+            f"the reference and {num(b)} in the rerun ({times(b / a)}). A host-bound cell (its "
+            f"GPU busy less than {V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps in either "
+            f"set) runs at the host's pace, so its throughput follows the host's speed, not "
+            f"the precision mode's; {bound} of the {len(missed)} throughputs outside the "
+            f"reference's interval and the tolerance are host-bound. The interleaved ratios "
+            f"cancel the host's speed within each round.")
+
+
 def _n(n: int, what: str) -> str:
     plural = what[:-1] + "ies" if what.endswith("y") else what + "s"
     return f"{n} {what if n == 1 else plural}"
@@ -153,7 +170,9 @@ def _claim(r, side: str) -> str:
 def _quantity(r) -> str:
     """What a row's numbers are: a throughput's unit, a ratio's or claim's baseline."""
     if r["kind"] == R.THROUGHPUT:
-        return V.metric(r["quantity"]).unit
+        # a host-bound cell's throughput is the host's pace (host_line says why)
+        return V.metric(r["quantity"]).unit + (", host-bound" if r.get("host_bound") is True
+                                               else "")
     if r["kind"] == R.ANSWER:
         return "strongest claim"
     return f"{'against' if r['kind'] == R.CLAIM else '×'} {r['baseline']}"
@@ -198,6 +217,8 @@ def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
            f"Both sets ran on {', '.join(ref.devices)} (`{new.folder}` the rerun, "
            f"`{ref.folder}` the reference). **{summary_line(frame)}**", "",
            tolerance_line(frame, tol), ""]
+    host = host_line(frame, ref, new)
+    out += [host, ""] if host else []
     axes = _axes(frame)
     tolerated = frame["within_tolerance"].eq(True) & frame["outcome"].eq(R.OUTSIDE)
     failed = frame[frame["outcome"].isin([R.OUTSIDE, R.CHANGED]) & ~tolerated]
