@@ -250,12 +250,16 @@ def estimate_row(kind: str, key: tuple, ref: stats.Estimate | None,
     return row
 
 
-def host_speed(s: ResultSet) -> float | None:
-    """The median of the set's records' CPU dispatch probe (ops/s): the host's single-thread
-    speed, which a host-bound cell's throughput follows (two machines' hosts can differ by a
-    factor of two on the same GPU model)."""
-    column = s.metrics.get("host_probe_ops_per_s")
-    return None if column is None else stats.median(column)
+def host_speed(s: ResultSet, experiments=None) -> float | None:
+    """The median of the CPU dispatch probe (ops/s) over the set's records (of ``experiments``
+    where given): the host's single-thread speed, which a host-bound cell's throughput follows
+    (two machines' hosts can differ by a factor of two on the same GPU model)."""
+    m = s.metrics
+    if "host_probe_ops_per_s" not in m:
+        return None
+    if experiments is not None:
+        m = m[m["experiment"].astype(str).isin(set(map(str, experiments)))]
+    return stats.median(m["host_probe_ops_per_s"])
 
 
 def host_bound(reference: dict, rerun: dict) -> set[tuple]:

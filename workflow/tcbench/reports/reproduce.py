@@ -115,13 +115,15 @@ def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance) -> str:
 
 def host_line(frame: pd.DataFrame, ref: R.ResultSet, new: R.ResultSet) -> str:
     """The two hosts' speed, and how many throughputs that did not reproduce are host-bound."""
-    a, b = R.host_speed(ref), R.host_speed(new)
+    rows = frame[frame["kind"] == R.THROUGHPUT]
+    both = rows.loc[rows["outcome"].isin([R.INSIDE, R.OUTSIDE, R.NO_INTERVAL]), "experiment"]
+    a, b = R.host_speed(ref, both.unique()), R.host_speed(new, both.unique())
     if a is None or b is None:
         return ""
-    rows = frame[frame["kind"] == R.THROUGHPUT]
     missed = rows[rows["outcome"].eq(R.OUTSIDE) & ~rows["within_tolerance"].eq(True)]
     bound = int(missed["host_bound"].eq(True).sum())
-    return (f"The hosts: the CPU dispatch probe's median over the records, {num(a)} ops/s in "
+    return (f"The hosts: the CPU dispatch probe's median over the records of the experiments in "
+            f"both sets, {num(a)} ops/s in "
             f"the reference and {num(b)} in the rerun ({times(b / a)}). A host-bound cell (its "
             f"GPU busy less than {V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps in either "
             f"set) runs at the host's pace, so its throughput follows the host's speed, not "
