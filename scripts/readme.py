@@ -147,6 +147,15 @@ class Blocks:
         df = pd.read_csv(self.dir / "capacity.csv")
         return _table(capacity_table(df))
 
+    def reproduce(self) -> str:
+        """What the committed rerun of this set reproduced (``snakemake reproduce``, its
+        reproduce.md beside it in ``<run>-rerun``): its summary line, the between-run
+        tolerance and the two hosts' speed, as that file gives them."""
+        text = (self.dir.parent / f"{self.dir.name}-rerun" / V.REPRODUCE_FILES["md"]).read_text()
+        head = text.split("\n## ", 1)[0].splitlines()[2:]
+        return "\n".join(line.replace("**", "") for line in head if line.strip()
+                         ).replace("\n", "\n\n") + "\n"
+
     def job_cost(self) -> str:
         ov = pd.read_csv(self.dir / V.SET_TABLES["overhead"])
         jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
@@ -177,7 +186,7 @@ class Blocks:
                 "answer": self.answer, "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
                 "transformers": self.transformers, "zoo": self.zoo,
-                "jobcost": self.job_cost}[kind]()
+                "jobcost": self.job_cost, "reproduce": self.reproduce}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:
