@@ -15,12 +15,23 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from tcbench import config as tcconfig  # noqa: E402
 from tcbench import environment  # noqa: E402
 
+
+
+def config_stop(exc):
+    """A bad config's stop: each mistake one plain line at the top of the output (Snakemake's
+    own error header and traceback say nothing more), then the error that ends the run."""
+    for mistake in exc.mistakes:
+        logger.error(f"invalid configuration: {mistake}")
+    return WorkflowError(f"invalid configuration: {len(exc.mistakes)} mistake(s), each on a "
+                         "line above; no job was run")
+
+
 # The one validation: the schema's types, enums and ranges, every violation named key=value,
 # before anything reads the config; then the schema's defaults are filled in.
 try:
     tcconfig.check(config)
 except tcconfig.ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+    raise config_stop(exc) from None
 
 
 container: config["container"]

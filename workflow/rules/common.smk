@@ -25,7 +25,7 @@ try:
     # the interleaved comparisons (interleave: {enabled: true}): one per setting, all its modes
     COMPARISONS = matrix.comparisons(config, JOBS)
 except ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+    raise config_stop(exc) from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
               for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
 # A result set named after another device (results/nvidia-h200/ read on a CPU) holds that

@@ -288,7 +288,7 @@ def expand(config: dict) -> dict[str, Job]:
                 jobs[job.id] = job
         for j, count in enumerate(excluded):
             if not count:  # a typo in an exclude would otherwise run the cells it meant to drop
-                raise ConfigError(f"experiments[{i}].exclude[{j}]={exp['exclude'][j]!r}: matches "
+                raise ConfigError(f"{where}.exclude[{j}]={exp['exclude'][j]!r}: matches "
                                   f"no cell of {name} (its precisions, batch_sizes and axes)")
     if not jobs:
         raise ConfigError("experiments: every cell is excluded; the study is empty")

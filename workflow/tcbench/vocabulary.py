@@ -17,7 +17,12 @@ from dataclasses import dataclass
 
 
 class ConfigError(ValueError):
-    """A configuration value that cannot be run; the message names the key and the value."""
+    """A configuration value that cannot be run; the message names the key and the value.
+    ``mistakes`` holds each mistake on its own, for a line apiece where the workflow stops."""
+
+    def __init__(self, *mistakes: str):
+        super().__init__("; ".join(mistakes))
+        self.mistakes = list(mistakes)
 
 
 # ----------------------------------------------------------------------------- precision modes
