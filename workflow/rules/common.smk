@@ -36,6 +36,26 @@ if FOREIGN_SET:
     ADAPTIVE = {}
 
 RESULTS = f"results/{RUN}"
+
+
+def stray_files(run):
+    """Another study's records and comparisons in this study's set that its rules would take
+    for their own (matrix.strays): ids, e.g. amp_recipe/fp32_bs64_r1."""
+    ids = lambda found: [f"{e}/{n}" for e, n in zip(*found)]  # noqa: E731
+    records = glob_wildcards(f"results/{run}/records/{{experiment}}/{{name}}.json")
+    compared = glob_wildcards(f"results/{run}/{V.INTERLEAVED_DIR}/{{experiment}}/{{name}}.json")
+    return [*matrix.strays(ids(records), [*JOBS, *EXTRA_JOBS]),
+            *matrix.strays(ids(compared), COMPARISONS)]
+
+
+STRAYS = stray_files(RUN)
+if STRAYS:
+    logger.error(
+        f"results/{RUN}/ holds {len(STRAYS)} record(s) of another study under this study's "
+        f"experiment names ({', '.join(STRAYS[:3])}{', ...' if len(STRAYS) > 3 else ''}), which "
+        f"this study would take for its own: move them out of results/{RUN}/, or give this "
+        f"study a set of its own (--config run=NAME)")
+    raise WorkflowError(f"another study's records in results/{RUN}/ (the line above)")
 if config["require_gpu"] and not environment.nvidia_gpus():
     # not an error here: a report, a dry run or a comparison needs no GPU (see measuring_checks)
     logger.warning(
