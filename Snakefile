@@ -27,8 +27,11 @@ def config_stop(exc):
 
 
 # The one validation: the schema's types, enums and ranges, every violation named key=value,
-# before anything reads the config; then the schema's defaults are filled in.
+# before anything reads the config; then the schema's defaults are filled in. A config given
+# over config/config.yaml keeps its own adaptive repeats, not config.yaml's (tcconfig.OWN_KEYS).
 try:
+    tcconfig.own_settings(config, tcconfig.read_files(workflow.overwrite_configfiles),
+                          dict(workflow.config_settings.config or {}))
     tcconfig.check(config)
 except tcconfig.ConfigError as exc:
     raise config_stop(exc) from None

@@ -151,6 +151,33 @@ def command_line_booleans(config: dict, schema: dict) -> None:
             config[key] = value.lower() == "true"
 
 
+# What a study file says for itself or not at all: config/config.yaml's adaptive repeats (up to
+# 10 processes a cell) are its own study's choice, and a config given over it (--configfile)
+# that does not say otherwise runs exactly its `repeats` (docs/repeats.md says why).
+OWN_KEYS = ("adaptive_repeats",)
+
+
+def read_files(paths) -> list[dict]:
+    """The config files ``paths`` (YAML or JSON, as Snakemake reads them), each as given."""
+    import yaml
+
+    return [yaml.safe_load(Path(p).read_text()) or {} for p in paths or ()]
+
+
+def own_settings(config: dict, given: list[dict], overrides: dict | None = None) -> dict:
+    """Drop from ``config`` (config/config.yaml with the files ``given`` on the command line
+    merged over it, and ``overrides``: --config) each of OWN_KEYS that none of ``given`` nor
+    ``overrides`` sets, so it takes the schema's default; nothing where no file was given
+    over config/config.yaml. In place; returns ``config``."""
+    if not given:
+        return config
+    said = [*given, overrides or {}]
+    for key in OWN_KEYS:
+        if not any(isinstance(d, dict) and key in d for d in said):
+            config.pop(key, None)
+    return config
+
+
 def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     """Raise ConfigError listing every schema violation of ``config``, each named key=value;
     otherwise fill in the schema's defaults (in place) and return ``config``."""

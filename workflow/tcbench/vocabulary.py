@@ -344,6 +344,9 @@ COMPARE_FILES: dict[str, str] = {"csv": "comparison.csv", "md": "comparison.md",
 # CROSSOVER_PREFIX* (config/fp8_crossover.yaml's, one per Linear width) ran: its table, its
 # sentences, and its figure (figures/<stem>.<format>)
 CROSSOVER_PREFIX = "fp8_crossover"
+# the functions a model file of the user's own (workload custom) may build its model with, when
+# it names none: names of no model, so the reports call such a model by its experiment's name
+CUSTOM_FACTORIES = ("model", "build_model")
 CROSSOVER_FILES: dict[str, str] = {"csv": "tables/fp8_crossover.csv", "md": "fp8_crossover.md"}
 CROSSOVER_FIGURE = "fp8_crossover"
 
