@@ -13,7 +13,7 @@ import pytest
 import yaml
 from scipy.stats import t as student_t
 
-from conftest import copy_workflow, snakemake
+from conftest import copy_workflow, never_backwards, progress, snakemake
 from tcbench import config as tcconfig
 from tcbench import matrix as M
 from tcbench import repeats as RP
@@ -248,6 +248,14 @@ def test_a_wide_cell_gets_extra_repeat_jobs_and_a_failing_one_none(tmp_path):
     assert "fp32_bs8_r4" in {m["cell"] for m in metrics}  # the aggregate took the added one
     again = snakemake(wd, "-n", "--configfile", "config/adapt.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr, proc.stdout[-2000:]
+    # the start said how many jobs the adaptive repeats may add; as they were added (one to
+    # fp32) and ruled out (tf32's), neither progress count went backwards
+    said = proc.stdout + proc.stderr
+    assert "6 measuring job(s) to run; the adaptive repeats may add up to 2 more (2 cell(s) " \
+        "still wider than ±0.0001% after 3 repeats get more, up to 4 a cell)" in said
+    counts = progress(said)
+    assert never_backwards(counts["steps"]) and never_backwards(counts["jobs"]), counts
+    assert counts["steps"][0][1] > counts["steps"][-1][1] and counts["jobs"][-1] == (7, 7)
 
 
 def test_a_config_given_over_the_base_runs_its_own_repeats_unless_it_says_otherwise():

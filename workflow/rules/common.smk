@@ -365,12 +365,10 @@ def plan(run, key, upto=None):
                                             group=cell.group, look=look).output[0]
         said = json.loads(Path(path).read_text())
         paths.append(path)
-        # a look made under a higher max (rerun with --rerun-triggers mtime) plans no more
-        # than the config allows now
-        planned = min(said["n_planned"], cell.settings.max)
+        planned, settled = tcrepeats.after_look(said, cell.settings)
         added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
         n = planned
-        if not said["more"] or n >= cell.settings.max:
+        if settled:
             break
     return n, added, paths
 
