@@ -110,6 +110,7 @@ def test_this_devices_measurements_first_else_the_device_that_prices_most(tmp_pa
         f"  on this device ({results / 'smoke-cpu-amd-epyc'}/, {results}/bench/cpu-amd-epyc/" \
         f"smoke/): about 50 s"
     assert E.device_of("smoke-cpu-amd-epyc") == "cpu-amd-epyc" and E.device_of("mine") is None
+    assert E.device_of("nvidia-h200") == "nvidia-h200"
 
 
 def test_the_adaptive_repeats_worst_case_says_why_and_how_to_turn_it_off(tmp_path):

@@ -256,6 +256,7 @@ def test_cpu_set_says_it_is_not_a_gpu():
               "max_memory_allocated_bytes": None, "device_name": "AMD EPYC"}
     v = build(rows)
     assert "not a CUDA GPU" in " ".join(v.intro)
+    assert "What a CPU cannot measure is not measured: peak memory" in " ".join(v.intro)
     # its steps were timed on the host's clock, which is what the intro must say
     assert "CUDA events" not in " ".join(v.intro) and "host's clock" in " ".join(v.intro)
     assert "CUDA events on the GPU's own timeline" in " ".join(build(repeats(

@@ -65,8 +65,13 @@ if config["require_gpu"] and not environment.nvidia_gpus():
         "--configfile config/smoke.yaml)."
     )
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
-FIGURE_KINDS = list(V.FIGURES)
-SET_FIGURE_KINDS = list(V.SET_FIGURES)
+# A set measured on a CPU (named after one, or this machine's own without an NVIDIA GPU) has
+# no memory statistics and no kernel profile: it draws none of their figures (its verdict says
+# what a CPU cannot measure, once).
+CPU_SET = (environment.device_of(RUN) or "").startswith("cpu-") or \
+    (not FOREIGN_SET and environment.device_of(RUN) is None and not environment.nvidia_gpus())
+FIGURE_KINDS = [k for k in V.FIGURES if not (CPU_SET and k in V.GPU_ONLY_FIGURES)]
+SET_FIGURE_KINDS = [k for k in V.SET_FIGURES if not (CPU_SET and k in V.GPU_ONLY_SET_FIGURES)]
 FIGURE_FORMATS = list(V.FIGURE_FORMATS)
 TABLE_FORMATS = list(V.TABLE_FORMATS)
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")

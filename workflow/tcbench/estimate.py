@@ -31,16 +31,15 @@ Knows nothing of Snakemake: the workflow (workflow/rules/estimate.smk) hands in 
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import vocabulary as V
+from .environment import device_of
 
 KINDS = ("train", "interleave")
 IGNORED = frozenset({"seed"})   # a repeat's seed changes what is trained, not what it costs
-DEVICE = re.compile(r"(?:^|-)((?:nvidia|cpu|amd|intel)-.+)$")
 OFF = "adaptive_repeats: {enabled: false}"
 
 
@@ -166,12 +165,6 @@ def scaled(m: Measured, t: Task) -> float:
         return m.seconds
     ratio = t.rounds * t.segment_s / (m.rounds * m.segment_s)
     return m.seconds - m.rounds_s + m.rounds_s * ratio
-
-
-def device_of(name: str) -> str | None:
-    """The device a set's name names (``smoke-cpu-amd-epyc``: cpu-amd-epyc), None if none."""
-    found = DEVICE.search(name)
-    return found.group(1) if found else None
 
 
 def books(results: Path, own: str, device: str) -> list[Book]:

@@ -315,6 +315,12 @@ COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
 # host-bound cells' throughput against the host's measured speed, and the interleaved
 # comparisons; each is drawn where its data exist and is a note saying why not elsewhere
 SET_FIGURES: tuple[str, ...] = ("host_bound", "interleaved")
+# What a CPU cannot measure: torch.cuda's memory statistics and a kernel profile (the Tensor
+# Core share; the GPU busy share that tells a host-bound cell). A set measured on a CPU draws
+# none of their figures, and its verdict says so once (CPU_UNMEASURED in its tables' cells).
+GPU_ONLY_FIGURES: tuple[str, ...] = ("memory", "tensor_cores")
+GPU_ONLY_SET_FIGURES: tuple[str, ...] = ("host_bound",)
+CPU_UNMEASURED = "not measured on a CPU"
 COMPARE_OVERVIEW = "overview"
 # the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
 # a set of published numbers (a reference, in the comparison's tables and figures)
