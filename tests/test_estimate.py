@@ -164,7 +164,8 @@ def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
     # a job like none of this run's: the book's estimate, scaled as this run's jobs were to it
     train(tmp_path, "exp2/fp32_bs8_r1", 5.0, epochs=2)
     clock = E.Clock(E.Book("dev", True, [tmp_path], E.measured(tmp_path)))
-    assert clock.line(steps[1][0], [E.task(job(epochs=2))], []).endswith("about 10 s left")
+    assert clock.line(steps[2][0], [E.task(job(epochs=2))], []).endswith("about 10 s left")
+    assert clock.line(steps[1][0], [E.task(job(epochs=2))], []).endswith("about 5 s left")
     assert clock.line([], [E.task(job(epochs=7))], []) == \
         "Progress: 0 of at most 1 measuring jobs done (0%); 1 job(s) to come like none " \
         "measured yet"

@@ -270,7 +270,7 @@ def adaptive_words(cells) -> str:
 class Clock:
     """The progress line's arithmetic: totals that never grow; a job to come priced by the
     jobs of this run done like it (another repeat of its cell), else by the book, scaled by
-    how the jobs done so far compared with the book's estimates of them."""
+    how the jobs done so far (three or more) compared with the book's estimates of them."""
 
     def __init__(self, book: Book):
         self.book = book
@@ -294,7 +294,8 @@ class Clock:
                      t.rounds, t.segment_s) for t, s in done if s is not None])
         pairs = [(s, self.book.price(t)) for t, s in done]
         pairs = [(s, p) for s, p in pairs if s is not None and p]
-        factor = sum(s for s, _ in pairs) / sum(p for _, p in pairs) if pairs else 1.0
+        # one job is no trend (the first pays for the fork server's start): three are
+        factor = sum(s for s, _ in pairs) / sum(p for _, p in pairs) if len(pairs) >= 3 else 1.0
         out = []
         for t in tasks:
             own, booked = self.ran.price(t), self.book.price(t)
