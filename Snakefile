@@ -17,15 +17,6 @@ from tcbench import environment  # noqa: E402
 
 
 
-def config_stop(exc):
-    """A bad config's stop: each mistake one plain line at the top of the output (Snakemake's
-    own error header and traceback say nothing more), then the error that ends the run."""
-    for mistake in exc.mistakes:
-        logger.error(f"invalid configuration: {mistake}")
-    return WorkflowError(f"invalid configuration: {len(exc.mistakes)} mistake(s), each on a "
-                         "line above; no job was run")
-
-
 # The one validation: the schema's types, enums and ranges, every violation named key=value,
 # before anything reads the config; then the schema's defaults are filled in. A config given
 # over config/config.yaml keeps its own adaptive repeats, not config.yaml's (tcconfig.OWN_KEYS).
@@ -33,8 +24,8 @@ try:
     tcconfig.own_settings(config, tcconfig.read_files(workflow.overwrite_configfiles),
                           dict(workflow.config_settings.config or {}))
     tcconfig.check(config)
-except tcconfig.ConfigError as exc:
-    raise config_stop(exc) from None
+except tcconfig.ConfigError as exc:  # each mistake a line of its own, then the stop
+    raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 
 
 container: config["container"]

@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import closing, environment, forkclient, matrix, sourcetree  # noqa: E402
 from tcbench.render import placeholder  # noqa: E402
+from tcbench import config as tcconfig  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
@@ -25,7 +26,7 @@ try:
     # the interleaved comparisons (interleave: {enabled: true}): one per setting, all its modes
     COMPARISONS = matrix.comparisons(config, JOBS)
 except ConfigError as exc:
-    raise config_stop(exc) from None
+    raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
               for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
 # A result set named after another device (results/nvidia-h200/ read on a CPU) holds that

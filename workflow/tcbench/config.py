@@ -178,6 +178,16 @@ def own_settings(config: dict, given: list[dict], overrides: dict | None = None)
     return config
 
 
+def stop(exc: ConfigError, say) -> str:
+    """A bad config's stop: each of its mistakes one plain line through ``say`` (the workflow's
+    logger, so they head its output), and the error message that ends the run (Snakemake's
+    header and traceback then add nothing to read)."""
+    for mistake in exc.mistakes:
+        say(f"invalid configuration: {mistake}")
+    return (f"invalid configuration: {len(exc.mistakes)} mistake(s), each on a line above; no "
+            "job was run")
+
+
 def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
     """Raise ConfigError listing every schema violation of ``config``, each named key=value;
     otherwise fill in the schema's defaults (in place) and return ``config``."""
