@@ -15,12 +15,17 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 from tcbench import config as tcconfig  # noqa: E402
 from tcbench import environment  # noqa: E402
 
+
+
 # The one validation: the schema's types, enums and ranges, every violation named key=value,
-# before anything reads the config; then the schema's defaults are filled in.
+# before anything reads the config; then the schema's defaults are filled in. A config given
+# over config/config.yaml keeps its own adaptive repeats, not config.yaml's (tcconfig.OWN_KEYS).
 try:
+    tcconfig.own_settings(config, tcconfig.read_files(workflow.overwrite_configfiles),
+                          dict(workflow.config_settings.config or {}))
     tcconfig.check(config)
-except tcconfig.ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+except tcconfig.ConfigError as exc:  # each mistake a line of its own, then the stop
+    raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 
 
 container: config["container"]
@@ -34,6 +39,7 @@ include: "workflow/rules/container.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/repeats.smk"
+include: "workflow/rules/estimate.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/crossover.smk"

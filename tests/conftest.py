@@ -102,6 +102,24 @@ def snakemake(workdir: Path, *args: str, env: dict | None = None, timeout: float
     return proc
 
 
+def progress(output: str) -> dict[str, list[tuple[int, int]]]:
+    """The (done, total) of each progress line a run printed: Snakemake's step count
+    ("3 of 20 steps (15%) done") and tcbench's measuring jobs ("Progress: 2 of at most 8
+    measuring jobs done")."""
+    import re
+
+    return {"steps": [(int(a), int(b)) for a, b in
+                      re.findall(r"^(\d+) of (\d+) steps \(", output, re.M)],
+            "jobs": [(int(a), int(b)) for a, b in
+                     re.findall(r"^Progress: (\d+) of at most (\d+) measuring", output, re.M)]}
+
+
+def never_backwards(pairs: list[tuple[int, int]]) -> bool:
+    """Totals that never grow, shares done that never fall, and the last one all done."""
+    return (bool(pairs) and all(t2 <= t1 and d2 / t2 >= d1 / t1 for (d1, t1), (d2, t2)
+                                in zip(pairs, pairs[1:])) and pairs[-1][0] == pairs[-1][1])
+
+
 def fault_env(workdir: Path, faults: str) -> dict:
     """Environment for a Snakemake run whose training jobs get ``faults`` injected: a ``python``
     first on PATH that starts ``tcbench.run`` with the test-only fault hook

@@ -97,6 +97,21 @@ def test_references_are_marked_in_tables(combined):
     assert any("different data" in n and "T4 (seed) ‡ on mnist" in n for n in t.notes)
 
 
+def test_a_cpu_sets_memory_is_not_measured_rather_than_missing_its_fp32(tmp_path):
+    """A CPU has no torch.cuda memory statistics: its rows say so, where a missing fp32 cell
+    would say "no fp32" (it ran)."""
+    out = gpu_like.write(tmp_path)
+    m = pd.read_csv(out / "metrics.csv")
+    m = m[m["experiment"] == "amp_recipe"].assign(compute_capability=None,
+                                                  max_memory_allocated_bytes=None)
+    m.to_csv(out / "metrics.csv", index=False)
+    c = crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")], []))
+    rows = [dict(zip(t.columns, r)) for t in [C.experiment_table(c, "amp_recipe")]
+            for r in t.rows if r[-1] == "ok"]
+    assert rows and {(r["peak memory (MiB)"], r["memory × fp32"]) for r in rows} == \
+        {("not measured on a CPU", "not measured on a CPU")}
+
+
 def test_seed_table_row_by_row(combined):
     _, c = combined
     t = C.seed_table(c)

@@ -68,37 +68,45 @@ def drop_batch_sizes(c):
 # (id, mutation, fragments that must all appear in the message: the key and the value)
 CASES = [
     ("unknown-top-level-key", top(repeat=3), ["repeat=3", "unknown key"]),
-    ("unknown-experiment-key", exp(batchsize=[8]), ["experiments[0].batchsize=[8]",
+    ("unknown-experiment-key", exp(batchsize=[8]), ["experiments[0] (tiny).batchsize=[8]",
+                                                     "(did you mean batch_sizes?)",
                                                      "unknown key"]),
     ("unknown-calibrate-key", top(calibrate={"iters": 5}), ["calibrate.iters=5"]),
     ("repeats-wrong-type", top(repeats="three"), ["repeats='three'"]),
     ("repeats-zero", top(repeats=0), ["repeats=0"]),
     ("repeats-negative", top(repeats=-2), ["repeats=-2"]),
-    ("experiment-repeats-fraction", exp(repeats=1.5), ["experiments[0].repeats=1.5"]),
-    ("batch-size-zero", exp(batch_sizes=[8, 0]), ["experiments[0].batch_sizes[1]=0"]),
-    ("batch-size-negative", exp(batch_sizes=[-8]), ["experiments[0].batch_sizes[0]=-8"]),
-    ("batch-size-fraction", exp(batch_sizes=[8.5]), ["experiments[0].batch_sizes[0]=8.5"]),
-    ("batch-size-string", exp(batch_sizes=["8"]), ["experiments[0].batch_sizes[0]='8'"]),
-    ("batch-size-bool", exp(batch_sizes=[True]), ["experiments[0].batch_sizes[0]=True"]),
+    ("experiment-repeats-fraction", exp(repeats=1.5), ["experiments[0] (tiny).repeats=1.5"]),
+    ("batch-size-zero", exp(batch_sizes=[8, 0]), ["experiments[0] (tiny).batch_sizes[1]=0"]),
+    ("batch-size-negative", exp(batch_sizes=[-8]), ["experiments[0] (tiny).batch_sizes[0]=-8"]),
+    ("batch-size-fraction", exp(batch_sizes=[8.5]),
+     ["experiments[0] (tiny).batch_sizes[0]=8.5"]),
+    ("batch-size-string", exp(batch_sizes=["8"]),
+     ["experiments[0] (tiny).batch_sizes[0]='8'"]),
+    ("batch-size-bool", exp(batch_sizes=[True]),
+     ["experiments[0] (tiny).batch_sizes[0]=True"]),
     # JSON Schema counts 8.0 as an integer; tcbench's check does not.
     ("batch-size-integral-float", exp(batch_sizes=[8.0]),
-     ["experiments[0].batch_sizes[0]=8.0", "not of type 'integer'"]),
+     ["experiments[0] (tiny).batch_sizes[0]=8.0", "not of type 'integer'"]),
     ("capacity-start-integral-float", cap(start=64.0), ["capacity.start=64.0"]),
-    ("batch-sizes-empty", exp(batch_sizes=[]), ["experiments[0].batch_sizes=[]", "empty"]),
-    ("batch-sizes-duplicate", exp(batch_sizes=[8, 8]), ["experiments[0].batch_sizes=[8, 8]",
-                                                        "duplicate"]),
-    ("batch-sizes-missing", drop_batch_sizes, ["experiments[0].batch_sizes", "missing"]),
-    ("precision-unknown", exp(precisions=["fp32", "fp8"]), ["experiments[0].precisions[1]='fp8'"]),
-    ("precisions-empty", exp(precisions=[]), ["experiments[0].precisions=[]"]),
+    ("batch-sizes-empty", exp(batch_sizes=[]),
+     ["experiments[0] (tiny).batch_sizes=[]", "empty"]),
+    ("batch-sizes-duplicate", exp(batch_sizes=[8, 8]),
+     ["experiments[0] (tiny).batch_sizes=[8, 8]", "duplicate"]),
+    ("batch-sizes-missing", drop_batch_sizes, ["experiments[0] (tiny).batch_sizes", "missing"]),
+    ("precision-unknown", exp(precisions=["fp32", "fp8"]),
+     ["experiments[0] (tiny).precisions[1]='fp8'", "did you mean fp8-tensorwise or fp8-rowwise?"]),
+    ("precision-typo", exp(precisions=["fp32", "bf16"]),
+     ["experiments[0] (tiny).precisions[1]='bf16'", "(did you mean amp-bf16?)"]),
+    ("precisions-empty", exp(precisions=[]), ["experiments[0] (tiny).precisions=[]"]),
     ("precisions-duplicate", exp(precisions=["fp32", "fp32"]),
-     ["experiments[0].precisions=['fp32', 'fp32']", "duplicate"]),
-    ("workload-unknown", exp(workload="vgg16"), ["experiments[0].workload='vgg16'"]),
+     ["experiments[0] (tiny).precisions=['fp32', 'fp32']", "duplicate"]),
+    ("workload-unknown", exp(workload="vgg16"), ["experiments[0] (tiny).workload='vgg16'"]),
     ("experiments-empty", top(experiments=[]), ["experiments=[]"]),
     ("experiments-not-a-list", top(experiments={"tiny": 1}), ["experiments={'tiny': 1}"]),
     ("experiment-name-duplicate", second_experiment_named_tiny,
      ["experiments[1]", "'tiny'", "used twice"]),
-    ("experiment-name-slash", exp(name="a/b"), ["experiments[0].name='a/b'"]),
-    ("experiment-name-dotdot", exp(name=".."), ["experiments[0].name='..'"]),
+    ("experiment-name-slash", exp(name="a/b"), ["experiments[0] (a/b).name='a/b'"]),
+    ("experiment-name-dotdot", exp(name=".."), ["experiments[0] (..).name='..'"]),
     ("run-slash", top(run="a/b"), ["run='a/b'", "no path separators"]),
     ("run-dotdot", top(run=".."), ["run='..'"]),
     ("run-dotdot-inside", top(run="x..y"), ["run='x..y'"]),
@@ -108,17 +116,25 @@ CASES = [
     ("require-gpu-string", top(require_gpu="yes"), ["require_gpu='yes'"]),
     ("calibrate-size-too-small", top(calibrate={"size": 8}), ["calibrate.size=8"]),
     ("param-unknown", param(lr_rate=0.1), ["lr_rate=0.1", "unknown parameter"]),
+    ("param-typo", param(warmup_step=2),
+     ["experiments[0] (tiny)", "warmup_step=2", "(did you mean warmup_steps?)"]),
     ("param-non-positive", param(epochs=0), ["epochs=0"]),
     ("param-wrong-type", param(in_size="big"), ["in_size='big'"]),
     ("axis-unknown-value", exp(axes={"loader": ["turbo"]}),
-     ["experiments[0].axes.loader[0]='turbo'"]),
-    ("exclude-unknown-key", exp(exclude=[{"gpu": 1}]), ["experiments[0].exclude[0].gpu=1"]),
+     ["experiments[0] (tiny).axes.loader[0]='turbo'"]),
+    ("axis-typo", exp(axes={"loader": ["gpu_resident"]}),
+     ["experiments[0] (tiny).axes.loader[0]='gpu_resident'", "(did you mean gpu-resident?)"]),
+    ("axis-name-typo", exp(axes={"memory_formats": ["channels_last"]}),
+     ["experiments[0] (tiny).axes.memory_formats", "(did you mean memory_format?)"]),
+    ("exclude-unknown-key", exp(exclude=[{"gpu": 1}]),
+     ["experiments[0] (tiny).exclude[0].gpu=1"]),
     ("exclude-matches-nothing", exp(exclude=[{"precision": "tf32"}]),
-     ["experiments[0].exclude[0]={'precision': 'tf32'}", "matches no cell"]),
+     ["experiments[0] (tiny).exclude[0]={'precision': 'tf32'}", "matches no cell"]),
     ("params-and-axes-clash", exp(axes={"memory_format": ["contiguous"]},
                                   params={"memory_format": "contiguous"}),
      ["memory_format set both in params and in axes"]),
-    ("experiment-name-dotdot-inside", exp(name="a..b"), ["experiments[0].name='a..b'"]),
+    ("experiment-name-dotdot-inside", exp(name="a..b"),
+     ["experiments[0] (a..b).name='a..b'"]),
     ("allow-dirty-string", top(allow_dirty="yes"), ["allow_dirty='yes'"]),
     ("capacity-start-off-grid", cap(start=12), ["capacity.start=12", "resolution"]),
     ("capacity-start-above-max", cap(start=128), ["capacity.start=128", "capacity.max=64"]),
@@ -127,7 +143,7 @@ CASES = [
     ("capacity-bounded-param", cap(params={"amp_recipe": {"epochs": 3}}),
      ["capacity.params.amp_recipe.epochs=3"]),
 ]
-CLI_CASES = ["unknown-top-level-key", "batch-size-zero", "precision-unknown", "run-slash",
+CLI_CASES = ["unknown-top-level-key", "batch-size-zero", "precision-typo", "run-slash",
              "experiment-name-duplicate", "capacity-start-off-grid"]
 
 
@@ -198,3 +214,29 @@ def test_a_boolean_given_as_text_on_the_command_line_is_that_boolean(text, value
     assert tcconfig.check(copy.deepcopy(BASE) | {"require_gpu": text})["require_gpu"] is value
     with pytest.raises(ConfigError, match="require_gpu"):
         tcconfig.check(copy.deepcopy(BASE) | {"require_gpu": "maybe"})
+
+
+def test_each_mistake_is_one_line_of_its_own():
+    """The workflow prints each mistake on a line of its own (the Snakefile's config_stop)."""
+    cfg = copy.deepcopy(BASE)
+    cfg["repeats"] = 0
+    cfg["experiments"][0]["precisions"] = ["bf16"]
+    with pytest.raises(ConfigError) as err:
+        tcconfig.check(cfg)
+    assert err.value.mistakes == [
+        "experiments[0] (tiny).precisions[0]='bf16': not one of fp32, tf32, amp-fp16, amp-bf16, "
+        "fp8-tensorwise, fp8-rowwise (did you mean amp-bf16?)",
+        "repeats=0: 0 is less than the minimum of 1"]
+    assert str(err.value) == "; ".join(err.value.mistakes)
+
+
+@pytest.mark.parametrize("value, known, hint", [
+    ("bf16", ["fp32", "amp-fp16", "amp-bf16"], " (did you mean amp-bf16?)"),     # a part of it
+    ("FP32", ["fp32", "tf32"], " (did you mean fp32?)"),                         # its case
+    ("warmup_step", ["warmup_steps", "steps", "seed"], " (did you mean warmup_steps?)"),
+    ("fp8", ["fp32", "fp8-tensorwise", "fp8-rowwise"],
+     " (did you mean fp8-tensorwise or fp8-rowwise?)"),
+    ("turbo", ["dataloader", "gpu-resident", "synthetic"], ""),                  # nothing close
+])
+def test_a_name_not_known_gets_the_known_ones_closest_to_it(value, known, hint):
+    assert tcconfig.suggestion(value, known) == hint

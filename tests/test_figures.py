@@ -407,7 +407,13 @@ def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
     # the report's "drawn" label: the rule asks common.smk's helper, which reads the file's mark
     assert "for kind in SET_FIGURE_KINDS" in rules and "drawn_label(" in rules
     assert "placeholder.label(" in common
-    assert "SET_FIGURE_KINDS = list(V.SET_FIGURES)" in common
+    # every kind, but on a CPU set those of what a CPU cannot measure
+    assert "SET_FIGURE_KINDS = [k for k in V.SET_FIGURES if not (CPU_SET and k in " \
+        "V.GPU_ONLY_SET_FIGURES)]" in common
+    assert "FIGURE_KINDS = [k for k in V.FIGURES if not (CPU_SET and k in V.GPU_ONLY_FIGURES)]" \
+        in common
+    assert set(V.GPU_ONLY_FIGURES) < set(V.FIGURES) and \
+        set(V.GPU_ONLY_SET_FIGURES) < set(V.SET_FIGURES)
     assert "*expand(set_figures, run=RUN)" in common
 
 

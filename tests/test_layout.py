@@ -25,8 +25,8 @@ REPORTING = {"stats", "resultset", "references", "analysis", "aggregate", "rende
              "closing", "kernels", "energy"}
 # the job half and the workflow's own helpers: they run torch, read the job spec, or start
 # processes; no module of the reporting layers may import one of them
-JOB = {"calibrate", "capacity", "config", "container", "data", "environment", "forkclient",
-       "forkserver", "gpus", "harness", "hoststate", "idxfiles", "imagedeps", "imagefolder",
+JOB = {"calibrate", "capacity", "config", "container", "data", "environment", "estimate",
+       "forkclient", "forkserver", "gpus", "harness", "hoststate", "idxfiles", "imagedeps", "imagefolder",
        "graphs", "interleave", "matrix",
        "measure", "memlimit", "placement", "precision", "process", "profiling", "repeats", "run",
        "sourcetree", "spec", "telemetry", "train", "window", "workloads"}

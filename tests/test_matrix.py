@@ -95,6 +95,39 @@ def test_auto_run_is_a_device_slug():
     assert "/" not in run
 
 
+def test_device_in_a_run_name_is_this_machines_slug(monkeypatch):
+    from tcbench import environment
+
+    monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
+    assert M.resolve_run(tcconfig.check({"run": "smoke-{device}", "experiments": [exp()]})) \
+        == "smoke-cpu-amd-epyc"
+    assert M.resolve_run(tcconfig.check({"experiments": [exp()]})) == "cpu-amd-epyc"
+    with pytest.raises(M.ConfigError, match="run="):
+        tcconfig.check({"run": "smoke-{dev}", "experiments": [exp()]})
+
+
+def test_the_smoke_study_and_the_gpu_study_never_share_a_set(monkeypatch):
+    from conftest import REPO
+    from tcbench import environment
+
+    monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
+    runs = {name: M.resolve_run(tcconfig.check(yaml.safe_load((REPO / "config" / name)
+                                                               .read_text())))
+            for name in ("config.yaml", "smoke.yaml")}
+    assert runs == {"config.yaml": "cpu-amd-epyc", "smoke.yaml": "smoke-cpu-amd-epyc"}
+
+
+def test_strays_are_another_studys_files_this_studys_rules_would_match():
+    """A rule's constraints match experiment and name each on its own: the smoke study's
+    amp_recipe/fp32_bs64_r1 looks like a GPU-study job (its amp_recipe, its digits'
+    fp32_bs64_r1); another experiment, or a name of no cell of this study, is no stray."""
+    mine = ["amp_recipe/fp32_bs512_r1", "digits/fp32_bs64_r1"]
+    found = ["amp_recipe/fp32_bs64_r1", "amp_recipe/fp32_bs512_r1", "models/fp32_bs64_r1",
+             "amp_recipe/fp8-rowwise_bs64_r1"]
+    assert M.strays(found, mine) == ["amp_recipe/fp32_bs64_r1"]
+    assert M.strays(mine, mine) == []
+
+
 @pytest.mark.parametrize("path", REPO_CONFIGS)
 def test_shipped_configs_expand(path):
     from conftest import REPO

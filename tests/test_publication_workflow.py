@@ -41,7 +41,7 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     wd = smoke_run.parents[1]
     snakemake(wd, "--report", "report.html", *SMOKE)
     html = (wd / "report.html").read_text()
-    for needle in ("Verdict", "summary.html", "amp_recipe_tensor_cores.png", "models.html",
+    for needle in ("Verdict", "summary.html", "amp_recipe_attribution.png", "models.html",
                    "Experiment <strong>mnist_seed</strong>", "Where a step", "Okabe"):
         assert needle in html, needle
     # it opens on the verdict: the landing page (the workflow description) is the verdict's
@@ -51,10 +51,14 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     assert re.search(r'Result set: <tt class="docutils literal">(<span class="pre">)?smoke<', desc)
     assert "body{" not in desc  # the verdict's style stays inside its own wrapper
     # every figure and table of the study is in it, each under its experiment, and the set's
-    # own figures; each says whether it was drawn (a CPU has no memory statistics)
+    # own figures, but none of what a CPU cannot measure (memory, kernel profiles); each says
+    # whether it was drawn (fp32 alone has no speedup to draw)
     assert len(re.findall(r'"[^"]*/figures/[a-z0-9_]+\.png": \{', html)) == \
-        N_SMOKE * len(V.FIGURES) + len(V.SET_FIGURES)
-    assert '"drawn": "yes"' in html and '"drawn": "no: torch.cuda memory statistics' in html
+        N_SMOKE * (len(V.FIGURES) - len(V.GPU_ONLY_FIGURES)) + \
+        len(V.SET_FIGURES) - len(V.GPU_ONLY_SET_FIGURES)
+    assert "_memory.png" not in html and "_tensor_cores.png" not in html
+    assert '"drawn": "yes"' in html and '"drawn": "no: only strict fp32 ran' in html
+    assert not list((smoke_run / "figures").glob("*_memory.*"))
     assert len(re.findall(r'"[^"]*/tables/[a-z0-9_]+\.html": \{', html)) == N_SMOKE
 
 

@@ -78,3 +78,14 @@ def test_no_measured_number_outside_a_generated_part():
 def test_the_check_finds_a_number_written_by_hand():
     assert MEASURED.search("ResNet-50 reached 6,698 images/s, 2.79× over fp32") is not None
     assert MEASURED.search("targets: ResNet-50 ≥ 8,000 images/s, MNIST in ≤ 1.0 s") is None
+
+
+def test_ci_runs_the_readmes_test_command_verbatim():
+    """Command 2 is what CI runs (.ci/run), word for word; command 1 installs with the same
+    step, which picks PyTorch's CPU build where there is no NVIDIA GPU."""
+    lines = (REPO / "README.md").read_text().splitlines()
+    command = {c: lines[i + 1] for i, x in enumerate(lines) for c in ("1", "2")
+               if x.startswith(f"# {c}. install")}
+    assert command["2"] in (REPO / ".ci" / "run").read_text().splitlines()
+    for c in ("1", "2"):
+        assert "sh scripts/install_torch.sh && pip install -e " in command[c], command[c]

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from scipy.stats import t as student_t
 
-from conftest import copy_workflow, snakemake
+from conftest import copy_workflow, never_backwards, progress, snakemake
 from tcbench import config as tcconfig
 from tcbench import matrix as M
 from tcbench import repeats as RP
@@ -248,3 +248,39 @@ def test_a_wide_cell_gets_extra_repeat_jobs_and_a_failing_one_none(tmp_path):
     assert "fp32_bs8_r4" in {m["cell"] for m in metrics}  # the aggregate took the added one
     again = snakemake(wd, "-n", "--configfile", "config/adapt.yaml")
     assert "Nothing to be done" in again.stdout + again.stderr, proc.stdout[-2000:]
+    # the start said how many jobs the adaptive repeats may add; as they were added (one to
+    # fp32) and ruled out (tf32's), neither progress count went backwards
+    said = proc.stdout + proc.stderr
+    assert "6 measuring job(s) to run; the adaptive repeats may add up to 2 more (2 cell(s) " \
+        "still wider than ±0.0001% after 3 repeats get more, up to 4 a cell)" in said
+    counts = progress(said)
+    assert never_backwards(counts["steps"]) and never_backwards(counts["jobs"]), counts
+    assert counts["steps"][0][1] > counts["steps"][-1][1] and counts["jobs"][-1] == (7, 7)
+
+
+def test_a_config_given_over_the_base_runs_its_own_repeats_unless_it_says_otherwise():
+    """config/config.yaml's adaptive repeats are its own study's: a user's config with
+    `repeats: 3` given over it (--configfile) runs three jobs a cell, one that says
+    adaptive_repeats (in its file or on the command line) gets what it says, and the base
+    config alone keeps its own."""
+    from conftest import REPO
+
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    mine = {"repeats": 3, "require_gpu": False, "experiments": [
+        {"name": "mine", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],
+         "batch_sizes": [8]}]}
+
+    def cells(given, overrides=None):
+        cfg = copy.deepcopy(base) | copy.deepcopy(given[0] if given else {})
+        if overrides:
+            cfg |= overrides
+        cfg = tcconfig.check(tcconfig.own_settings(cfg, given, overrides))
+        return RP.cells(cfg, M.expand(cfg)), M.expand(cfg)
+
+    adaptive, jobs = cells([mine])
+    assert adaptive == {} and len(jobs) == 2 * 3
+    assert len(cells([mine | {"adaptive_repeats": {"enabled": True}}])[0]) == 2
+    assert len(cells([mine], {"adaptive_repeats": {"enabled": True}})[0]) == 2
+    own = {e["name"] for e in base["experiments"]
+           if (e.get("adaptive_repeats") or {}).get("enabled", True)}
+    assert {c.experiment for c in cells([])[0].values()} == own

@@ -256,6 +256,7 @@ def test_cpu_set_says_it_is_not_a_gpu():
               "max_memory_allocated_bytes": None, "device_name": "AMD EPYC"}
     v = build(rows)
     assert "not a CUDA GPU" in " ".join(v.intro)
+    assert "What a CPU cannot measure is not measured: peak memory" in " ".join(v.intro)
     # its steps were timed on the host's clock, which is what the intro must say
     assert "CUDA events" not in " ".join(v.intro) and "host's clock" in " ".join(v.intro)
     assert "CUDA events on the GPU's own timeline" in " ".join(build(repeats(
@@ -735,3 +736,16 @@ def test_an_experiment_whose_fp8_could_not_run_asks_what_its_other_modes_answer(
     r = answers(build(rows))["cpu"]
     assert r["question it answers"] == "do Tensor Cores speed up mnist_cnn over fp32?"
     assert r["best mode and setting"] == "amp-bf16, bs 512"
+
+
+def test_a_model_file_of_ones_own_is_asked_about_by_its_experiments_name():
+    """A file's builder called model() names no model: its question names the experiment; a
+    builder named for what it builds (axes.model) names itself."""
+    rows = [{**r, "workload": "custom", "model": "model"}
+            for p, thr in (("fp32", 1000), ("amp-bf16", 2000))
+            for r in repeats("own_model", p, [thr, thr + 10, thr - 10])]
+    assert answers(build(rows))["own_model"]["question it answers"] == \
+        "do Tensor Cores speed up own_model over fp32?"
+    named = [{**r, "model": "tiny_net"} for r in rows]
+    assert answers(build(named))["own_model"]["question it answers"] == \
+        "do Tensor Cores speed up tiny_net over fp32?"

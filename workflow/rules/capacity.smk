@@ -6,7 +6,7 @@ from tcbench import vocabulary  # noqa: E402
 try:
     CAPACITY = capacity_study.plan(config, RUN)
 except ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+    raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 
 
 rule capacity_search:

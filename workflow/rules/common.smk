@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
 
 from tcbench import closing, environment, forkclient, matrix, sourcetree  # noqa: E402
 from tcbench.render import placeholder  # noqa: E402
+from tcbench import config as tcconfig  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
@@ -25,7 +26,7 @@ try:
     # the interleaved comparisons (interleave: {enabled: true}): one per setting, all its modes
     COMPARISONS = matrix.comparisons(config, JOBS)
 except ConfigError as exc:
-    raise WorkflowError(f"invalid configuration: {exc}") from None
+    raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 EXTRA_JOBS = {job.id: job for c in ADAPTIVE.values()
               for job in (c.job(r) for r in range(c.initial + 1, c.settings.max + 1))}
 # A result set named after another device (results/nvidia-h200/ read on a CPU) holds that
@@ -36,6 +37,26 @@ if FOREIGN_SET:
     ADAPTIVE = {}
 
 RESULTS = f"results/{RUN}"
+
+
+def stray_files(run):
+    """Another study's records and comparisons in this study's set that its rules would take
+    for their own (matrix.strays): ids, e.g. amp_recipe/fp32_bs64_r1."""
+    ids = lambda found: [f"{e}/{n}" for e, n in zip(*found)]  # noqa: E731
+    records = glob_wildcards(f"results/{run}/records/{{experiment}}/{{name}}.json")
+    compared = glob_wildcards(f"results/{run}/{V.INTERLEAVED_DIR}/{{experiment}}/{{name}}.json")
+    return [*matrix.strays(ids(records), [*JOBS, *EXTRA_JOBS]),
+            *matrix.strays(ids(compared), COMPARISONS)]
+
+
+STRAYS = stray_files(RUN)
+if STRAYS:
+    logger.error(
+        f"results/{RUN}/ holds {len(STRAYS)} record(s) of another study under this study's "
+        f"experiment names ({', '.join(STRAYS[:3])}{', ...' if len(STRAYS) > 3 else ''}), which "
+        f"this study would take for its own: move them out of results/{RUN}/, or give this "
+        f"study a set of its own (--config run=NAME)")
+    raise WorkflowError(f"another study's records in results/{RUN}/ (the line above)")
 if config["require_gpu"] and not environment.nvidia_gpus():
     # not an error here: a report, a dry run or a comparison needs no GPU (see measuring_checks)
     logger.warning(
@@ -45,8 +66,13 @@ if config["require_gpu"] and not environment.nvidia_gpus():
         "--configfile config/smoke.yaml)."
     )
 EXPERIMENTS = list(dict.fromkeys(job.experiment for job in JOBS.values()))
-FIGURE_KINDS = list(V.FIGURES)
-SET_FIGURE_KINDS = list(V.SET_FIGURES)
+# A set measured on a CPU (named after one, or this machine's own without an NVIDIA GPU) has
+# no memory statistics and no kernel profile: it draws none of their figures (its verdict says
+# what a CPU cannot measure, once).
+CPU_SET = (environment.device_of(RUN) or "").startswith("cpu-") or \
+    (not FOREIGN_SET and environment.device_of(RUN) is None and not environment.nvidia_gpus())
+FIGURE_KINDS = [k for k in V.FIGURES if not (CPU_SET and k in V.GPU_ONLY_FIGURES)]
+SET_FIGURE_KINDS = [k for k in V.SET_FIGURES if not (CPU_SET and k in V.GPU_ONLY_SET_FIGURES)]
 FIGURE_FORMATS = list(V.FIGURE_FORMATS)
 TABLE_FORMATS = list(V.TABLE_FORMATS)
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
@@ -351,12 +377,10 @@ def plan(run, key, upto=None):
                                             group=cell.group, look=look).output[0]
         said = json.loads(Path(path).read_text())
         paths.append(path)
-        # a look made under a higher max (rerun with --rerun-triggers mtime) plans no more
-        # than the config allows now
-        planned = min(said["n_planned"], cell.settings.max)
+        planned, settled = tcrepeats.after_look(said, cell.settings)
         added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
         n = planned
-        if not said["more"] or n >= cell.settings.max:
+        if settled:
             break
     return n, added, paths
 

@@ -59,6 +59,13 @@ def device_slug() -> str:
     return "cpu-" + slugify(cpu_model())
 
 
+def device_of(name: str) -> str | None:
+    """The device slug a result set's name carries (``nvidia-h200``; ``smoke-cpu-amd-epyc``:
+    cpu-amd-epyc), None for a name that carries none (``run: my-models``)."""
+    found = re.search(r"(?:^|-)((?:nvidia|cpu|amd|intel)-.+)$", name)
+    return found.group(1) if found else None
+
+
 def foreign_device_set(run: str) -> str | None:
     """The device a result set is named after, when that is not this machine: a name shaped
     like a device slug (``nvidia-...``, ``cpu-...``) other than this machine's own. None for

@@ -23,6 +23,7 @@ from .config import check
 from .vocabulary import ConfigError
 
 RANDOM_MNIST_DIR = "resources/mnist-format-random"
+DEVICE = "{device}"  # in a run's name: this machine's device slug
 MNIST_RAW = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
              "t10k-labels-idx1-ubyte")
 
@@ -173,6 +174,19 @@ def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
     return out
 
 
+def strays(found, mine) -> list[str]:
+    """The ids (``experiment/name``) among ``found`` in a result set that this study's rules
+    would take for their own but are not ``mine``: a rule's wildcard constraints match the
+    experiment and the name each on its own, so another study's ``amp_recipe/fp32_bs64_r1``
+    looks like a job of this one where it has an ``amp_recipe`` and some cell
+    ``fp32_bs64_r1``, and asking the matrix for that job then fails. Found before any job."""
+    mine = set(mine)
+    experiments = {m.split("/", 1)[0] for m in mine}
+    names = {m.split("/", 1)[1] for m in mine}
+    return sorted(f for f in set(found) if f not in mine and f.split("/", 1)[0] in experiments
+                  and f.split("/", 1)[1] in names)
+
+
 def cell_name(precision: str, batch_size: int, axes: dict, repeat: int) -> str:
     parts = [precision, f"bs{batch_size}",
              *(a.text(axes[a.name]) for a in V.AXES if a.name in axes), f"r{repeat}"]
@@ -288,7 +302,7 @@ def expand(config: dict) -> dict[str, Job]:
                 jobs[job.id] = job
         for j, count in enumerate(excluded):
             if not count:  # a typo in an exclude would otherwise run the cells it meant to drop
-                raise ConfigError(f"experiments[{i}].exclude[{j}]={exp['exclude'][j]!r}: matches "
+                raise ConfigError(f"{where}.exclude[{j}]={exp['exclude'][j]!r}: matches "
                                   f"no cell of {name} (its precisions, batch_sizes and axes)")
     if not jobs:
         raise ConfigError("experiments: every cell is excluded; the study is empty")
@@ -296,8 +310,12 @@ def expand(config: dict) -> dict[str, Job]:
 
 
 def resolve_run(config: dict) -> str:
-    """The result-set name: ``run`` from the config, or the device's slug for ``auto``."""
+    """The result-set name: ``run`` from the config, the device's slug for ``auto``, and the
+    slug in place of ``{device}`` (``smoke-{device}``: a set of the study's own on each
+    machine, apart from the GPU study's)."""
     from .environment import device_slug
 
     run = config.get("run", "auto")  # a name the schema's pattern allows: one folder, no '..'
-    return device_slug() if run == "auto" else run
+    if run == "auto":
+        return device_slug()
+    return run.replace(DEVICE, device_slug()) if DEVICE in run else run

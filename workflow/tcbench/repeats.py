@@ -123,6 +123,24 @@ def cells(config: dict, jobs: dict) -> dict[str, Cell]:
     return found
 
 
+def after_look(said: dict, s: Settings) -> tuple[int, bool]:
+    """What one look said of its cell: the repeats it plans in all (no more than the cap: a look
+    made under a higher max plans no more than the config allows now) and whether the cell's
+    repeats are settled by it (no more asked for, or the cap reached)."""
+    n = min(int(said["n_planned"]), s.max)
+    return n, not said["more"] or n >= s.max
+
+
+def bound(saids: list[dict], cell: Cell) -> tuple[int, int]:
+    """The most repeats and looks ``cell`` can come to, given what its looks made so far said
+    (in order): what they settled on, else the cap and every look."""
+    for k, said in enumerate(saids, 1):
+        n, settled = after_look(said, cell.settings)
+        if settled or k >= cell.settings.looks:
+            return n, k
+    return cell.settings.max, cell.settings.looks
+
+
 # The order measuring jobs run in. Jobs run back to back measure the host as it is over those
 # minutes, so a cell whose repeats ran together carries the study's drift as a bias that its
 # interval cannot show. Repeat k of every cell (and comparison replicate k of every setting) runs

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 
 
 class ConfigError(ValueError):
-    """A configuration value that cannot be run; the message names the key and the value."""
+    """A configuration value that cannot be run; the message names the key and the value.
+    ``mistakes`` holds each mistake on its own, for a line apiece where the workflow stops."""
+
+    def __init__(self, *mistakes: str):
+        super().__init__("; ".join(mistakes))
+        self.mistakes = list(mistakes)
 
 
 # ----------------------------------------------------------------------------- precision modes
@@ -310,6 +315,12 @@ COMPARE_FIGURES: tuple[str, ...] = ("speed", "speedup", "memory")
 # host-bound cells' throughput against the host's measured speed, and the interleaved
 # comparisons; each is drawn where its data exist and is a note saying why not elsewhere
 SET_FIGURES: tuple[str, ...] = ("host_bound", "interleaved")
+# What a CPU cannot measure: torch.cuda's memory statistics and a kernel profile (the Tensor
+# Core share; the GPU busy share that tells a host-bound cell). A set measured on a CPU draws
+# none of their figures, and its verdict says so once (CPU_UNMEASURED in its tables' cells).
+GPU_ONLY_FIGURES: tuple[str, ...] = ("memory", "tensor_cores")
+GPU_ONLY_SET_FIGURES: tuple[str, ...] = ("host_bound",)
+CPU_UNMEASURED = "not measured on a CPU"
 COMPARE_OVERVIEW = "overview"
 # the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
 # a set of published numbers (a reference, in the comparison's tables and figures)
@@ -347,6 +358,9 @@ REPRODUCE_FIGURE = "reproduce"
 # CROSSOVER_PREFIX* (config/fp8_crossover.yaml's, one per Linear width) ran: its table, its
 # sentences, and its figure (figures/<stem>.<format>)
 CROSSOVER_PREFIX = "fp8_crossover"
+# the functions a model file of the user's own (workload custom) may build its model with, when
+# it names none: names of no model, so the reports call such a model by its experiment's name
+CUSTOM_FACTORIES = ("model", "build_model")
 CROSSOVER_FILES: dict[str, str] = {"csv": "tables/fp8_crossover.csv", "md": "fp8_crossover.md"}
 CROSSOVER_FIGURE = "fp8_crossover"
 

@@ -28,12 +28,24 @@ COLUMNS = ["experiment", "question it answers", "best mode and setting",
 BY_MODEL = ("torchvision", "timm", "custom", "transformers")
 
 
+def subject_of(df: pd.DataFrame) -> str:
+    """What one experiment trains, in its question: the workload, or the model for a workload
+    that builds any (one model by name); a model file of the user's own whose builder has no
+    name of its own (``model()``) by the experiment's name."""
+    w = str(df["workload"].iloc[0])
+    if w not in BY_MODEL or df["model"].nunique() != 1:
+        return w
+    model = str(df["model"].iloc[0])
+    if w == "custom" and model in V.CUSTOM_FACTORIES and "experiment" in df:
+        return str(df["experiment"].iloc[0])
+    return model
+
+
 def question(df: pd.DataFrame) -> str:
     """What one experiment asks, from what it ran: FP8 against bf16; how far precision and
     execution knobs take a workload beyond plain fp32 (no fp32 cell at the reduced cells'
     settings); accuracy parity; else whether Tensor Cores speed it up, across what it varies."""
-    w = str(df["workload"].iloc[0])
-    subject = str(df["model"].iloc[0]) if w in BY_MODEL and df["model"].nunique() == 1 else w
+    subject = subject_of(df)
     modes = set(df["precision"].astype(str))
     # FP8 asks its own question only where an FP8 cell ran: where none could (no FP8 units,
     # no torchao), the experiment answers what its other modes measured

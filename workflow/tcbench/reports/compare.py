@@ -60,10 +60,12 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
     for _, r in c.iterrows():
         # a finished cell's missing ratio: no fp32 cell of its set at its setting
         miss = "no fp32" if r["repeats_ok"] else MISSING
-
-        def v(text):
-            return miss if text == MISSING else text
         mem = r.get("max_memory_allocated_bytes")
+        unmeasured = (V.CPU_UNMEASURED if r.get("kind") == "measured"
+                      and missing(r.get("compute_capability")) else "not measured")
+
+        def v(text, why=miss):
+            return why if text == MISSING else text
         rows.append([r["label"], setting_text(r, axes), str(r["precision"]),
                      f"{int(r['repeats_ok'])}/{int(r['repeats'])}",
                      v(with_interval(r.get(metric), r.get(f"{metric}_low"),
@@ -72,8 +74,10 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
                      v(with_interval(r.get(stem), r.get(f"{stem}_low"), r.get(f"{stem}_high"),
                                        r.get(f"{stem}_n"), fmt=times)),
                      (num(float(mem) / div) if not missing(mem) else
-                      "not measured" if r["repeats_ok"] else MISSING),
-                     v(times(r.get("memory_ratio"))), str(r["status"])])
+                      unmeasured if r["repeats_ok"] else MISSING),
+                     v(times(r.get("memory_ratio")),
+                       unmeasured if missing(mem) and r["repeats_ok"] else miss),
+                     str(r["status"])])
     notes = [f"Compared on {m.label}: {m.definition}. × fp32 is its ratio to strict fp32 in the "
              f"same set at the same setting; memory is torch.cuda.max_memory_allocated.",
              INTERVAL_NOTE]

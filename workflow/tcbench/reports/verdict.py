@@ -300,7 +300,10 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
     out += [said] if said else []
     if not cuda:
         out.append("This device is not a CUDA GPU: it has no Tensor Cores, so these numbers "
-                   "test the harness and say nothing about Tensor Cores.")
+                   "test the harness and say nothing about Tensor Cores. What a CPU cannot "
+                   "measure is not measured: peak memory (torch.cuda's statistics) and the "
+                   "kernel profile (the Tensor Core share, and the GPU busy share that tells a "
+                   "host-bound cell), so the set draws no figure of them.")
     return out
 
 

@@ -18,6 +18,7 @@ import torch
 
 from .. import placement, window
 from .. import vocabulary as V
+from ..config import suggestion
 
 # workload name -> module under tcbench.workloads
 MODULES: dict[str, str] = {
@@ -93,7 +94,8 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
     unknown = sorted(set(overrides) - set(defaults))
     if unknown:
         raise ValueError(f"workload {name!r}: unknown parameter(s) "
-                         f"{', '.join(f'{k}={overrides[k]!r}' for k in unknown)};"
+                         f"{', '.join(f'{k}={overrides[k]!r}' for k in unknown)}"
+                         f"{''.join(suggestion(k, defaults) for k in unknown)};"
                          f" accepted: {', '.join(sorted(defaults))}")
     params = defaults | overrides
     if hasattr(mod, "derive"):
@@ -106,7 +108,8 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
         known = mod.LOADERS if axis.name == "loader" else axis.values
         if known is not None and params[axis.name] not in known:
             raise ValueError(f"workload {name!r}: {axis.name}={params[axis.name]!r} is not "
-                             f"available; choose one of {', '.join(known)}")
+                             f"available{suggestion(params[axis.name], known)}; choose one of "
+                             f"{', '.join(known)}")
     for key in ("warmup_steps", "loss_every", "profile_steps"):
         if not isinstance(params[key], int) or isinstance(params[key], bool) or params[key] < 0:
             raise ValueError(f"workload {name!r}: {key}={params[key]!r} must be an integer >= 0")

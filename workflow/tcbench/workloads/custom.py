@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from .. import vocabulary as V
 from . import classify as C
 
 LOADERS = C.LOADERS
@@ -33,7 +34,7 @@ DEFAULTS = C.DEFAULTS | {
     "module": None,   # an importable module defining it
     "model": None,    # the function that builds the model; None: model, else build_model
 }
-FACTORIES = ("model", "build_model")
+FACTORIES = V.CUSTOM_FACTORIES
 OPTIONAL = ("input_shape", "batch", "loss", "optimizer")
 DOC = "docs/own-model.md"
 _LOADED: dict[tuple, object] = {}   # imported user modules, by path and modification time
