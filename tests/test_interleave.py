@@ -129,7 +129,7 @@ def test_the_matrix_makes_replicated_comparisons_per_setting_of_an_experiment_th
         M.comparisons(C.check(two), jobs)
     bad = json.loads(json.dumps(cfg))
     bad["experiments"][0]["interleave"]["segment_s"] = 0        # the schema says it
-    with pytest.raises(ConfigError, match=r"experiments\[0\]\.interleave\.segment_s=0"):
+    with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave\.segment_s=0"):
         C.check(bad)
     bad["experiments"][0]["interleave"]["segment_s"] = 100      # the comparison's own limit
     with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: segment_s=100"):
