@@ -273,7 +273,8 @@ def test_the_workflow_makes_the_map_on_a_cpu_and_says_fp8_was_not_measured(workf
     text = (out / "fp8_crossover.md").read_text()
     assert "fp8-tensorwise: no FP8 measurement at any of the 2 shapes" in text
     assert "No prediction from the calibration" in text and "×" not in text
-    compared = json.loads((out / "interleaved" / "fp8_crossover_w64" / "bs32.json").read_text())
+    compared = json.loads(
+        (out / "interleaved" / "fp8_crossover_w64" / "bs32_r1.json").read_text())
     assert {a["precision"]: a["status"] for a in compared["arms"]} == {
         "amp-bf16": "ok", "fp8-tensorwise": "unsupported", "fp8-rowwise": "unsupported"}
     table = __import__("pandas").read_csv(out / "tables" / "fp8_crossover.csv")
@@ -513,8 +514,8 @@ def test_the_command_reads_a_folder_of_comparisons(cpu_comparison, tmp_path, mon
 
 @pytest.mark.slow
 def test_the_quick_study_plans_one_comparison_a_shape_for_the_map(workflow_copy):
-    """The quick study's dry run on a CPU: one interleave job per shape, and rule crossover
-    reads them with --comparisons."""
+    """The quick study's dry run on a CPU: three interleave jobs per shape (its replicated
+    comparison processes), and rule crossover reads them with --comparisons."""
     import re
 
     from conftest import snakemake
@@ -523,9 +524,9 @@ def test_the_quick_study_plans_one_comparison_a_shape_for_the_map(workflow_copy)
                      "config/fp8_crossover_quick.yaml", "--config", "require_gpu=false",
                      "run=xq").stdout
     stats = plan.split("Job stats:")[1]
-    assert re.search(r"^interleave\s+4$", stats, re.M)
+    assert re.search(r"^interleave\s+12$", stats, re.M)
     assert re.search(r"^crossover\s+1$", stats, re.M)
     command = next(line for line in plan.splitlines() if "tcbench.reports.crossover" in line)
     given = command.split("--comparisons ")[1].split(" >")[0].split()
-    assert given == [f"results/xq/interleaved/fp8_crossover_w{w}/bs{t}_compile-default.json"
-                     for w in (2048, 4096) for t in (2048, 16384)]
+    assert given == [f"results/xq/interleaved/fp8_crossover_w{w}/bs{t}_compile-default_r{k}.json"
+                     for w in (2048, 4096) for t in (2048, 16384) for k in (1, 2, 3)]
