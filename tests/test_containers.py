@@ -388,6 +388,7 @@ def test_reading_the_workflow_leaves_snakemakes_environment_alone(workflow_copy,
     from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
     monkeypatch.setenv("PATH", fake_env(tmp_path / "log")["PATH"])
+    import torch._inductor.config  # noqa: F401  torch sets TORCHINDUCTOR_CACHE_DIR on import
     before = dict(os.environ)
     cwd = os.getcwd()
     try:
@@ -482,3 +483,43 @@ def test_containers_change_nothing_but_the_container_fields(container_run, smoke
         assert b["environment"]["container_image"] is None
         assert b["environment"]["container_python_overlay"] is None
     assert not (smoke_run.parents[1] / "resources" / "container-python").exists()
+
+
+def test_a_local_image_is_digested_once_and_a_sandbox_is_named(tmp_path):
+    sif = tmp_path / "tcbench.sif"
+    sif.write_bytes(b"not really squashfs" * 1000)
+    cache = tmp_path / "digests"
+    want = "sha256:" + __import__("hashlib").sha256(sif.read_bytes()).hexdigest()
+    assert container.image_identity(str(sif), cache) == {
+        "TCBENCH_IMAGE_KIND": "file", "TCBENCH_IMAGE_DIGEST": want}
+    assert container.image_identity(f"file://{sif}", cache)["TCBENCH_IMAGE_DIGEST"] == want
+    (memo,) = cache.iterdir()  # remembered by size and mtime: the next invocation reads it
+    memo.write_text("sha256:" + "ab" * 32 + "\n")
+    assert container.image_identity(str(sif), cache)["TCBENCH_IMAGE_DIGEST"] == "sha256:" + "ab" * 32
+    sif.write_bytes(b"rebuilt")  # another size: hashed again
+    assert container.image_identity(str(sif), cache)["TCBENCH_IMAGE_DIGEST"] != "sha256:" + "ab" * 32
+    assert container.image_identity(str(tmp_path), cache) == {"TCBENCH_IMAGE_KIND": "sandbox"}
+    assert container.image_identity("docker://pytorch/pytorch:2.7.1", cache) == {}
+    assert container.image_identity(str(tmp_path / "missing.sif"), cache) == {}
+
+
+def test_the_runtime_version_is_the_first_runtime_found(tmp_path):
+    fake = tmp_path / "singularity"
+    fake.write_text("#!/bin/sh\necho 'singularity-ce version 4.1.0'\n")
+    fake.chmod(0o755)
+    found = {"singularity": str(fake)}
+    assert container.runtime_version(found.get) == "singularity-ce version 4.1.0"
+    assert container.runtime_version({}.get) is None
+
+
+def test_records_carry_the_runtime_version_and_kind_only_inside(clean_env):
+    clean_env.setenv("APPTAINER_CONTAINER", "/img")
+    clean_env.setenv("TCBENCH_IMAGE", "/img")
+    clean_env.setenv("TCBENCH_IMAGE_KIND", "sandbox")
+    clean_env.setenv("TCBENCH_CONTAINER_RUNTIME_VERSION", "apptainer version 1.4.5")
+    info = environment.container_info()
+    assert info["container_image_kind"] == "sandbox" and info["container_image_digest"] is None
+    assert info["container_runtime_version"] == "apptainer version 1.4.5"
+    clean_env.delenv("APPTAINER_CONTAINER")
+    info = environment.container_info()
+    assert info["container_image_kind"] is None and info["container_runtime_version"] is None

@@ -18,6 +18,11 @@ IMAGE_PYTHON = f"resources/container-python/{tc_container.image_key(config['cont
 
 if CONTAINERIZED:
     JOB_ENV.update(tc_container.job_env(config["container"], Path(IMAGE_PYTHON).resolve()))
+    # what Apptainer cannot tell a job: the local image's digest (hashed once, remembered by
+    # size and mtime) and the runtime's version, from the host that starts the containers
+    JOB_ENV.update(tc_container.image_identity(config["container"], Path("resources/image-digests")))
+    if (runtime_version := tc_container.runtime_version()) is not None:
+        JOB_ENV["TCBENCH_CONTAINER_RUNTIME_VERSION"] = runtime_version
 # an input of every rule that runs tcbench: the image's Python is complete before they start
 IMAGE_PYTHON_READY = (
     [f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"] if CONTAINERIZED else []

@@ -12,10 +12,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 DIGEST = re.compile(r"@(sha256:[0-9a-f]{64})$")
 OVERLAY_MANIFEST = "overlay.json"
+RUNTIMES = ("apptainer", "singularity")
+LOCAL_PREFIXES = ("", "file://")
 
 
 def image_digest(ref: str | None) -> str | None:
@@ -50,3 +54,59 @@ def overlay_packages(user_base: str | None) -> dict | None:
         return None
     installed = manifest.get("installed") if isinstance(manifest, dict) else None
     return dict(installed) if isinstance(installed, dict) else None
+
+
+def local_image(ref: str) -> Path | None:
+    """The image file or sandbox folder a reference names on this host (a path, ``file://``
+    or a path ending in ``.sif``/``.simg``), else None (``docker://``, ``oras://``, ...)."""
+    if "://" in ref and not ref.startswith("file://"):
+        return None
+    path = Path(ref.removeprefix("file://"))
+    return path if path.exists() else None
+
+
+def file_digest(path: Path, cache_dir: Path | None = None) -> str:
+    """``sha256:...`` of an image file, kept beside the workflow's other per-image state and
+    keyed by the file's size and mtime: a SIF is ~1 GB, and hashing it for every Snakemake
+    invocation would cost seconds each time."""
+    st = path.stat()
+    stamp = f"{path.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+    memo = cache_dir / f"{image_key(stamp)}.sha256" if cache_dir else None
+    if memo is not None and memo.exists():
+        return memo.read_text().strip()
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 22), b""):
+            h.update(chunk)
+    digest = f"sha256:{h.hexdigest()}"
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        memo.write_text(digest + "\n")
+    return digest
+
+
+def image_identity(ref: str, cache_dir: Path | None = None) -> dict[str, str]:
+    """What a record can say about the image beyond its reference: the digest of a local SIF
+    (the reference pins none itself), or that the image is a sandbox folder (no single file
+    to digest: its contents can change under the same path)."""
+    path = local_image(ref)
+    if path is None:
+        return {}
+    if path.is_dir():
+        return {"TCBENCH_IMAGE_KIND": "sandbox"}
+    return {"TCBENCH_IMAGE_KIND": "file", "TCBENCH_IMAGE_DIGEST": file_digest(path, cache_dir)}
+
+
+def runtime_version(which=shutil.which) -> str | None:
+    """``apptainer version 1.4.5`` (or singularity's), as the host's runtime reports it: the one
+    Snakemake will start the jobs with (it tries apptainer first)."""
+    for name in RUNTIMES:
+        exe = which(name)
+        if exe is None:
+            continue
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return (out.stdout or out.stderr).strip() or None
+    return None

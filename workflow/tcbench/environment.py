@@ -107,7 +107,10 @@ def container_info() -> dict:
     Apptainer/Singularity export the path of the image file they run (a cache file, under
     Snakemake); the workflow adds the reference it was configured with (``TCBENCH_IMAGE``, see
     tcbench.container), which is only believed inside Apptainer/Singularity. An image built
-    from containers/ names its base (``TCBENCH_BASE_IMAGE``)."""
+    from containers/ names its base (``TCBENCH_BASE_IMAGE``); the workflow also tells the
+    digest of a local SIF, whether the image is a sandbox folder, and the runtime's version
+    as the host reported it (``TCBENCH_IMAGE_DIGEST``, ``_KIND``,
+    ``TCBENCH_CONTAINER_RUNTIME_VERSION``)."""
     env = os.environ
     image_file = env.get("APPTAINER_CONTAINER") or env.get("SINGULARITY_CONTAINER")
     apptainer = "APPTAINER_CONTAINER" in env or "APPTAINER_NAME" in env
@@ -123,6 +126,9 @@ def container_info() -> dict:
             "container_image_digest": env.get("TCBENCH_IMAGE_DIGEST") or container.image_digest(ref)
             if ref else None,
             "container_image_file": image_file,
+            "container_image_kind": env.get("TCBENCH_IMAGE_KIND") if ref else None,
+            "container_runtime_version": env.get("TCBENCH_CONTAINER_RUNTIME_VERSION")
+            if ref else None,
             "container_name": env.get("APPTAINER_NAME") or env.get("SINGULARITY_NAME"),
             "container_base_image": env.get("TCBENCH_BASE_IMAGE"),
             "container_python_overlay": container.overlay_packages(env.get("PYTHONUSERBASE"))
