@@ -460,17 +460,20 @@ def look_records(wildcards):
 
 # How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
 # imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
-# serve them: jobs run by this Snakemake process on this host, outside a container. A batch job
-# (--profile profiles/slurm) or a container of its own (--sdm apptainer) per job would start a
-# server for one job alone: those, and fresh_interpreter: true, get python -m tcbench.run.
-# Asked when the jobs are made, once Snakemake knows its executor (it does not while parsing);
-# CONTAINERIZED is container.smk's.
+# serve them: jobs run by this Snakemake process on this host. Under --use-singularity too: the
+# first job's container starts the server, which outlives that job (Apptainer gives a container
+# no PID namespace of its own unless asked), and every later job, in a container from the same
+# image with the same binds, reaches it through the socket under the shared /tmp; its child
+# runs in that first container (docs/containers.md). A batch job (--profile profiles/slurm)
+# would start a server for one job alone: it, and fresh_interpreter: true, get
+# python -m tcbench.run. Asked when the jobs are made, once Snakemake knows its executor (it
+# does not while parsing).
 JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
 
 
 def job_launcher(wildcards=None):
     forked = (not config["fresh_interpreter"] and workflow.local_exec
-              and not workflow.remote_exec and not CONTAINERIZED)
+              and not workflow.remote_exec)
     return "tcbench.forkclient" if forked else "tcbench.run"
 
 
