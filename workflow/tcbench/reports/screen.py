@@ -40,7 +40,7 @@ def words(text: str) -> int:
 # ------------------------------------------------------------------------------ the table
 def cut(text: str, limit: int) -> str:
     """``text`` cut, with ``MORE``, within ``limit`` characters: after its last whole clause
-    ("; ") that fits, else before its last ": " or " (" that does, else after a ", ", never
+    that fits (before a "; " or a " ("), else before its last ": ", else its last ", ", never
     inside a parenthesis or bracket; else at the last space."""
     if len(text) <= limit:
         return text
@@ -50,7 +50,7 @@ def cut(text: str, limit: int) -> str:
         depth += c in "([" 
         depth -= c in ")]"
         level.append(depth)
-    for breaks in (("; ",), (": ", " ("), (", ",)):
+    for breaks in (("; ", " ("), (": ",), (", ",)):
         at = [i for i in range(1, room + 1) if text.startswith(breaks, i) and level[i - 1] == 0]
         if at:
             return text[:at[-1]] + MORE
@@ -76,42 +76,44 @@ def compact(table: Table, limit: int = CELL_CHARS, columns=None) -> tuple[Table,
 
 
 # ------------------------------------------------------------------------ the bottom line
-def _group(rows: list[A.Answer], claims: tuple, named: bool, of: str = "") -> str:
+def _group(rows: list[A.Answer], claims: tuple, named: int, of: str = "") -> str:
     """How many rows reach one of ``claims`` (``of``: "of N"), in brackets the experiments
-    (where ``named`` and few) and, for "pays off", the span of their ratios."""
+    (where there are at most ``named``) and, for "pays off", the span of their ratios."""
     hit = [a for a in rows if a.claim in claims]
-    said = [", ".join(a.experiment for a in hit)] if named and len(hit) <= NAMED else []
+    said = [", ".join(a.experiment for a in hit)] if len(hit) <= named else []
     values = [a.judgement.estimate.value for a in hit if a.judgement.estimate.value is not None]
     if claims[0] == stats.PAYS_OFF and values:
         lo, hi = num(min(values)), num(max(values))
-        said.append(f"{lo}×" if lo == hi else f"{lo}–{hi}× its baseline")
+        said.append(f"{lo}×" if lo == hi else f"{lo}–{hi}×")
     return f"{len(hit)}{of}" + (f" ({'; '.join(said)})" if said else "")
 
 
 def _fp8(crossover: pd.DataFrame | None) -> str:
-    """Where each FP8 recipe starts to pay on the crossover map, in one sentence."""
+    """Where each FP8 recipe starts to pay on the crossover map (the smallest shape whose
+    interval clears the threshold, ``fp8_findings.assess``), in one sentence."""
     if crossover is None or not len(crossover):
         return ""
-    said = []
+    pays, none = [], []
     for mode in X.FP8_MODES:
         c = fp8_findings.assess(crossover, mode)
         if c.kind == "pays":
-            said.append(f"from Linear width {int(c.row['width'])} × {int(c.row['tokens']):,} "
-                        f"tokens ({mode})")
+            pays.append(f"{int(c.row['width'])}×{int(c.row['tokens']):,} ({mode})")
         elif c.kind in ("none", "unjudged"):
-            said.append(f"at none of {c.measured} shapes ({mode})")
-    return f" FP8 pays off against {X.BASELINE} {_join(said)}." if said else ""
+            none.append(mode)
+    said = ([f"from Linear width × tokens {_join(pays)}"] if pays else []) + \
+        ([f"at none of the shapes measured ({_join(none)})"] if none else [])
+    return f" FP8 pays off against {X.BASELINE} {', and '.join(said)}." if said else ""
 
 
 def headline(rows: list[A.Answer], crossover: pd.DataFrame | None = None,
              limit: int = HEADLINE_WORDS) -> str:
-    """The bottom line in at most ``limit`` words: of the answer table's rows, how many reach each
-    claim (the experiments named where few do), those with nothing to judge, and where FP8
-    starts to pay on the crossover map; fewer names, then no FP8 sentence, where it runs
-    longer."""
+    """The bottom line in at most ``limit`` words: of the answer table's rows, how many reach
+    each claim (the experiments named where few do), those with nothing to judge, and where FP8
+    starts to pay on the crossover map (its Linear width × tokens a step); fewer names, then no
+    FP8 sentence, where it runs longer."""
     judged = [a for a in rows if a.judgement is not None]
     nothing = [a.experiment for a in rows if a.judgement is None]
-    for named, fp8 in ((True, True), (False, True), (False, False)):
+    for named, fp8 in (*((n, True) for n in range(NAMED, -1, -1)), (0, False)):
         present = [(w, kinds) for w, kinds in HEADLINE if any(a.claim in kinds for a in judged)]
         of = f" of the {len(rows)} answers below"
         parts = [f"{w} {_group(judged, kinds, named, '' if i else of)}"
@@ -123,7 +125,7 @@ def headline(rows: list[A.Answer], crossover: pd.DataFrame | None = None,
                 if parts else "No experiment has a reduced-precision cell to judge")
         if nothing and parts:
             text += f"; {len(nothing)} ha{'s' if len(nothing) == 1 else 've'} nothing to judge"
-            text += f" ({', '.join(nothing)})" if named and len(nothing) <= NAMED else ""
+            text += f" ({', '.join(nothing)})" if len(nothing) <= named else ""
         text += "." + (_fp8(crossover) if fp8 else "")
         if words(text) <= limit:
             return text
