@@ -194,3 +194,13 @@ def test_the_h200_summary_opens_on_the_figure_a_short_bottom_line_and_narrow_cel
     html = page.read_text()
     assert '<img src="data:image/png;base64,' in html
     assert html.index("<img") < html.index("Bottom line.") < html.index(Vd.METHODS)
+
+
+def test_the_h200_overview_figure_keeps_every_text_clear(h200_verdict):
+    csv = {k: H200 / V.SET_TABLES[k] for k in ("metrics", "summary", "speedup", "interleaved")}
+    v = Vd.read(csv["metrics"], csv["summary"], csv["speedup"], H200 / V.CROSSOVER_FILES["csv"],
+                csv["interleaved"])
+    style()
+    fig = O.figure(v.answers, f"{v.title}: the answer per experiment")
+    assert len(fig.axes[0].get_yticklabels()) == len(v.answer.rows)
+    assert problems(fig) == []

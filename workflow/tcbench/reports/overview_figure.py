@@ -42,7 +42,7 @@ LEGEND = {"pays off": f"pays off (95% CI above {stats.GAIN:.2f}×)",
           "faster": f"faster, by less than {stats.GAIN:.2f}×",
           "equivalent": f"equivalent within ±{stats.MARGIN:.0%}",
           "inconclusive": "inconclusive", "slower": "slower",
-          "not judged": "not judged (the rules cannot decide it)"}
+          "not judged": "not judged"}
 NOTHING = "nothing to judge"
 NOTHING_COLOUR = "0.45"
 ROW_IN, FRAME_IN = 0.17, 1.05
