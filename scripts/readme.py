@@ -249,7 +249,8 @@ def main(argv=None) -> int:
             drifted += [f"{path.name}: {name}" for name in changed]
             continue
         path.write_text(new)
-        print(f"{path.name}: rewrote {len(changed)} part(s): {', '.join(changed) or 'none changed'}")
+        print(f"{path.name}: rewrote {len(changed)} part(s): "
+              f"{', '.join(changed) or 'none changed'}")
     if drifted:
         print(f"drifted from the committed results: {'; '.join(drifted)}; run python "
               f"scripts/readme.py", file=sys.stderr)

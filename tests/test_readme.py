@@ -72,8 +72,8 @@ def test_the_first_screen_is_what_tcbench_is_the_commands_the_figure_and_the_ans
     assert len(re.findall(r"[.!?](?:\s|$)", first)) == 2, first
     assert text.index("# 1. install") < text.index("# 2. install") < text.index("![")
     figure = next(i for i, x in enumerate(lines) if x.startswith("!["))
-    assert figure < FIGURE_BY and lines[figure].endswith(
-        f"(results/nvidia-h200/figures/{readme.V.set_figure_name(readme.V.OVERVIEW_FIGURE, 'png')})")
+    png = readme.V.set_figure_name(readme.V.OVERVIEW_FIGURE, "png")
+    assert figure < FIGURE_BY and lines[figure].endswith(f"(results/nvidia-h200/figures/{png})")
     head = next(i for i, x in enumerate(lines) if x.startswith("| experiment |"))
     assert figure < head < FIGURE_BY + 10, head
     assert text.index("<!-- generated: answer -->") < text.index("How it works")

@@ -1,8 +1,8 @@
 """The first screen of a verdict: the overview figure, a bottom line short enough to read at
 once (``headline``: the experiments counted per claim, the rare claims named), and the answer
 table with every cell at most ``CELL_CHARS`` long (``compact``). Nothing is dropped: a cell cut
-short ends in "…" and its whole text follows the table (``details``), beside the bottom line
-that names every experiment with its mode and ratio (``answer.bottom_line``)."""
+short ends in "…" and its whole text follows the table, under the bottom line that names every
+experiment with its mode and ratio (``answer.bottom_line``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from . import fp8_findings
 CELL_CHARS = 80            # summary.md's answer table
 HEADLINE_WORDS = 80        # summary.md's bottom line
 MORE = " …"
-# the headline's groups, in its order: (words, claims, name the experiments up to this many)
+# the headline's groups of claims, in its order, each with the words that introduce its count
 HEADLINE = (("pays off in", (stats.PAYS_OFF,)),
             (f"faster by less than {stats.GAIN:.2f}× in", (stats.FASTER,)),
             (f"equivalent within ±{stats.MARGIN:.0%} in", (stats.EQUIVALENT,)),
@@ -47,7 +47,7 @@ def cut(text: str, limit: int) -> str:
     room = limit - len(MORE)
     depth, level = 0, []
     for c in text:
-        depth += c in "([" 
+        depth += c in "(["
         depth -= c in ")]"
         level.append(depth)
     for breaks in (("; ", " ("), (": ",), (", ",)):
@@ -110,12 +110,12 @@ def headline(rows: list[A.Answer], crossover: pd.DataFrame | None = None,
     """The bottom line in at most ``limit`` words: of the answer table's rows, how many reach
     each claim (the experiments named where few do), those with nothing to judge, and where FP8
     starts to pay on the crossover map (its Linear width × tokens a step); fewer names, then no
-    FP8 sentence, where it runs longer."""
+    FP8 sentence, where it runs longer (the shortest, counts alone, is returned even so)."""
     judged = [a for a in rows if a.judgement is not None]
     nothing = [a.experiment for a in rows if a.judgement is None]
+    present = [(w, kinds) for w, kinds in HEADLINE if any(a.claim in kinds for a in judged)]
+    of = f" of the {len(rows)} answers below"
     for named, fp8 in (*((n, True) for n in range(NAMED, -1, -1)), (0, False)):
-        present = [(w, kinds) for w, kinds in HEADLINE if any(a.claim in kinds for a in judged)]
-        of = f" of the {len(rows)} answers below"
         parts = [f"{w} {_group(judged, kinds, named, '' if i else of)}"
                  for i, (w, kinds) in enumerate(present)]
         # "pays off in 3, is faster … in 1, slower in 2": the first state after a verb of its own
