@@ -87,7 +87,10 @@ rule overview_figure:
             f"{SET_FIGURES}{V.set_figure_name(V.OVERVIEW_FIGURE, 'png')}",
             caption="../report/figure_overview.rst",
             category="Verdict",
-            labels={"figure": "the answer per experiment"},
+            labels=drawn_label(
+                V.OVERVIEW_FIGURE,
+                lambda wc: V.set_figure_name(V.OVERVIEW_FIGURE, "png"),
+            ),
         ),
         other=[
             f"{SET_FIGURES}{V.set_figure_name(V.OVERVIEW_FIGURE, ext)}"
