@@ -69,6 +69,7 @@ localrules:
     tables_combined,
     set_tables,
     verdict,
+    overview_figure,
     crossover,
     compare,
     reproduce,

@@ -1,14 +1,16 @@
-"""The README's measured numbers, generated from the committed result sets, so they cannot drift.
+"""The README's measured numbers, and those of docs/results.md (the H200 results in full),
+generated from the committed result sets, so they cannot drift.
 
-README.md marks each generated part with an opening comment ``<!-- generated: NAME -->`` and a
+Each file marks its generated parts with an opening comment ``<!-- generated: NAME -->`` and a
 closing ``<!-- end: NAME -->``; this script rewrites what lies between from the tables under
 ``results/`` (never from memory or by hand):
 
-    python scripts/readme.py            # rewrite the generated parts of README.md
-    python scripts/readme.py --check    # exit 1, naming the parts, if README.md has drifted
+    python scripts/readme.py            # rewrite the generated parts of both files
+    python scripts/readme.py --check    # exit 1, naming the parts, if either has drifted
 
-tests/test_readme.py runs the check, and also fails where the README's results section quotes a
-measured number outside a generated part.
+tests/test_readme.py runs the check, holds the README's first screen to its limits (what
+tcbench is, the two commands, the overview figure, a short bottom line, a narrow answer table),
+and fails where docs/results.md quotes a measured number outside a generated part.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +31,16 @@ from tcbench import vocabulary as V  # noqa: E402
 from tcbench.render import numbers as N  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
 from tcbench.reports import tables as T  # noqa: E402
+from tcbench.reports import screen as S  # noqa: E402
 from tcbench.reports.verdict import build as build_verdict, code_line, conditions  # noqa: E402
+
+# the generated files, and the README's first screen: its answer table's columns and width,
+# and its bottom line's words
+FILES = (REPO / "README.md", REPO / "docs" / "results.md")
+README_COLUMNS = ("experiment", "best mode and setting", "× its baseline [95% CI]", "claim",
+                  "peak memory ×", "what limits it")
+README_CELL_CHARS = 60
+README_WORDS = 60
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
@@ -53,6 +65,7 @@ class Blocks:
         self.summary = _read(self.dir / V.SET_TABLES["summary"])
         self.speedup = _read(self.dir / V.SET_TABLES["speedup"])
         self.metrics = pd.read_csv(self.dir / V.SET_TABLES["metrics"])
+        self.verdicts: dict = {}
 
     # -- the set as a whole ----------------------------------------------------------------
     def provenance(self) -> str:
@@ -74,24 +87,43 @@ class Blocks:
         said = conditions(m)  # where the set mixes GPUs, hosts, placements, process starts
         return text + (f" {said}" if said else "") + "\n"
 
-    def bottom_line(self) -> str:
-        for line in (self.dir / V.VERDICT_FILES["md"]).read_text().splitlines():
-            if line.startswith("**Bottom line.**"):
-                return line + "\n"
-        raise ValueError(f"{self.dir / 'summary.md'} has no bottom line")
+    def headline(self) -> str:
+        """The README's bottom line: the verdict's, counted per claim, in ``README_WORDS``."""
+        crossover = self.dir / V.CROSSOVER_FILES["csv"]
+        x = RS.read_raw(crossover) if crossover.exists() else None
+        said = f"**Bottom line.** {S.headline(self.verdict().answers, x, README_WORDS)}"
+        return textwrap.fill(said, 100, break_long_words=False, break_on_hyphens=False) + "\n"
+
+    def claims(self) -> str:
+        """Every experiment's claim with its mode and ratio: the verdict's bottom line in full."""
+        return f"{S.EVERY_CLAIM} {' '.join(self.verdict().bottom_line)}\n"
 
     def seed(self) -> str:
         text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
         return text.split("\n", 2)[2] if text.startswith("## ") else text
 
     def answer(self) -> str:
-        """The verdict's one-screen table (``reports.answer``): per experiment (per model in a
-        zoo) its best mode against its one baseline, the claim, memory, what limits it and how
-        it was decided, built from the set's tables as summary.md's is."""
+        """The README's answer table: the verdict's (``reports.answer``), in its
+        ``README_COLUMNS``, each cell at most ``README_CELL_CHARS`` long, without its notes (the
+        full table, ``answer_full``, has them)."""
+        table, _ = S.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
+        table.notes = []
+        return _table(table)
+
+    def answer_full(self) -> str:
+        """The verdict's one-screen table in full: per experiment (per model in a zoo) its best
+        mode against its one baseline, the claim, memory, what limits it and how it was
+        decided, built from the set's tables as summary.md's is."""
         return _table(self.verdict().answer)
 
     def verdict(self, folder: Path | None = None):
+        """The verdict of the set in ``folder`` (this one's by default), built once."""
         folder = self.dir if folder is None else folder
+        if folder not in self.verdicts:
+            self.verdicts[folder] = self._verdict(folder)
+        return self.verdicts[folder]
+
+    def _verdict(self, folder: Path):
         optional = {k: folder / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
                                                ("interleaved", V.SET_TABLES["interleaved"]))}
         read = {k: RS.read_raw(f) if f.exists() else None for k, f in optional.items()}
@@ -182,8 +214,9 @@ class Blocks:
         if kind == "table":
             exp, _, which = arg.rpartition("-")
             return self.experiment(exp, int(which))
-        return {"provenance": self.provenance, "bottom": self.bottom_line, "seed": self.seed,
-                "answer": self.answer, "hostbound": self.host_bound,
+        return {"provenance": self.provenance, "headline": self.headline, "claims": self.claims,
+                "seed": self.seed, "answer": self.answer, "answer-full": self.answer_full,
+                "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
                 "transformers": self.transformers, "zoo": self.zoo,
                 "jobcost": self.job_cost, "reproduce": self.reproduce}[kind]()
@@ -205,19 +238,23 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--check", action="store_true")
-    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--files", type=Path, nargs="+", default=list(FILES),
+                    help="the files whose generated parts to rewrite or check")
     ap.add_argument("--results", type=Path, default=REPO / "results")
     args = ap.parse_args(argv)
-    text = args.readme.read_text()
-    new, changed = regenerate(text, Blocks(args.results))
-    if args.check:
-        if changed:
-            print(f"README.md has drifted from the committed results in: {', '.join(changed)}; "
-                  f"run python scripts/readme.py", file=sys.stderr)
-            return 1
-        return 0
-    args.readme.write_text(new)
-    print(f"rewrote {len(changed)} part(s): {', '.join(changed) or 'none changed'}")
+    blocks, drifted = Blocks(args.results), []
+    for path in args.files:
+        new, changed = regenerate(path.read_text(), blocks)
+        if args.check:
+            drifted += [f"{path.name}: {name}" for name in changed]
+            continue
+        path.write_text(new)
+        print(f"{path.name}: rewrote {len(changed)} part(s): "
+              f"{', '.join(changed) or 'none changed'}")
+    if drifted:
+        print(f"drifted from the committed results: {'; '.join(drifted)}; run python "
+              f"scripts/readme.py", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -29,7 +29,9 @@ def expected_figures(folder: Path) -> set[Path] | None:
     comparison = folder / V.COMPARE_FILES["csv"]
     if summary.exists():
         experiments, kinds = pd.read_csv(summary)["experiment"].unique(), F.KINDS
-        extra = [V.set_figure_name(k, ext) for k in F.SET_KINDS for ext in V.FIGURE_FORMATS]
+        # rule overview_figure draws the answer at a glance that heads the set's verdict
+        extra = [V.set_figure_name(k, ext) for k in (*F.SET_KINDS, V.OVERVIEW_FIGURE)
+                 for ext in V.FIGURE_FORMATS]
         # rule crossover draws the FP8 map where the set has the crossover study's experiments
         if any(str(e).startswith(V.CROSSOVER_PREFIX) for e in experiments):
             extra += [f"{V.CROSSOVER_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]

@@ -52,10 +52,13 @@ def test_report_builds_after_the_smoke_study(smoke_run):
     assert "body{" not in desc  # the verdict's style stays inside its own wrapper
     # every figure and table of the study is in it, each under its experiment, and the set's
     # own figures, but none of what a CPU cannot measure (memory, kernel profiles); each says
-    # whether it was drawn (fp32 alone has no speedup to draw)
+    # whether it was drawn (fp32 alone has no speedup to draw); and the overview figure
     assert len(re.findall(r'"[^"]*/figures/[a-z0-9_]+\.png": \{', html)) == \
         N_SMOKE * (len(V.FIGURES) - len(V.GPU_ONLY_FIGURES)) + \
-        len(V.SET_FIGURES) - len(V.GPU_ONLY_SET_FIGURES)
+        len(V.SET_FIGURES) - len(V.GPU_ONLY_SET_FIGURES) + 1
+    assert f"/figures/{V.set_figure_name(V.OVERVIEW_FIGURE, 'png')}" in html
+    # the verdict's page opens on it, embedded
+    assert desc.index("data:image/png;base64,") < desc.index("Bottom line.")
     assert "_memory.png" not in html and "_tensor_cores.png" not in html
     assert '"drawn": "yes"' in html and '"drawn": "no: only strict fp32 ran' in html
     assert not list((smoke_run / "figures").glob("*_memory.*"))

@@ -1,5 +1,8 @@
-"""The README's measured numbers are generated from the committed results (scripts/readme.py)
-and cannot drift; its results section quotes no measured number outside a generated part."""
+"""The README's measured numbers, and docs/results.md's, are generated from the committed
+results (scripts/readme.py) and cannot drift; neither quotes a measured number outside a
+generated part. The README's first screen says what tcbench is, gives the two commands, shows
+the overview figure, a bottom line of at most 60 words and a narrow answer table; the README
+stays short enough to read and its prose lines narrow enough to read unwrapped."""
 
 import re
 import subprocess
@@ -20,9 +23,9 @@ MEASURED = re.compile(r"(?<![\w.,])(?<![≥≤] )\d[\d,]*(\.\d+)?\s*(×|%|s\b|im
                       r"GiB|MiB|TFLOP|J\b|mJ|img/s)")
 
 
-def results_section(text: str) -> str:
-    start = text.index("### Results on an NVIDIA H200")
-    return text[start:text.index("\n## ", start)]
+README = REPO / "README.md"
+RESULTS_DOC = REPO / "docs" / "results.md"
+MAX_LINES, MAX_LINE_CHARS, FIGURE_BY = 300, 200, 60
 
 
 def test_readme_matches_the_committed_results():
@@ -32,7 +35,7 @@ def test_readme_matches_the_committed_results():
 
 
 def test_a_drifted_number_is_caught():
-    text = (REPO / "README.md").read_text()
+    text = README.read_text()
     block = readme.BLOCK.search(text)
     assert block, "README.md has no generated part"
     body = block.group("body")
@@ -42,37 +45,71 @@ def test_a_drifted_number_is_caught():
 
 
 def answer_section(text: str) -> str:
-    """From the answer's heading to the end of its generated table (the workflow's description
-    follows it, with the seed's published numbers)."""
+    """From the answer's heading to the end of its generated table."""
     start = text.index("## The answer on an NVIDIA H200")
     end = "<!-- end: answer -->"
     return text[start:text.index(end, start) + len(end)]
 
 
-def test_the_answer_table_comes_first():
-    """The one-screen table (every experiment of the set) opens the README: before line 40 and
-    before the workflow is described."""
-    text = (REPO / "README.md").read_text()
-    lines = text.splitlines()
-    head = next(i for i, x in enumerate(lines) if x.startswith("| experiment | question it "
-                                                                  "answers |"))
-    assert head < 40, head
-    assert text.index("<!-- generated: answer -->") < text.index("is a Snakemake workflow")
-    rows = set()
-    for x in lines[head + 2:]:
+def table_rows(lines: list[str], head: int) -> list[list[str]]:
+    """The cells of the Markdown table whose header is ``lines[head]``, header first."""
+    rows = []
+    for x in lines[head:]:
         if not x.startswith("|"):
             break
-        rows.add(x.split(" | ")[0].removeprefix("| "))
+        rows.append([c.strip() for c in re.split(r"(?<!\\)\|", x.strip().strip("|"))])
+    return [rows[0], *rows[2:]]
+
+
+def test_the_first_screen_is_what_tcbench_is_the_commands_the_figure_and_the_answer():
+    """What tcbench is (its first paragraph), the two commands, then the overview figure of the
+    H200 set within the first 60 lines, its bottom line and the answer table with every
+    experiment of the set, before the workflow is described."""
+    text = README.read_text()
+    lines = text.splitlines()
+    assert lines[2].startswith("tcbench is a Snakemake workflow that asks whether Tensor Cores")
+    first = text.split("\n\n")[1]
+    assert len(re.findall(r"[.!?](?:\s|$)", first)) == 2, first
+    assert text.index("# 1. install") < text.index("# 2. install") < text.index("![")
+    figure = next(i for i, x in enumerate(lines) if x.startswith("!["))
+    png = readme.V.set_figure_name(readme.V.OVERVIEW_FIGURE, "png")
+    assert figure < FIGURE_BY and lines[figure].endswith(f"(results/nvidia-h200/figures/{png})")
+    head = next(i for i, x in enumerate(lines) if x.startswith("| experiment |"))
+    assert figure < head < FIGURE_BY + 10, head
+    assert text.index("<!-- generated: answer -->") < text.index("How it works")
+    rows = table_rows(lines, head)
     experiments = set(readme.Blocks(REPO / "results").summary["experiment"].astype(str))
-    assert {r.split(":")[0] for r in rows} == experiments
+    assert {r[0].split(":")[0] for r in rows[1:]} == experiments
+
+
+def test_the_readme_answer_is_narrow_and_its_bottom_line_short():
+    lines = README.read_text().splitlines()
+    rows = table_rows(lines, next(i for i, x in enumerate(lines) if x.startswith("| experiment |")))
+    assert rows[0] == list(readme.README_COLUMNS) and len(rows[0]) <= 6
+    long = [c for r in rows for c in r if len(c) > readme.README_CELL_CHARS]
+    assert long == [], long
+    start = next(i for i, x in enumerate(lines) if x.startswith("**Bottom line.**"))
+    bottom = " ".join(lines[start:lines.index("<!-- end: headline -->")])
+    assert len(bottom.removeprefix("**Bottom line.**").split()) <= readme.README_WORDS, bottom
+    # what the narrow table cuts is in the full one, with its footnotes
+    full = RESULTS_DOC.read_text()
+    assert "| experiment | question it answers | best mode and setting |" in full
+    assert "how it was decided" in full and "Claim: 'pays off' where" in full
+
+
+def test_the_readme_is_short_and_its_prose_lines_narrow():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= MAX_LINES, len(lines)
+    wide = [i + 1 for i, x in enumerate(lines) if len(x) > MAX_LINE_CHARS and
+            not x.startswith("|")]
+    assert wide == [], f"README lines over {MAX_LINE_CHARS} characters outside tables: {wide}"
 
 
 def test_no_measured_number_outside_a_generated_part():
-    text = (REPO / "README.md").read_text()
-    section = results_section(text) + answer_section(text)
+    section = RESULTS_DOC.read_text() + answer_section(README.read_text())
     outside = readme.BLOCK.sub("", section)
     found = [m.group(0) for m in MEASURED.finditer(outside) if m.group(0) != "95%"]
-    assert found == [], f"measured numbers written by hand in the README: {found}"
+    assert found == [], f"measured numbers written by hand: {found}"
 
 
 def test_the_check_finds_a_number_written_by_hand():

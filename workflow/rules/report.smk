@@ -1,6 +1,7 @@
 # What a reader gets from one result set besides the figures: the set's speedup and best tables
 # as Markdown, per-experiment tables (Markdown, LaTeX booktabs, HTML for the report) and the
-# plain-language verdict. All from the tables only; every output path is passed to the module.
+# plain-language verdict, headed by the overview figure. All from the tables only; every output
+# path is passed to the module.
 SET_TABLE_DIR = "results/{run}/tables/"
 
 
@@ -70,6 +71,44 @@ rule tables_combined:
         "--combined-md {output.md:q} --combined-tex {output.tex:q} > {log:q} 2>&1"
 
 
+# the answer at a glance, heading the verdict: the same inputs, the same answer table's numbers
+rule overview_figure:
+    message:
+        "overview figure of {wildcards.run}"
+    input:
+        metrics=rules.aggregate.output.metrics,
+        summary=rules.aggregate.output.summary,
+        speedup=rules.aggregate.output.speedup,
+        interleaved=rules.aggregate.output.interleaved,
+        crossover=CROSSOVER_TABLE or [],
+        image_python=ancient(IMAGE_PYTHON_READY),
+    output:
+        png=report(
+            f"{SET_FIGURES}{V.set_figure_name(V.OVERVIEW_FIGURE, 'png')}",
+            caption="../report/figure_overview.rst",
+            category="Verdict",
+            labels=drawn_label(
+                V.OVERVIEW_FIGURE,
+                lambda wc: V.set_figure_name(V.OVERVIEW_FIGURE, "png"),
+            ),
+        ),
+        other=[
+            f"{SET_FIGURES}{V.set_figure_name(V.OVERVIEW_FIGURE, ext)}"
+            for ext in FIGURE_FORMATS
+            if ext != "png"
+        ],
+    log:
+        "logs/{run}/figures/overview.log",
+    params:
+        src=TCBENCH_SRC,
+        crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
+    shell:
+        "PYTHONPATH={params.src:q} python -m tcbench.reports.overview_figure "
+        "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
+
+
 rule verdict:
     message:
         "verdict: {output.md}"
@@ -81,6 +120,8 @@ rule verdict:
         interleaved=rules.aggregate.output.interleaved,
         # where FP8 starts to pay (crossover.smk), where the set has the crossover study
         crossover=CROSSOVER_TABLE or [],
+        # the overview figure heads it: linked beside summary.md, embedded in summary.html
+        overview=rules.overview_figure.output.png,
     output:
         md=f"{SET_DIR}/{V.VERDICT_FILES['md']}",
         html=report(
@@ -97,5 +138,5 @@ rule verdict:
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} --md {output.md:q} "
-        "--html {output.html:q} > {log:q} 2>&1"
+        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

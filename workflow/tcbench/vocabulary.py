@@ -363,6 +363,8 @@ CROSSOVER_PREFIX = "fp8_crossover"
 CUSTOM_FACTORIES = ("model", "build_model")
 CROSSOVER_FILES: dict[str, str] = {"csv": "tables/fp8_crossover.csv", "md": "fp8_crossover.md"}
 CROSSOVER_FIGURE = "fp8_crossover"
+# the answer of a whole set at a glance, heading its verdict (reports.overview_figure)
+OVERVIEW_FIGURE = "overview"
 
 
 def figure_name(experiment: str, kind: str, ext: str) -> str:

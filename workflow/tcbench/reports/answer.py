@@ -101,7 +101,7 @@ def _accuracy(r) -> str:
     a = accuracy_against(r)
     if a is None:
         return ""
-    return f"; accuracy {a[0]} points against {V.BASELINE}, {a[1].split(':')[0]}"
+    return f"; accuracy {a[1].split(':')[0]} ({a[0]} points against {V.BASELINE})"
 
 
 def answer(name: str, x: Findings | None) -> Answer:

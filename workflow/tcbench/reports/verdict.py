@@ -3,21 +3,20 @@ Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
 ``metrics.csv``, and ``interleaved.csv`` where the set has one), never from records and never
 by hand.
 
-It opens on one screen: the bottom line (``answer.bottom_line``) and one table with a row per
-experiment (per model in a model zoo, ``answer``): the question it answers, its best mode and
-setting, the ratio to its baseline with its interval, the claim, peak memory, what limits it and
-how it was decided. Methods, provenance and conditions follow (``intro``), then one section per
-experiment: a table of its cells and at most three plain sentences (``reports.findings``).
+It opens on one screen (``screen``): the overview figure, a short bottom line and a table with a
+row per experiment (per model in a model zoo, ``answer``): its question, best mode and setting,
+ratio to its baseline with its interval, claim, peak memory, what limits it and how it was
+decided; then the answer in full. Methods, provenance and conditions follow (``intro``), then
+per experiment a table of its cells and at most three plain sentences (``reports.findings``).
 
     python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
-        [--interleaved I.csv] --md summary.md --html summary.html
+        [--interleaved I.csv] [--overview figures/overview.png] --md summary.md --html summary.html
 """
 
 from __future__ import annotations
 
 import argparse
-import html
-import re
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +32,12 @@ from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
-from . import families, fp8_findings, noisy
+from . import families, fp8_findings, noisy, screen
 from .findings import Section, experiment_section
 from .phrases import compile_check_note, interleaved_decisions
 
 METHODS = "Methods, provenance and conditions"
+TITLE_HEAD = "Verdict: "
 
 
 @dataclass
@@ -48,10 +48,13 @@ class Verdict:
     intro: list[str]
     sections: list[Section]
     answers: list[A.Answer]
+    headline: str = ""
+    # the overview figure heading it: a link beside summary.md, the PNG itself in the HTML
+    overview: str | None = None
+    overview_png: bytes | None = None
 
     def markdown(self) -> str:
-        out = [f"# {self.title}", "", f"{BOTTOM_LINE} " + " ".join(self.bottom_line), "",
-               to_markdown(self.answer, heading=None), f"## {METHODS}", "",
+        out = [f"# {self.title}", "", *screen.markdown(self, BOTTOM_LINE), f"## {METHODS}", "",
                " ".join(self.intro), ""]
         for s in self.sections:
             out += [f"## {s.title}", ""]
@@ -61,14 +64,9 @@ class Verdict:
         return "\n".join(out)
 
     def html(self) -> str:
-        def inline(text):
-            text = html.escape(text)
-            text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-            return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-        body = [f"<h2>{inline(self.title)}</h2>",
-                f"<p><strong>Bottom line.</strong> {inline(' '.join(self.bottom_line))}</p>",
-                to_html(self.answer, standalone=False), f"<h3>{METHODS}</h3>",
-                f"<p>{inline(' '.join(self.intro))}</p>"]
+        inline = screen.inline
+        body = [f"<h2>{inline(self.title)}</h2>", *screen.html(self),
+                f"<h3>{METHODS}</h3>", f"<p>{inline(' '.join(self.intro))}</p>"]
         for s in self.sections:
             body.append(f"<h3>{inline(s.title)}</h3>")
             if s.table is not None:
@@ -343,24 +341,35 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     zoo = families.section([(f["model"], a) for f, a in zip(facts, rows) if f["model"]])
     fp8 = fp8_findings.section(df, crossover)
     precision = noisy.section(summary)
-    return Verdict(f"Verdict: {run} on {device}",
+    return Verdict(f"{TITLE_HEAD}{run} on {device}",
                    [A.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
                    A.table(rows), intro(df, metrics, run, device, rows, interleaved),
-                   secs + [s for s in (zoo, fp8, precision) if s], rows)
+                   secs + [s for s in (zoo, fp8, precision) if s], rows,
+                   screen.headline(rows, crossover))
 
 
-def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
-          html_path: Path | None = None, crossover: Path | None = None,
-          interleaved: Path | None = None) -> list[Path]:
+def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | None = None,
+         interleaved: Path | None = None) -> Verdict:
+    """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without)."""
     m = RS.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = RS.read_raw(crossover) if crossover is not None else None
     il = RS.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
         else None
-    v = build(RS.read_raw(summary), RS.read_raw(speedup), m, x, il)
+    return build(RS.read_raw(summary), RS.read_raw(speedup), m, x, il)
+
+
+def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
+          html_path: Path | None = None, crossover: Path | None = None,
+          interleaved: Path | None = None, overview: Path | None = None) -> list[Path]:
+    """``overview``: the overview figure's PNG, which then heads both."""
+    v = read(metrics, summary, speedup, crossover, interleaved)
     written = []
     if md is not None:
+        v.overview = None if overview is None else \
+            Path(os.path.relpath(overview, Path(md).parent)).as_posix()
         written.append(atomic.write_text(md, v.markdown()))
     if html_path is not None:
+        v.overview_png = None if overview is None else Path(overview).read_bytes()
         written.append(atomic.write_text(html_path, v.html()))
     return written
 
@@ -371,10 +380,9 @@ def main(argv=None) -> int:
     ap.add_argument("--metrics", type=Path, help="metrics.csv (provenance, versions)")
     ap.add_argument("--summary", type=Path, required=True)
     ap.add_argument("--speedup", type=Path, required=True)
-    ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, where the set "
-                    "has the FP8 crossover study")
-    ap.add_argument("--interleaved", type=Path, help="interleaved.csv, where the set has "
-                    "interleaved comparisons (a missing file is a set without them)")
+    ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, if the set has it")
+    ap.add_argument("--interleaved", type=Path, help="interleaved.csv (missing: a set without)")
+    ap.add_argument("--overview", type=Path, help="the overview figure's PNG, to head both")
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
     ap.add_argument("--html", type=Path, help="where it goes as HTML")
     args = ap.parse_args(argv)
@@ -383,7 +391,7 @@ def main(argv=None) -> int:
 
     def written():
         write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
-              args.interleaved)
+              args.interleaved, args.overview)
 
     return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 
