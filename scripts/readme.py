@@ -16,6 +16,7 @@ and fails where docs/results.md quotes a measured number outside a generated par
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import textwrap
@@ -188,6 +189,29 @@ class Blocks:
         return "\n".join(line.replace("**", "") for line in head if line.strip()
                          ).replace("\n", "\n\n") + "\n"
 
+    def container(self) -> str:
+        """The study inside a real container against natively on the same GPU
+        (results/bench/<run>/container: scripts/remote/container_check.sh and
+        scripts/bench/container_roofs.py): the job wall times, the matmul roofs and the
+        reproduce check between the two sets."""
+        bench = json.loads((self.dir.parent / "bench" / self.dir.name / "container" /
+                            "roofs.json").read_text())
+        walls = {Path(k).name: v["train"] for k, v in bench["job_walls"].items()}
+        inside, native = (walls[f"{self.dir.name}-container"],
+                          walls[f"{self.dir.name}-container-native"])
+        ratios = [r["ratio"] for r in bench["roofs"]]
+        covered = sum(r["low"] is not None and r["low"] <= 1 <= r["high"] for r in bench["roofs"])
+        text = (self.dir.parent / f"{self.dir.name}-container" / V.REPRODUCE_FILES["md"]
+                ).read_text()
+        summary = text.split("\n## ", 1)[0].splitlines()[2].replace("**", "").split(". ")[1]
+        said = (f"On the H200 (Apptainer, `--nv`, an image of the host's own userland) a "
+                f"training job took {N.num(inside['median_s'])} s inside and "
+                f"{N.num(native['median_s'])} s natively (medians of {inside['n']} jobs each, "
+                f"forked from one preloaded interpreter in both); matmul roofs inside ÷ outside "
+                f"{min(ratios):.2f}–{max(ratios):.2f}× ({covered} of {len(ratios)} 95% "
+                f"intervals contain 1); the same study inside against natively: {summary}.")
+        return textwrap.fill(said, 100, break_long_words=False, break_on_hyphens=False) + "\n"
+
     def job_cost(self) -> str:
         ov = pd.read_csv(self.dir / V.SET_TABLES["overhead"])
         jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
@@ -219,7 +243,8 @@ class Blocks:
                 "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
                 "transformers": self.transformers, "zoo": self.zoo,
-                "jobcost": self.job_cost, "reproduce": self.reproduce}[kind]()
+                "jobcost": self.job_cost, "reproduce": self.reproduce,
+                "container": self.container}[kind]()
 
 
 def regenerate(readme: str, blocks: Blocks) -> tuple[str, list[str]]:
