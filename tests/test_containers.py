@@ -523,3 +523,22 @@ def test_records_carry_the_runtime_version_and_kind_only_inside(clean_env):
     clean_env.delenv("APPTAINER_CONTAINER")
     info = environment.container_info()
     assert info["container_image_kind"] is None and info["container_runtime_version"] is None
+
+
+def test_the_committed_container_set_ran_inside_and_its_twin_natively():
+    """results/nvidia-h200-container: every record and comparison made in the workflow's image
+    under Apptainer, saying which runtime and that the image is the host's userland; its
+    native twin none."""
+    root = Path(__file__).resolve().parents[1] / "results"
+    inside = sorted((root / "nvidia-h200-container").glob("*/*/*.json"))
+    native = sorted((root / "nvidia-h200-container-native").glob("*/*/*.json"))
+    assert len(inside) >= 8 and len(native) >= 8
+    for path in inside:
+        env = json.loads(path.read_text())["environment"]
+        assert env["execution"] == "workflow-image", path
+        assert env["container_runtime"] == "apptainer", path
+        assert env["container_runtime_version"].startswith("apptainer version "), path
+        assert env["container_image_kind"] == "sandbox" and env["container_image_digest"] is None
+        assert env["container_base_image"].startswith("host userland of "), path
+    for path in native:
+        assert json.loads(path.read_text())["environment"]["execution"] == "native", path
