@@ -132,7 +132,7 @@ def fig_host_bound(metrics: pd.DataFrame):
     fig.suptitle("\n".join(wrapped(title, fig.get_size_inches()[0] - 0.3, 8)), fontsize=8)
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in V.PRECISIONS if p in shown]
     handles.append(Line2D([], [], ls="none", marker="o", markersize=3.6, mfc="0.6",
-                          mec="0.1", mew=0.5, label="one run"))
+                          mec="0.1", mew=0.5, label="each run"))
     if spans:
         handles.append(Line2D([], [], color="0.4", lw=0.7, label="probe before to after"))
     fitted_legend(fig, handles)
