@@ -103,7 +103,7 @@ def _ratio_panels(sp: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str, str]]:
     others = reduced[~fp8] if over_bf16 else reduced
     if len(others):
         what = "over strict fp32, same setting"
-        if fp8.any() and not over_bf16:
+        if (fp8 & (reduced["repeats_ok"].fillna(0) > 0)).any() and not over_bf16:
             what = (f"over strict fp32, same setting (FP8's own baseline, {V.FP8_BASELINE}, "
                     f"did not run beside it)")
         panels.append((SAME, others, what, f"× {V.BASELINE}"))
