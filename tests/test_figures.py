@@ -827,6 +827,36 @@ def test_host_bound_figure_is_not_drawn_without_its_data():
     assert "GPU busy share" in H.fig_host_bound(none).reason
 
 
+def test_an_input_bound_cell_is_not_drawn_as_host_bound():
+    """host_bound.png showed mnist_seed, whose GPU idles waiting for its loader, under the
+    host-bound title: a cell most of whose runs were input-bound is left out."""
+    P.style()
+    m = host_like.metrics()
+    waits = m.assign(input_bound=m["precision"] == "tf32")
+    fig = H.fig_host_bound(waits)
+    colours = {matplotlib.colors.to_hex(ln.get_markerfacecolor())
+               for ax in fig.axes for ln in ax.get_lines() if ln.get_marker() == "o"}
+    assert colours == {P.PALETTE[p].lower() for p in ("amp-fp16", "amp-bf16")}
+    assert "no cell is host-bound" in H.fig_host_bound(m.assign(input_bound=True)).reason
+    P.plt.close("all")
+
+
+def test_many_interleaved_settings_share_rows_and_rounds_are_whole(host_tables):
+    """interleaved.png was 11,901 px tall, one row a setting, its round ticks at 0.5, 1.5:
+    past four settings two share a row, and a round tick is a whole round."""
+    P.style()
+    settings = [host_like.rounds(n=8, seed=k).assign(batch_size=64 * k) for k in range(1, 7)]
+    rounds = pd.concat(settings, ignore_index=True)
+    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds)
+    assert len(fig.axes) == 12 and fig.axes[0].get_gridspec().ncols == 4
+    assert fig.get_size_inches()[1] < 0.6 + 2.3 * 6
+    fig.canvas.draw()
+    for ax in fig.axes[::2]:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+    P.plt.close("all")
+
+
 def test_interleaved_rounds_and_paired_ratios(host_tables):
     """Left: each arm's throughput in every round; right: per arm but fp32, its per-round
     ratios to fp32 (recomputed here from the rounds) and the median with its bootstrap
