@@ -355,3 +355,22 @@ def test_the_headline_ratio_is_the_one_the_verdict_judges(gpu_tables):
     assert whole["tf32"][RC.JUDGED_HEAD] == "3.56× [3.50, 3.62]"
     assert whole["tf32"]["claim"] == "pays off"
     assert whole["amp-fp16"][RC.HOW_HEAD] == stats.UNSTEADY
+
+
+def test_a_noisy_cell_is_marked_where_its_throughput_is_shown(gpu_tables):
+    """mnist_seed's ±24–26% throughputs read as ordinary numbers in tables/: a cell whose
+    interval is wider than ±3% of its mean says so, with a note; a precise one does not."""
+    s, sp, _ = gpu_tables
+    amp = (s["experiment"] == "amp_recipe") & (s["precision"] == "tf32")
+    mean = s.loc[amp, "throughput_samples_per_s"]
+    s = s.assign(throughput_samples_per_s_low=np.where(amp, mean * 0.8,
+                                                       s["throughput_samples_per_s_low"]),
+                 throughput_samples_per_s_high=np.where(amp, mean * 1.2,
+                                                        s["throughput_samples_per_s_high"]),
+                 throughput_samples_per_s_n=np.where(amp, 3, s["throughput_samples_per_s_n"]))
+    speed = T.experiment_tables(s, sp, "amp_recipe")[0]
+    rows = {r["precision"]: r for r in rows_of(speed)}
+    assert rows["tf32"]["samples/s"].endswith(", noisy (±20%)")
+    precise = [p for p, r in rows.items() if p != "tf32" and "noisy" not in r["samples/s"]]
+    assert precise and T.NOISY_NOTE in speed.notes
+    assert "noisy" in TB._latex_cell(rows["tf32"]["samples/s"], "r")

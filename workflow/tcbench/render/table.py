@@ -104,9 +104,9 @@ def _interval_lines(text: str) -> list[str]:
 # a long name of two parts (a precision mode such as "fp8-tensorwise")
 _HYPHENATED = re.compile(r"^[a-z0-9]+-[a-z]{6,}$")
 # a note after a value and its interval ("2,440,000 [2,270,000, 2,600,000], 1 of 6 windows
-# unsteady", or one that names runs: ", r1–r3 predate ..."): set under the interval, as small,
-# so the interval is still recognised
-_NOTE_TAIL = re.compile(r"^(.+?), (\d+ of \d+ windows unsteady.*|r\d+\b.*)$")
+# unsteady", one that names runs: ", r1–r3 predate ...", or ", noisy (±8.4%)"): set under the
+# interval, as small, so the interval is still recognised
+_NOTE_TAIL = re.compile(r"^(.+?), (\d+ of \d+ windows unsteady.*|r\d+\b.*|noisy \(.*)$")
 
 
 def _latex_cell(text: str, align: str) -> str:

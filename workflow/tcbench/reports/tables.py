@@ -34,7 +34,7 @@ from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
 from . import ratio_cells as RC
-from .phrases import PREDATE_NOTE, n_status, predating, throughput_text
+from .phrases import PREDATE_NOTE, n_status, noisy_text, predating, throughput_text
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -63,6 +63,11 @@ def _hit_cell(r, misses: bool) -> str:
             and warmup_text(r, V.WARMUP_MISS) != MISSING:
         return "no hit"
     return text
+
+
+NOISY_NOTE = (f"Noisy (±x%): the throughput's 95% interval is wider than "
+              f"±{stats.PRECISE_HALFWIDTH:.0%} of its mean; the verdict's precision section "
+              f"says why.")
 
 
 def _ratio_cells(q, r) -> tuple[str, str, str]:
@@ -165,13 +170,17 @@ def speed_table(e: Experiment) -> Table:
     rows = []
     for (_, r), ratio in zip(s.iterrows(), ratios):
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 *(throughput_text(r, c) for c in speeds), *ratio[:len(heads)],
+                 *(throughput_text(r, c) + (f", {noisy_text(r)}" if noisy_text(r) and i == 0
+                                            else "") for i, c in enumerate(speeds)),
+                 *ratio[:len(heads)],
                  _hit_cell(r, misses)]
         cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit)[:2 if fp32 else 1] if has_mem else []
         rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
     notes = _speed_notes(e, has_mem, speeds)
     notes += [RC.JUDGED_NOTE] if shown else []
+    if any(noisy_text(r) for _, r in s.iterrows()):
+        notes.append(NOISY_NOTE)
     if not shown:
         notes.append(f"No baseline ran beside these cells ({V.BASELINE}, or {V.FP8_BASELINE} "
                      f"for an FP8 mode): there is no ratio to judge.")
