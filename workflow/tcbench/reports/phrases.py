@@ -201,6 +201,11 @@ def decided(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     return "; ".join(parts)
 
 
+NOISY_NOTE = (f"Noisy (±x%): the throughput's 95% interval is wider than "
+              f"±{stats.PRECISE_HALFWIDTH:.0%} of its mean; the verdict's precision section "
+              f"says why.")
+
+
 def noisy_text(row) -> str:
     """"noisy (±8.4%)" where a cell's throughput interval is wider than
     ``stats.PRECISE_HALFWIDTH`` of its mean (``analysis.noisy``); "" where it is not."""

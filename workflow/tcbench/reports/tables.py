@@ -34,7 +34,8 @@ from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
 from . import ratio_cells as RC
-from .phrases import PREDATE_NOTE, n_status, noisy_text, predating, throughput_text
+from .phrases import (NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating,
+                      throughput_text)
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -63,11 +64,6 @@ def _hit_cell(r, misses: bool) -> str:
             and warmup_text(r, V.WARMUP_MISS) != MISSING:
         return "no hit"
     return text
-
-
-NOISY_NOTE = (f"Noisy (±x%): the throughput's 95% interval is wider than "
-              f"±{stats.PRECISE_HALFWIDTH:.0%} of its mean; the verdict's precision section "
-              f"says why.")
 
 
 def _ratio_cells(q, r) -> tuple[str, str, str]:
