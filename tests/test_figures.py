@@ -936,3 +936,27 @@ def test_set_figures_cli(host_tables, tmp_path):
                    str(tmp_path / "nope.csv"), "--outputs", str(alone)]) == 2
     assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs",
                    str(tmp_path / "host.png")]) == 2
+
+
+def test_a_throughput_whose_windows_were_unsteady_is_drawn_hatched_and_a_log_axis_has_points(
+        gpu_tables):
+    """mnist_seed's every-window-unsteady throughputs were drawn as ordinary bars: a cell of
+    unsteady windows is washed out and hatched, named in the legend; where the values span a
+    log axis each cell is a point (a bar's length from an arbitrary floor means nothing)."""
+    from tcbench.render import bars as B
+
+    P.style()
+    s = _cells(gpu_tables, "amp_recipe")
+    s = s.assign(unsteady_n=np.where(s["precision"] == "tf32", 1, 0))
+    fig = F.fig_throughput(s, "amp_recipe")
+    ax = fig.axes[0]
+    assert [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches
+            if p.get_hatch() == B.UNJUDGED_HATCH] == [
+        matplotlib.colors.to_hex(B.washed(P.PALETTE["tf32"]))]
+    assert "unsteady windows" in [t.get_text() for t in fig.legends[0].get_texts()]
+    wide = s.assign(throughput_samples_per_s=np.where(s["precision"] == "fp32", 1e3, 1e5),
+                    throughput_samples_per_s_low=np.nan, throughput_samples_per_s_high=np.nan)
+    ax = F.fig_throughput(wide, "amp_recipe").axes[0]
+    assert ax.get_yscale() == "log" and not ax.patches
+    assert len([ln for ln in ax.get_lines() if ln.get_marker() == "x"]) == 1
+    P.plt.close("all")

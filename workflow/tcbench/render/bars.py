@@ -178,6 +178,9 @@ def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, 
     if point:
         ax.plot([x], [v], marker="o", markersize=4.2, mfc=fill, ls="none", zorder=3.5,
                 mec=UNJUDGED_EDGE if muted else "0.1", mew=0.6)
+        if muted:      # a point has no hatch: the cross of one over it
+            ax.plot([x], [v], marker="x", markersize=3.2, mec=UNJUDGED_EDGE, mew=0.7,
+                    ls="none", zorder=3.6)
     else:
         ax.bar(x, v, width=slot_width(n) * 0.92, color=fill,
                edgecolor=UNJUDGED_EDGE if muted else "white", linewidth=0,
@@ -237,7 +240,8 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
                  annotate=annotate, drawn=drawn, point=point, muted=(g, p) in muted,
                  above=max((float(v) for v in [*dots, *(clear or {}).get((g, p), ())]),
                            default=-np.inf))
-            if run_dots(ax, x, dots, n):
+            # beside a point, not over it: the point is the mean
+            if run_dots(ax, x + (slot_width(n) * 0.5 if point else 0.0), dots, n):
                 drawn["runs"] = True
     group_ticks(ax, groups, narrow=axes_width_in(ax) / max(len(groups), 1) < 0.55)
     ax.margins(y=0.18 if annotate or drawn["intervals"] else 0.08)

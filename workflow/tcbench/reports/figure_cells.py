@@ -98,9 +98,11 @@ def all_values(df, cols, dots: dict) -> pd.Series:
 
 def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
                scale=1.0, empty="no measurement", extra=None, also=(), plan=None,
-               runs=None):
-    """One bar of ``value`` per cell with its interval and its runs as dots; the figure and
-    its axes, or a ``NotDrawn`` (and None) where no cell has the value."""
+               runs=None, muted=frozenset()):
+    """One bar of ``value`` per cell with its interval and its runs as dots (a point on a
+    log axis, where a bar's length would mean nothing), the cells of ``muted`` washed out and
+    hatched; the figure and its axes, or a ``NotDrawn`` (and None) where no cell has the
+    value."""
     df = df.copy()
     cols = [value] + ([f"{interval}_low", f"{interval}_high"] if interval else []) + list(also)
     for col in cols:
@@ -110,9 +112,10 @@ def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
     groups = groups_of(df)
     dots = runs.of_rows(df, value, scale) if runs is not None else {}
     fig, ax = new_figure(len(groups) * len(present_precisions(df)), width)
-    value_axis(ax, all_values(df, cols, dots), label=ylabel)
+    log = value_axis(ax, all_values(df, cols, dots), label=ylabel)
     drawn = grouped_bars(ax, df, value, groups=groups, interval=f"{interval}" if interval
-                         else None, annotate=annotate, absent=plan, runs=dots)
+                         else None, annotate=annotate, absent=plan, runs=dots, point=log,
+                         muted=muted)
     set_title(ax, title)
     legend(fig, drawn["precisions"], extra, drawn["intervals"], drawn["runs"])
     return fig, ax

@@ -54,12 +54,23 @@ def ratio_runs(rows: pd.DataFrame, runs: Runs, stem: str) -> dict:
 def fig_throughput(s, exp, width="auto", plan=None, runs=None):
     """Steady-state throughput in the unit the workload counts (tokens/s for a token workload,
     whose samples/s is in its tables): the mean of the finished runs, its interval, and each
-    run as a dot."""
+    run as a dot; a cell whose runs fall into two modes or have a window that was not steady
+    washed out and hatched, the legend saying which."""
     col = TP.main_column(s)
+    unsteady = {(str(r["group"]), str(r["precision"])): _unsteady(r) for _, r in s.iterrows()
+                if _unsteady(r)}
+    extra = [unjudged_handle(unsteady.values(), "")] if unsteady else None
     fig, _ = bar_figure(s, col, f"{TP.unit(col)} (steady state)",
                         f"{exp}: training throughput", width, interval=col, plan=plan,
-                        runs=runs)
+                        runs=runs, muted=set(unsteady), extra=extra)
     return fig
+
+
+def _unsteady(r) -> str | None:
+    """Why a cell's runs cannot decide a ratio whatever its baseline (``claims.gate`` of the
+    cell alone), other than the host: two modes, unsteady or compile-struck windows."""
+    g = claims.gate(r, None)
+    return None if g in (None, stats.HOST_BOUND) else g
 
 
 def _is_own_baseline(r) -> bool:
@@ -177,11 +188,11 @@ def _per_process(ax, rows: pd.DataFrame, groups: list[str], precisions: list[str
     return drawn
 
 
-def unjudged_handle(reasons) -> Patch:
+def unjudged_handle(reasons, what: str = "not judged ") -> Patch:
     """The legend's entry for the cells the verdict makes no claim of, with why."""
     why = "; ".join(dict.fromkeys(str(w).removeprefix("not judged: ") for w in reasons))
     return Patch(facecolor="white", edgecolor=UNJUDGED_EDGE, hatch=UNJUDGED_HATCH,
-                 label=f"not judged ({why})")
+                 label=f"{what}({why})" if what else why)
 
 
 def _panels(sp: pd.DataFrame):
