@@ -96,6 +96,20 @@ def all_values(df, cols, dots: dict) -> pd.Series:
                       pd.Series([v for vs in dots.values() for v in vs], dtype=float)])
 
 
+PANEL_MIN_IN = 1.3    # the least height a panel keeps, whatever its title, ticks and legend take
+
+
+def room_for_panels(fig) -> None:
+    """A figure as much taller as its panels fall short of ``PANEL_MIN_IN`` once its long
+    titles, upright setting labels and legend have taken their room (constrained layout
+    keeps those at their size, so the panels get what is added)."""
+    fig.canvas.draw()
+    heights = [ax.get_position().height * fig.get_figheight() for ax in fig.axes]
+    short = PANEL_MIN_IN - min(heights, default=PANEL_MIN_IN)
+    if short > 0:
+        fig.set_figheight(fig.get_figheight() + short * len(heights))
+
+
 def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
                scale=1.0, empty="no measurement", extra=None, also=(), plan=None,
                runs=None, muted=frozenset()):
@@ -118,4 +132,5 @@ def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
                          muted=muted)
     set_title(ax, title)
     legend(fig, drawn["precisions"], extra, drawn["intervals"], drawn["runs"])
+    room_for_panels(fig)
     return fig, ax

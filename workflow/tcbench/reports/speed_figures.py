@@ -19,7 +19,7 @@ from ..render.bars import (UNJUDGED_EDGE, UNJUDGED_HATCH, clear_of_lines, groupe
 from ..render.legend import legend
 from ..render.numbers import num
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
-from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of
+from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of, room_for_panels
 
 FP8 = frozenset(m.name for m in V.MODES if m.fp8_recipe)
 
@@ -238,20 +238,6 @@ def _panel(ax, exp: str, panel, groups, plan, runs, marks: dict) -> list[str]:
     return drawn["precisions"]
 
 
-PANEL_MIN_IN = 1.3    # the least height a panel keeps, whatever its title, ticks and legend take
-
-
-def _room_for_panels(fig) -> None:
-    """A figure as much taller as its panels fall short of ``PANEL_MIN_IN`` once its long
-    titles, upright setting labels and legend have taken their room (constrained layout
-    keeps those at their size, so the panels get what is added)."""
-    fig.canvas.draw()
-    heights = [ax.get_position().height * fig.get_figheight() for ax in fig.axes]
-    short = PANEL_MIN_IN - min(heights, default=PANEL_MIN_IN)
-    if short > 0:
-        fig.set_figheight(fig.get_figheight() + short * len(heights))
-
-
 def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     """Throughput of each mode over the baseline it is judged against at the same setting
     (``_ratio_panels``), the ratio the verdict judges (``claims.shown``: the interleaved
@@ -284,7 +270,7 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     extra += [unjudged_handle(marks["unjudged"])] if marks["unjudged"] else []
     legend(fig, [p for p in V.PRECISIONS if p in precisions], extra, marks["intervals"],
            marks["dotted"])
-    _room_for_panels(fig)
+    room_for_panels(fig)
     for ax in axes[:, 0]:
         reference_room(ax)
     clear_of_lines(fig, (1.0, stats.GAIN))
