@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -122,6 +123,28 @@ def test_seed_table_row_by_row(combined):
     assert rows[1]["T4 (seed) ‡: time, memory"] == "2.52 s, 1,500 MiB"
     assert "[" in first["H200: time (s)"]                         # three repeats: a CI
     assert [r["T4 (seed) ‡: time, memory"] for r in rows].count("not run by the seed") == 5
+
+
+def test_the_seed_table_says_which_cells_are_unsteady_or_noisy(combined):
+    """compare/seed.md showed mnist_seed's ±24–26%, every-window-unsteady throughputs as
+    ordinary numbers: each says so, with the note, as the verdict does."""
+    from tcbench.reports import phrases
+
+    _, c = combined
+    here = (c["kind"] == "measured") & (c["experiment"] == "amp_recipe") & \
+        (c["precision"] == "fp32") & (c["batch_size"] == 512)
+    mean = c.loc[here, "throughput_samples_per_s"]
+    c = c.assign(unsteady_n=np.where(here, 2, 0),
+                 throughput_samples_per_s_low=np.where(here, mean * 0.75,
+                                                       c["throughput_samples_per_s_low"]),
+                 throughput_samples_per_s_high=np.where(here, mean * 1.25,
+                                                        c["throughput_samples_per_s_high"]))
+    t = C.seed_table(c)
+    rows = {r[1]: dict(zip(t.columns, r)) for r in t.rows if r[0] == "amp_recipe"}
+    assert rows["fp32, bs 512"]["samples/s"].endswith("windows unsteady, noisy (±25%)")
+    assert any("noisy" not in r["samples/s"] and "unsteady" not in r["samples/s"]
+               for r in rows.values())
+    assert phrases.NOISY_NOTE in t.notes
 
 
 def test_figures_mark_references_and_gaps(combined):

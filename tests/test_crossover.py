@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -149,7 +150,7 @@ def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatc
 def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     """On a full 2 x 2 map: a dashed contour at 1.0 in the measured and predicted panels, and
     one box per shape whose interval clears 1.10 (two here, in each recipe's measured panel)."""
-    from matplotlib.contour import ContourSet
+    from matplotlib.collections import LineCollection
     from matplotlib.patches import Rectangle
 
     table = X.ratios(X.cells([r for r in fixture_records() if r["params"]["in_size"] != 2048]),
@@ -157,11 +158,15 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     fig = M.figure(table)
     assert figure_text.problems(fig) == []       # no text overlaps or leaves the canvas
     measured, predicted = fig.axes[0], fig.axes[1]
-    # the measured panel: its own break-even (dashed) and the prediction's (dotted) over it
-    contours = [c for c in measured.collections if isinstance(c, ContourSet)]
-    assert [c.get_linestyle()[0][1] is not None for c in contours] == [True, True]
-    assert len({str(c.get_linestyle()) for c in contours}) == 2
-    assert sum(isinstance(c, ContourSet) for c in predicted.collections) == 1
+    # the measured panel: its own break-even (dashed) and the prediction's (dotted) over it,
+    # each on the cells' edges (the axes are the shapes measured, nothing between them)
+    edges = [c for c in measured.collections if isinstance(c, LineCollection)]
+    assert len(edges) == 2 and len({str(c.get_linestyle()) for c in edges}) == 2
+    for c in edges:
+        for seg in c.get_segments():
+            assert np.allclose(seg, np.round(seg)), seg      # whole cells, never interpolated
+    assert sum(isinstance(c, LineCollection) for c in predicted.collections) == 1
+    assert len(fig.axes) > 6                   # the colour bars: a scale a row, and memory's
     # a measured cell gives its 95% interval under the ratio
     tw = table[(table["mode"] == "fp8-tensorwise") & (table["width"] == 4096) &
                (table["tokens"] == 4096)].iloc[0]

@@ -521,7 +521,7 @@ def test_each_run_is_a_dot_on_its_bar(gpu_tables):
     amp = metrics[(metrics["experiment"] == "amp_recipe") & (metrics["status"] == "ok")]
     fig = F.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe", runs=runs)
     assert sorted(_dots(fig.axes[0])) == pytest.approx(sorted(amp["throughput_samples_per_s"]))
-    assert "one run" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "each run" in [t.get_text() for t in fig.legends[0].get_texts()]
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     fig = F.fig_speedup(sp, "amp_recipe", runs=runs)
     ax = fig.axes[0]
@@ -551,28 +551,92 @@ def test_speedup_panels_have_lines_at_1_and_at_the_pays_off_threshold(gpu_tables
     P.plt.close("all")
 
 
-def test_a_cell_decided_by_its_interleaved_comparison_shows_that_ratio_beside_its_bar(gpu_tables):
-    """The bar is the per-process repeats' ratio of means; where the set has the cell's
-    interleaved comparison, its ratio (the one the verdict uses) is a diamond with its interval
-    beside the bar, and the legend says what it is; a set without comparisons draws none."""
-    from matplotlib.lines import Line2D
+def _bar_of(ax, precision: str):
+    colour = P.PALETTE[precision].lower()
+    return [p for p in ax.patches if matplotlib.colors.to_hex(p.get_facecolor()) == colour]
+
+
+def test_a_cell_judged_by_its_interleaved_comparison_draws_that_ratio_as_its_bar(gpu_tables):
+    """The bar was the per-process ratio of means and the verdict's interleaved ratio a
+    diamond beside it (amp_recipe tf32: 3.41 drawn, 3.09 judged): now the bar, its interval
+    and its printed value are the ratio the verdict judges, and the per-process ratio is a
+    hollow square beside it, named in the legend as the one not judged on; a set without
+    comparisons draws none."""
     from tcbench.reports import speed_figures as SF
 
     P.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     plain = F.fig_speedup(sp, "amp_recipe")
-    assert SF.INTERLEAVED_HANDLE.get_label() not in \
+    assert SF.PER_PROCESS_HANDLE.get_label() not in \
         [t.get_text() for t in plain.legends[0].get_texts()]
     tf32 = sp["precision"] == "tf32"
+    per_process = float(sp.loc[tf32, "speedup"].iloc[0])
+    assert abs(per_process - 3.5) > 0.1
     sp = sp.assign(interleaved_speedup=np.where(tf32, 3.5, np.nan),
                    interleaved_speedup_low=np.where(tf32, 3.4, np.nan),
-                   interleaved_speedup_high=np.where(tf32, 3.6, np.nan))
+                   interleaved_speedup_high=np.where(tf32, 3.6, np.nan),
+                   interleaved_speedup_n=np.where(tf32, 3, np.nan),
+                   interleaved_speedup_interval=np.where(tf32, stats.REPLICATED, None))
     fig = F.fig_speedup(sp, "amp_recipe")
-    diamonds = [ln for ln in fig.axes[0].get_lines() if ln.get_marker() == "D"]
-    assert len(diamonds) == 1 and list(diamonds[0].get_ydata()) == [3.5]
-    assert SF.INTERLEAVED_HANDLE.get_label() in [t.get_text() for t in fig.legends[0].get_texts()]
+    ax = fig.axes[0]
+    assert [round(b.get_height(), 6) for b in _bar_of(ax, "tf32")] == [3.5]
+    squares = [ln for ln in ax.get_lines() if ln.get_marker() == "s"]
+    assert len(squares) == 1 and squares[0].get_ydata()[0] == pytest.approx(per_process)
+    assert "3.50" in _texts(fig) and num_text(per_process) not in _texts(fig)
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert SF.PER_PROCESS_HANDLE.get_label() in legend
+    assert any(t.startswith("bar: interleaved ratio (judged)") for t in legend)
     assert figure_text.problems(fig) == []
-    assert isinstance(SF.INTERLEAVED_HANDLE, Line2D)
+    P.plt.close("all")
+
+
+def num_text(v: float) -> str:
+    from tcbench.render.numbers import num
+    return num(v)
+
+
+def test_a_cell_the_verdict_does_not_judge_is_drawn_hatched_and_named(gpu_tables):
+    """A cell whose repeats are gated (unsteady windows) was drawn as an ordinary bar: it is
+    washed out and cross-hatched, and the legend says why no claim is made of it."""
+    from tcbench.render import bars as B
+
+    P.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    fp16 = sp["precision"] == "amp-fp16"
+    sp = sp.assign(speedup_gate=np.where(fp16, stats.UNSTEADY, None))
+    fig = F.fig_speedup(sp, "amp_recipe")
+    ax = fig.axes[0]
+    hatched = [p for p in ax.patches if p.get_hatch() == B.UNJUDGED_HATCH]
+    assert len(hatched) == 1
+    assert matplotlib.colors.to_hex(hatched[0].get_facecolor()) == \
+        matplotlib.colors.to_hex(B.washed(P.PALETTE["amp-fp16"]))
+    assert all(p.get_hatch() is None for p in _bar_of(ax, "tf32") + _bar_of(ax, "amp-bf16"))
+    assert "not judged (unsteady windows)" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_no_printed_value_is_struck_through_by_a_reference_line(gpu_tables):
+    """tf_gpt2's 0.909 sat on the 1× line: a value whose label a reference line crosses is
+    lifted above it, and the pays-off line keeps room above it where every bar is below."""
+    from tcbench.render import bars as B
+
+    P.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    reduced = sp["precision"] != "fp32"
+    sp = sp.assign(speedup=np.where(reduced, 0.95, sp["speedup"]),
+                   speedup_low=np.where(reduced, 0.94, sp["speedup_low"]),
+                   speedup_high=np.where(reduced, 0.96, sp["speedup_high"]))
+    fig = F.fig_speedup(sp, "amp_recipe")
+    fig.canvas.draw()
+    ax, renderer = fig.axes[0], fig.canvas.get_renderer()
+    lines = [ax.transData.transform((0, y))[1] for y in (1.0, stats.GAIN)]
+    labels = [t for t in ax.texts if t.get_gid() == B.VALUE_GID]
+    assert len(labels) == 3
+    for t in labels:
+        box = t.get_window_extent(renderer)
+        assert not any(box.y0 <= y <= box.y1 for y in lines), t.get_text()
+    assert ax.get_ylim()[1] > stats.GAIN * 1.02
     P.plt.close("all")
 
 
@@ -607,7 +671,11 @@ def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
                                                          .startswith("fp8"), "bf16_speedup"])
     assert 1.15 < min(heights) and max(heights) < 1.4
     assert over_fp32.get_ylabel() == "× fp32 (log scale)"
-    assert [round(p.get_height(), 3) for p in over_fp32.patches] == [
+    # a bar from a log axis's arbitrary floor would misstate its length: a point
+    assert not over_fp32.patches
+    points = [ln for ln in over_fp32.get_lines() if ln.get_marker() == "o"
+              and ln.get_markerfacecolor() == P.PALETTE["amp-bf16"]]
+    assert [round(float(ln.get_ydata()[0]), 3) for ln in points] == [
         round(sp.loc[sp["precision"].astype(str) == "amp-bf16", "speedup"].iloc[0], 3)]
     assert len(_dots(over_bf16)) == 6 and len(_dots(over_fp32)) == 2
     assert {1.0, stats.GAIN} <= _hlines(over_bf16)
@@ -615,12 +683,19 @@ def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
     P.plt.close("all")
 
 
-def test_fp8_without_amp_bf16_is_drawn_over_fp32_and_says_why():
+def test_fp8_without_amp_bf16_is_not_drawn_over_fp32_and_says_why():
+    """fp8_digits drew its FP8 cells over fp32, the comparison the rules forbid (it credits
+    FP8 with bf16's own gain): with no amp-bf16 beside them there is no ratio to draw."""
     P.style()
     m, sp = _fp8_set(with_bf16=False)
-    fig = F.fig_speedup(sp, "fp8_digits", runs=F.Runs(m))
-    assert len(fig.axes) == 1 and "amp-bf16, did not run" in fig.axes[0].get_title()
-    assert len(fig.axes[0].patches) == 2
+    nd = F.fig_speedup(sp, "fp8_digits", runs=F.Runs(m))
+    assert isinstance(nd, P.NotDrawn)
+    assert "judged against amp-bf16 only" in nd.reason and "no amp-bf16 run" in nd.reason
+    tf32 = sp[sp["precision"] == "fp32"].assign(precision="tf32", speedup=1.3,
+                                                 speedup_low=1.2, speedup_high=1.4)
+    fig = F.fig_speedup(pd.concat([sp, tf32]), "fp8_digits", runs=F.Runs(m))
+    assert "amp-bf16, did not run" in fig.axes[0].get_title()
+    assert len(fig.axes[0].patches) == 1 and _texts(fig).count("no amp-bf16") == 2
     assert figure_text.problems(fig) == []
     P.plt.close("all")
 
@@ -752,6 +827,36 @@ def test_host_bound_figure_is_not_drawn_without_its_data():
     assert "GPU busy share" in H.fig_host_bound(none).reason
 
 
+def test_an_input_bound_cell_is_not_drawn_as_host_bound():
+    """host_bound.png showed mnist_seed, whose GPU idles waiting for its loader, under the
+    host-bound title: a cell most of whose runs were input-bound is left out."""
+    P.style()
+    m = host_like.metrics()
+    waits = m.assign(input_bound=m["precision"] == "tf32")
+    fig = H.fig_host_bound(waits)
+    colours = {matplotlib.colors.to_hex(ln.get_markerfacecolor())
+               for ax in fig.axes for ln in ax.get_lines() if ln.get_marker() == "o"}
+    assert colours == {P.PALETTE[p].lower() for p in ("amp-fp16", "amp-bf16")}
+    assert "no cell is host-bound" in H.fig_host_bound(m.assign(input_bound=True)).reason
+    P.plt.close("all")
+
+
+def test_many_interleaved_settings_share_rows_and_rounds_are_whole(host_tables):
+    """interleaved.png was 11,901 px tall, one row a setting, its round ticks at 0.5, 1.5:
+    past four settings two share a row, and a round tick is a whole round."""
+    P.style()
+    settings = [host_like.rounds(n=8, seed=k).assign(batch_size=64 * k) for k in range(1, 7)]
+    rounds = pd.concat(settings, ignore_index=True)
+    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds)
+    assert len(fig.axes) == 12 and fig.axes[0].get_gridspec().ncols == 4
+    assert fig.get_size_inches()[1] < 0.6 + 2.3 * 6
+    fig.canvas.draw()
+    for ax in fig.axes[::2]:
+        ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks)
+    P.plt.close("all")
+
+
 def test_interleaved_rounds_and_paired_ratios(host_tables):
     """Left: each arm's throughput in every round; right: per arm but fp32, its per-round
     ratios to fp32 (recomputed here from the rounds) and the median with its bootstrap
@@ -831,3 +936,27 @@ def test_set_figures_cli(host_tables, tmp_path):
                    str(tmp_path / "nope.csv"), "--outputs", str(alone)]) == 2
     assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs",
                    str(tmp_path / "host.png")]) == 2
+
+
+def test_a_throughput_whose_windows_were_unsteady_is_drawn_hatched_and_a_log_axis_has_points(
+        gpu_tables):
+    """mnist_seed's every-window-unsteady throughputs were drawn as ordinary bars: a cell of
+    unsteady windows is washed out and hatched, named in the legend; where the values span a
+    log axis each cell is a point (a bar's length from an arbitrary floor means nothing)."""
+    from tcbench.render import bars as B
+
+    P.style()
+    s = _cells(gpu_tables, "amp_recipe")
+    s = s.assign(unsteady_n=np.where(s["precision"] == "tf32", 1, 0))
+    fig = F.fig_throughput(s, "amp_recipe")
+    ax = fig.axes[0]
+    assert [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches
+            if p.get_hatch() == B.UNJUDGED_HATCH] == [
+        matplotlib.colors.to_hex(B.washed(P.PALETTE["tf32"]))]
+    assert "unsteady windows" in [t.get_text() for t in fig.legends[0].get_texts()]
+    wide = s.assign(throughput_samples_per_s=np.where(s["precision"] == "fp32", 1e3, 1e5),
+                    throughput_samples_per_s_low=np.nan, throughput_samples_per_s_high=np.nan)
+    ax = F.fig_throughput(wide, "amp_recipe").axes[0]
+    assert ax.get_yscale() == "log" and not ax.patches
+    assert len([ln for ln in ax.get_lines() if ln.get_marker() == "x"]) == 1
+    P.plt.close("all")

@@ -44,6 +44,9 @@ def compile_tex(body: str, where: Path) -> str:
     assert proc.returncode == 0, log[-3000:]
     overfull = re.findall(r"Overfull \\hbox \((\d+\.\d+)pt too wide\)", log)
     assert not overfull, f"tables wider than the page by {overfull} pt"
+    tall = re.findall(r"Float too large for page by (\d+\.\d+)pt", log) + \
+        re.findall(r"Overfull \\vbox \((\d+\.\d+)pt too high\)", log)
+    assert not tall, f"tables taller than the page by {tall} pt"
     return log
 
 
@@ -54,7 +57,9 @@ def test_every_table_of_a_gpu_set_compiles_and_fits(tmp_path):
     T.write_combined(s, sp, None, tmp_path / "tables.tex")
     tex = (tmp_path / "tables.tex").read_text()
     n = sum(len(T.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
-    assert n >= 2 * s["experiment"].nunique() and tex.count(r"\begin{table}") == n
+    # a table taller or wider than the page is set in parts: its caption once
+    parts = tex.count("continued, part")
+    assert n >= 2 * s["experiment"].nunique() and tex.count(r"\begin{table}") - parts == n
     # floats: clear them now and then, LaTeX allows only so many unprocessed ones
     log = compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
     assert "Output written on doc.pdf" in log
@@ -69,11 +74,40 @@ def test_comparison_tables_compile_and_fit(tmp_path):
     compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
 
 
+def _float(tabular: str) -> str:
+    return "\\begin{table}[tbp]\n\\centering\n" + tabular + "\\end{table}\n"
+
+
+WIDE = T.Table("too wide", [f"column {i}" for i in range(30)],
+               [[f"{i}{j}" for i in range(30)] for j in range(3)])
+TALL = T.Table("too tall", ["setting", "precision", "value"],
+               [[f"bs {j}", "amp-bf16", f"{j},000 [{j - 1},900, {j},100]"] for j in range(120)],
+               notes=["A note long enough to take several lines of the caption. " * 8])
+
+
 @needs_latex
-def test_an_overfull_table_is_caught(tmp_path):
-    wide = T.Table("too wide", [f"column {i}" for i in range(30)], [[f"{i}" for i in range(30)]])
+def test_an_overfull_or_too_tall_table_is_caught(tmp_path):
+    """The check itself: one tabular wider than the page, one taller (the zoo's speed table
+    ran off the page by 339 pt, "Float too large", and the width check let it pass)."""
     with pytest.raises(AssertionError, match="wider than the page"):
-        compile_tex(to_latex(wide), tmp_path)
+        compile_tex(_float(to_latex(WIDE, float_env=False)), tmp_path)
+    with pytest.raises(AssertionError, match="taller than the page"):
+        compile_tex(_float(to_latex(TALL, float_env=False)), tmp_path)
+
+
+@needs_latex
+def test_a_table_wider_or_taller_than_a_page_is_set_in_parts_that_fit(tmp_path):
+    """Its columns in parts led by the first two, its rows in parts under the header; the
+    caption and label once, on the first part; every cell still there."""
+    for t in (WIDE, TALL):
+        tex = to_latex(T.Table(t.title, t.columns, t.rows, notes=t.notes, label="tab:x"))
+        assert tex.count(r"\begin{table}") > 1 and tex.count(r"\label{tab:x}") == 1
+        assert tex.count("continued, part") == tex.count(r"\begin{table}") - 1
+        for row in t.rows:
+            for cell in row[2:]:
+                assert tex.count(cell.split(" ")[0]) >= 1, cell
+        compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
+    assert to_latex(WIDE).count(r"\begin{tabular}{") == to_latex(WIDE).count("column 0 ")
 
 
 @needs_latex

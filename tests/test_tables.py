@@ -15,6 +15,7 @@ from tcbench import resultset as RS
 from tcbench import stats
 from tcbench.render import numbers as N
 from tcbench.render import table as TB
+from tcbench.reports import ratio_cells as RC
 from tcbench.reports import tables as T
 
 
@@ -99,15 +100,18 @@ def rows_of(t):
 def test_experiment_tables_on_a_gpu_set(gpu_tables):
     s, sp, _ = gpu_tables
     speed, evidence = T.experiment_tables(s, sp, "resnet50")
-    assert speed.columns[:6] == ["setting", "precision", "n", "samples/s", "× fp32",
-                                 T.WARMUP_HEAD]
+    # no interleaved comparison in this set: the judged ratio is the per-process one, once
+    assert speed.columns[:7] == ["setting", "precision", "n", "samples/s", RC.JUDGED_HEAD,
+                                 RC.HOW_HEAD, T.WARMUP_HEAD]
     assert "peak memory (GiB)" in speed.columns and T.WARMUP_MISS_HEAD not in speed.columns
     rows = {(r["setting"], r["precision"]): r for r in rows_of(speed)}
     oom = rows[("bs 256", "fp32")]
     assert oom["samples/s"] == "–" and oom["n"] == "0/3 oom"
-    assert rows[("bs 256", "amp-fp16")]["× fp32"] == "no fp32"
-    assert rows[("bs 64", "fp32")]["× fp32"] == "1×"
-    assert re.fullmatch(r"3\.\d\d× \[\d\.\d\d, \d\.\d\d\]", rows[("bs 64", "amp-fp16")]["× fp32"])
+    assert rows[("bs 256", "amp-fp16")][RC.JUDGED_HEAD] == "no fp32"
+    assert rows[("bs 64", "fp32")][RC.JUDGED_HEAD] == "1×"
+    assert re.fullmatch(r"3\.\d\d× \[\d\.\d\d, \d\.\d\d\]",
+                        rows[("bs 64", "amp-fp16")][RC.JUDGED_HEAD])
+    assert rows[("bs 64", "amp-fp16")][RC.HOW_HEAD] == "repeats over fp32"
     # warm-up: a median and its range, never a t interval's brackets
     assert re.fullmatch(r"[\d.]+ \([\d.]+–[\d.]+\)", rows[("bs 64", "amp-fp16")][T.WARMUP_HEAD])
     assert any("median (min–max)" in n for n in speed.notes)
@@ -193,7 +197,8 @@ def test_cli_writes_what_it_is_given_and_the_combined_set(gpu_tables, tmp_path):
     s, sp = pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv")
     n = sum(len(T.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
     assert n > 2 * s["experiment"].nunique()
-    assert tex.count(r"\begin{table}") == n and tex.count(r"\bottomrule") == n
+    parts = tex.count("continued, part")        # a table too tall or wide for a page, in parts
+    assert tex.count(r"\begin{table}") - parts == n and tex.count(r"\bottomrule") - parts == n
     assert T.main([*csvs, "--experiment", "x", "--md", str(tmp_path / "x.md")]) == 2
     assert not (tmp_path / "x.md").exists()
     assert T.main([*csvs, "--md", str(tmp_path / "x.md")]) == 2      # which experiment?
@@ -231,7 +236,7 @@ def test_a_finished_cell_without_a_number_says_why_never_n_a(gpu_tables):
                         for r in rows)
     assert any("not profiled = not measurable without a kernel profile" in n
                for n in evidence.notes)
-    no_fp32 = [r for r in rows_of(speed) if r["× fp32"] == "no fp32"]
+    no_fp32 = [r for r in rows_of(speed) if r[RC.JUDGED_HEAD] == "no fp32"]
     assert no_fp32 and all(r["memory × fp32"] == "no fp32" for r in no_fp32)
 
 
@@ -321,3 +326,53 @@ def test_committed_reports_print_no_digits_a_rerun_does_not_carry():
              REPO / "docs" / "results.md"]
     found = {p.relative_to(REPO).as_posix(): N.overstated(p.read_text()) for p in files}
     assert not any(found.values()), {k: v[:3] for k, v in found.items() if v}
+
+
+def test_the_headline_ratio_is_the_one_the_verdict_judges(gpu_tables):
+    """amp_recipe's tf32 read 3.34× per process in tables/ while the verdict judged its
+    interleaved 3.56×: the table's headline ratio is the interleaved one with how it was
+    judged, the per-process one beside it; a gated cell says it is not judged; speedup.md's
+    claim is the verdict's, FP8 over amp-bf16."""
+    s, sp, _ = gpu_tables
+    amp = sp["experiment"] == "amp_recipe"
+    tf32, fp16 = amp & (sp["precision"] == "tf32"), amp & (sp["precision"] == "amp-fp16")
+    per_process = N.with_interval(*sp.loc[tf32, ["speedup", "speedup_low", "speedup_high",
+                                                 "speedup_n"]].iloc[0], fmt=N.times)
+    sp = sp.assign(interleaved_speedup=np.where(tf32, 3.56, np.nan),
+                   interleaved_speedup_low=np.where(tf32, 3.50, np.nan),
+                   interleaved_speedup_high=np.where(tf32, 3.62, np.nan),
+                   interleaved_speedup_n=np.where(tf32, 3, np.nan),
+                   interleaved_speedup_interval=np.where(tf32, stats.REPLICATED, None),
+                   speedup_gate=np.where(fp16, stats.UNSTEADY, None))
+    speed = T.experiment_tables(s, sp, "amp_recipe")[0]
+    rows = {r["precision"]: r for r in rows_of(speed)}
+    assert rows["tf32"][RC.JUDGED_HEAD] == "3.56× [3.50, 3.62]"
+    assert rows["tf32"][RC.HOW_HEAD] == "interleaved over fp32"
+    assert rows["tf32"][RC.PER_PROCESS_HEAD] == per_process != rows["tf32"][RC.JUDGED_HEAD]
+    assert rows["amp-fp16"][RC.HOW_HEAD] == stats.UNSTEADY
+    assert rows["amp-bf16"][RC.HOW_HEAD] == "repeats over fp32"
+    assert RC.JUDGED_NOTE in speed.notes
+    whole = {r["precision"]: r for r in rows_of(T.speedup_table(sp))
+             if r["experiment"] == "amp_recipe"}
+    assert whole["tf32"][RC.JUDGED_HEAD] == "3.56× [3.50, 3.62]"
+    assert whole["tf32"]["claim"] == "pays off"
+    assert whole["amp-fp16"][RC.HOW_HEAD] == stats.UNSTEADY
+
+
+def test_a_noisy_cell_is_marked_where_its_throughput_is_shown(gpu_tables):
+    """mnist_seed's ±24–26% throughputs read as ordinary numbers in tables/: a cell whose
+    interval is wider than ±3% of its mean says so, with a note; a precise one does not."""
+    s, sp, _ = gpu_tables
+    amp = (s["experiment"] == "amp_recipe") & (s["precision"] == "tf32")
+    mean = s.loc[amp, "throughput_samples_per_s"]
+    s = s.assign(throughput_samples_per_s_low=np.where(amp, mean * 0.8,
+                                                       s["throughput_samples_per_s_low"]),
+                 throughput_samples_per_s_high=np.where(amp, mean * 1.2,
+                                                        s["throughput_samples_per_s_high"]),
+                 throughput_samples_per_s_n=np.where(amp, 3, s["throughput_samples_per_s_n"]))
+    speed = T.experiment_tables(s, sp, "amp_recipe")[0]
+    rows = {r["precision"]: r for r in rows_of(speed)}
+    assert rows["tf32"]["samples/s"].endswith(", noisy (±20%)")
+    precise = [p for p, r in rows.items() if p != "tf32" and "noisy" not in r["samples/s"]]
+    assert precise and T.NOISY_NOTE in speed.notes
+    assert "noisy" in TB._latex_cell(rows["tf32"]["samples/s"], "r")

@@ -131,6 +131,39 @@ def judgement(row) -> Judgement | None:
     return j
 
 
+GAIN = "gain"    # a knobs study's ratio over the plain fp32 baseline (speedup.csv's column)
+
+
+def shown(row, stem: str) -> Judgement | None:
+    """The ratio a figure or a table shows of a cell over the baseline of ``stem`` (a column
+    stem of ``STEMS``, or ``GAIN``), as the verdict judges it: the interleaved comparison's
+    where one measured it (``against``), else the per-process repeats' with their gate; a
+    knobs study's gain over plain fp32 gated by the cell's own repeats, as ``best`` judges
+    it. None where the row has no such ratio."""
+    if stem == GAIN:
+        e = stats.from_row(row, GAIN)
+        if e.value is None:
+            return None
+        g = gate(row, None)
+        return Judgement(row, V.BASELINE, e, stats.gated(stats.claim(e), g), GAIN, REPEATS, g)
+    base = next((b for b, s in STEMS.items() if s == stem), None)
+    if base is None:
+        raise ValueError(f"no baseline has the ratio column {stem!r}: use one of "
+                         f"{sorted([*STEMS.values(), GAIN])}")
+    return against(row, base)
+
+
+def unjudged(j: Judgement | None) -> str | None:
+    """Why the verdict makes no claim from the ratio ``j`` shows (a ``stats.GATES`` "not
+    judged" of its repeats, or no baseline run); None where it judges it. An interleaved
+    ratio is never gated: the comparison measures what the gates guard against."""
+    if j is None:
+        return None
+    if j.claim == stats.NO_BASELINE:
+        return stats.NO_BASELINE
+    return j.gate if j.decided_by == REPEATS else None
+
+
 def _rows(df: pd.DataFrame):
     ok = df[df["repeats_ok"] > 0] if "repeats_ok" in df else df
     return [r for _, r in ok.iterrows()]

@@ -105,6 +105,16 @@ def ratio_lines(ax) -> list:
             Line2D([], [], label=f"{times(stats.GAIN)} (pays-off threshold)", **gain)]
 
 
+def reference_room(ax) -> None:
+    """Room above the pays-off line (``stats.GAIN``), which autoscaling leaves on the axes'
+    edge where every value is below it, half drawn."""
+    lo, hi = ax.get_ylim()
+    if ax.get_yscale() == "log":
+        ax.set_ylim(lo, max(hi, stats.GAIN * 1.12))
+    elif hi < stats.GAIN + 0.08 * (hi - lo):
+        ax.set_ylim(lo, stats.GAIN + 0.1 * (stats.GAIN - lo))
+
+
 def axes_width_in(ax) -> float:
     """Approximate drawing width of ``ax`` in inches (its share of the figure's columns, less
     room for the y axis labels)."""

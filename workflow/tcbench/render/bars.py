@@ -10,6 +10,7 @@ record", "no record")."""
 
 from __future__ import annotations
 
+import matplotlib.colors as mcolors
 import matplotlib.transforms as mtransforms
 import numpy as np
 import pandas as pd
@@ -28,6 +29,9 @@ VALUE_FONT = 5.5               # pt, values printed on bars
 VALUE_BOX = dict(boxstyle="square,pad=0.08", fc="white", ec="none", alpha=0.85)
 
 REFERENCE_HATCH = "//////"
+# a cell the verdict makes no claim of (its repeats are gated, or its baseline did not run):
+# its colour washed out and cross-hatched, so that it never reads as an ordinary result
+UNJUDGED_HATCH, UNJUDGED_EDGE, UNJUDGED_WASH = "xxxx", "0.35", 0.55
 
 SINGLE = V.SINGLE_RUN_MARK
 
@@ -46,7 +50,7 @@ def slot_x(i: int, j: int, n: int) -> float:
 
 # each finished run, on its bar or beside its point: hollow, so that it shows on every colour
 RUN_MARK = dict(marker="o", markersize=2.6, mfc="white", mec="0.1", mew=0.6, ls="none")
-RUN_HANDLE = Line2D([], [], label="one run", **RUN_MARK)
+RUN_HANDLE = Line2D([], [], label="each run", **RUN_MARK)
 
 
 def run_dots(ax, x: float, values, n: int) -> bool:
@@ -157,17 +161,30 @@ def _value_label(annotate, v: float, r, interval: str | None) -> str:
                          interval_kind(r, interval), annotate)
 
 
+def washed(colour: str) -> tuple:
+    """``colour`` mixed with white: a not-judged cell's fill."""
+    rgb = np.array(mcolors.to_rgb(colour))
+    return tuple(rgb + (1 - rgb) * UNJUDGED_WASH)
+
+
 def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, annotate,
-         drawn: dict, point: bool = False, above: float = -np.inf) -> None:
+         drawn: dict, point: bool = False, above: float = -np.inf,
+         muted: bool = False) -> None:
     """One bar (or, with ``point``, one marker) with its interval, and its status (some
-    repeats failed) or its value on top, above ``above`` too (its highest run's dot)."""
+    repeats failed) or its value on top, above ``above`` too (its highest run's dot);
+    ``muted``: a cell the verdict does not judge (washed out, cross-hatched)."""
     v = r[value]
+    fill = washed(PALETTE[p]) if muted else PALETTE[p]
     if point:
-        ax.plot([x], [v], marker="o", markersize=4.2, mfc=PALETTE[p], mec="0.1", mew=0.6,
-                ls="none", zorder=3.5)
+        ax.plot([x], [v], marker="o", markersize=4.2, mfc=fill, ls="none", zorder=3.5,
+                mec=UNJUDGED_EDGE if muted else "0.1", mew=0.6)
+        if muted:      # a point has no hatch: the cross of one over it
+            ax.plot([x], [v], marker="x", markersize=3.2, mec=UNJUDGED_EDGE, mew=0.7,
+                    ls="none", zorder=3.6)
     else:
-        ax.bar(x, v, width=slot_width(n) * 0.92, color=PALETTE[p], edgecolor="white",
-               linewidth=0, hatch=REFERENCE_HATCH if hatch else None)
+        ax.bar(x, v, width=slot_width(n) * 0.92, color=fill,
+               edgecolor=UNJUDGED_EDGE if muted else "white", linewidth=0,
+               hatch=UNJUDGED_HATCH if muted else REFERENCE_HATCH if hatch else None)
     top, single = _interval_bar(ax, x, v, r, interval, annotate, drawn) if interval \
         else (v, False)
     lift = 3.0 if np.isfinite(above) else 1.5      # clear of the dots
@@ -180,13 +197,13 @@ def _bar(ax, x: float, r, value: str, p: str, n: int, *, hatch: bool, interval, 
         text = _value_label(annotate, v, r, interval) + (SINGLE if interval and single else "")
         ax.annotate(text, (x, top), xytext=(0, lift), textcoords="offset points",
                     ha="center", va="bottom", fontsize=VALUE_FONT, color="0.15",
-                    bbox=VALUE_BOX, zorder=5)
+                    bbox=VALUE_BOX, zorder=5, gid=VALUE_GID)
 
 
 def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None = None,
                  interval: str | None = None, hatched=(), annotate=None,
                  precisions: list[str] | None = None, absent=None, runs=None,
-                 point: bool = False) -> dict:
+                 point: bool = False, muted=frozenset(), clear=None) -> dict:
     """Bars of ``value`` per (group, precision), in fixed precision colours and slots.
 
     ``data`` has one row per (group, precision) with ``status`` and ``repeats_ok``;
@@ -195,7 +212,11 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
     hatched; ``annotate`` formats the value printed above each bar (all or none, so that a
     partial set does not mislead); ``runs`` maps (group, precision) to the values of the
     cell's finished runs, each drawn as a dot on its bar; ``point`` draws a marker instead
-    of a bar (a median, which a bar from zero would misstate). A slot without a value gets a
+    of a bar (a median, which a bar from zero would misstate); cells in ``muted`` ((group,
+    precision) pairs the verdict does not judge) are washed out and cross-hatched; ``clear``
+    maps (group, precision) to a height the printed value stays above (a mark drawn beside
+    the bar). A slot
+    without a value gets a
     label saying why (``absent(group, precision)`` for a cell with no row at all). Returns
     what was drawn, for the legend:
     ``{"precisions": [...], "intervals": {methods}, "runs": bool}``."""
@@ -216,10 +237,39 @@ def grouped_bars(ax, data: pd.DataFrame, value: str, *, groups: list[str] | None
                 continue
             dots = runs.get((g, p), ()) if runs is not None else ()
             _bar(ax, x, r, value, p, n, hatch=g in hatched, interval=interval,
-                 annotate=annotate, drawn=drawn, point=point,
-                 above=max((float(v) for v in dots), default=-np.inf))
-            if run_dots(ax, x, dots, n):
+                 annotate=annotate, drawn=drawn, point=point, muted=(g, p) in muted,
+                 above=max((float(v) for v in [*dots, *(clear or {}).get((g, p), ())]),
+                           default=-np.inf))
+            # beside a point, not over it: the point is the mean
+            if run_dots(ax, x + (slot_width(n) * 0.5 if point else 0.0), dots, n):
                 drawn["runs"] = True
     group_ticks(ax, groups, narrow=axes_width_in(ax) / max(len(groups), 1) < 0.55)
     ax.margins(y=0.18 if annotate or drawn["intervals"] else 0.08)
     return drawn
+
+
+VALUE_GID = "value"    # a value printed over its bar (``_bar``), found again by ``clear_of_lines``
+
+
+def clear_of_lines(fig, ys, gap_px: float = 2.0) -> None:
+    """Lift every printed value of ``fig`` that a horizontal reference line (at each of
+    ``ys``, in data units) would strike through to just above it, growing the axis where the
+    lifted value would leave it. The figure is laid out (drawn) first: where a label sits
+    is known only then."""
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = [t for t in ax.texts if t.get_gid() == VALUE_GID]
+        if not labels:
+            continue
+        fig.canvas.draw()
+        top = ax.get_window_extent(renderer).y1
+        for t in labels:
+            for y in sorted(ys):
+                line = ax.transData.transform((0, y))[1]
+                box = t.get_window_extent(renderer).expanded(1.0, 1.08)
+                if box.y0 - gap_px <= line <= box.y1 + gap_px:
+                    dx, dy = t.xyann
+                    t.xyann = (dx, dy + (line - box.y0 + gap_px) * 72 / fig.dpi)
+            if t.get_window_extent(renderer).y1 > top:
+                lo, hi = ax.get_ylim()
+                ax.set_ylim(lo, hi * 1.15 if ax.get_yscale() == "log" else hi + 0.12 * (hi - lo))

@@ -104,9 +104,9 @@ def _interval_lines(text: str) -> list[str]:
 # a long name of two parts (a precision mode such as "fp8-tensorwise")
 _HYPHENATED = re.compile(r"^[a-z0-9]+-[a-z]{6,}$")
 # a note after a value and its interval ("2,440,000 [2,270,000, 2,600,000], 1 of 6 windows
-# unsteady", or one that names runs: ", r1–r3 predate ..."): set under the interval, as small,
-# so the interval is still recognised
-_NOTE_TAIL = re.compile(r"^(.+?), (\d+ of \d+ windows unsteady.*|r\d+\b.*)$")
+# unsteady", one that names runs: ", r1–r3 predate ...", or ", noisy (±8.4%)"): set under the
+# interval, as small, so the interval is still recognised
+_NOTE_TAIL = re.compile(r"^(.+?), (\d+ of \d+ windows unsteady.*|r\d+\b.*|noisy \(.*)$")
 
 
 def _latex_cell(text: str, align: str) -> str:
@@ -137,19 +137,16 @@ def _latex_cell(text: str, align: str) -> str:
 def to_latex(t: Table, float_env: bool = True, shared: dict[str, str] | None = None) -> str:
     """A booktabs table (needs ``\\usepackage{booktabs}``) that fits a page's text width:
     headers wrapped, intervals set under their values, long settings broken at their commas
-    (tests/test_latex.py compiles every generated table and fails on an overfull box);
+    (tests/test_latex.py compiles every generated table and fails on an overfull box); a
+    table taller or wider than a page is set as several floats (``_pages``, ``_column_parts``);
     ``float_env=False`` gives the bare tabular for ``\\input`` in a float. ``shared`` maps a
     note already given in full by an earlier table to that table's label: the caption refers
     to it instead of repeating it (``to_latex_all``)."""
     # a header breaks at its spaces and after a slash ("energy/ sample")
-    head = " & ".join(_stack(_wrap(c.replace("/", "/ "), 11, glue={"/"}), "c")
-                      for c in t.columns) + r" \\"
-    body = [r"\begin{tabular}{" + t.align + "}", r"\toprule", head, r"\midrule"]
-    body += [" & ".join(_latex_cell(c, a) for c, a in zip(row, t.align)) + r" \\"
-             for row in t.rows]
-    body += [r"\bottomrule", r"\end{tabular}"]
+    heads = [_stack(_wrap(c.replace("/", "/ "), 11, glue={"/"}), "c") for c in t.columns]
+    cells = [[_latex_cell(c, a) for c, a in zip(row, t.align)] for row in t.rows]
     if not float_env:
-        return "\n".join(body) + "\n"
+        return "\n".join(_tabular(t.align, _row(heads), list(map(_row, cells)))) + "\n"
     shared = shared or {}
     own = [n for n in t.notes if n not in shared]
     refs = list(dict.fromkeys(shared[n] for n in t.notes if n in shared))
@@ -157,11 +154,92 @@ def to_latex(t: Table, float_env: bool = True, shared: dict[str, str] | None = N
     if refs:
         caption += " Intervals and other notes as in " + ", ".join(
             rf"Table~\ref{{{label}}}" for label in refs) + "."
-    top = [r"\begin{table}[tbp]", r"\centering", r"\footnotesize",
-           r"\setlength{\tabcolsep}{3pt}", rf"\caption{{{caption}}}"]
-    if t.label:
-        top.append(rf"\label{{{t.label}}}")
-    return "\n".join(top + body + [r"\end{table}"]) + "\n"
+    blocks = []
+    for cols in _column_parts([heads, *cells]):
+        head = _row([heads[i] for i in cols])
+        rows = [_row([r[i] for i in cols]) for r in cells]
+        blocks += [("".join(t.align[i] for i in cols), head, part) for part in
+                   _pages(rows, _lines_of(head), len(caption) if not blocks else 0)]
+    out = []
+    for i, (align, head, part) in enumerate(blocks):
+        cap = caption if i == 0 else latex_escape(
+            f"{t.title} (continued, part {i + 1} of {len(blocks)})") + "."
+        top = [r"\begin{table}[p]" if len(blocks) > 1 else r"\begin{table}[tbp]", r"\centering",
+               r"\footnotesize", r"\setlength{\tabcolsep}{3pt}", rf"\caption{{{cap}}}"]
+        if t.label and i == 0:
+            top.append(rf"\label{{{t.label}}}")
+        out.append("\n".join(top + _tabular(align, head, part) + [r"\end{table}"]) + "\n")
+    return "\n".join(out)
+
+
+def _row(cells: list[str]) -> str:
+    return " & ".join(cells) + r" \\"
+
+
+# What one line of an ordinary article holds (US letter, 1 in margins: 6.5 in = 468 pt of
+# text), measured in \footnotesize characters (~4.7 pt wide, a digit or a letter, with room
+# to spare) and column separations (2 x 3 pt): a table wider than that runs off the page, so
+# its columns are set in several parts, each with the first two (the row's setting, precision)
+TEXT_PT, CHAR_PT, COLSEP_PT, KEY_COLUMNS = 468.0, 4.7, 6.0, 2
+
+
+def _plain_lines(cell: str) -> list[str]:
+    """The lines of a LaTeX cell as they print, each command counted as one character."""
+    text = re.sub(r"\\begin\{tabular\}\[t\]\{@\{\}\w@\{\}\}|\\end\{tabular\}", "", cell)
+    text = re.sub(r"\$[^$]*\$|\\text\w+\{[^{}]*\}|\\[%&$#_{}]", "x", text)
+    text = re.sub(r"\{\\scriptsize |[{}]", "", text)
+    return text.split(r" \\ ")
+
+
+def _column_parts(table: list[list[str]]) -> list[list[int]]:
+    """The columns of ``table`` (its header's and body's LaTeX cells) in parts that each fit
+    the text width, every part led by the ``KEY_COLUMNS``; one part where all fit."""
+    n = len(table[0])
+    width = [COLSEP_PT + CHAR_PT * max(len(line) for row in table for line in
+                                       _plain_lines(row[i])) for i in range(n)]
+    if sum(width) <= TEXT_PT or n <= KEY_COLUMNS + 1:
+        return [list(range(n))]
+    keys = list(range(KEY_COLUMNS))
+    parts, part = [], list(keys)
+    for i in range(KEY_COLUMNS, n):
+        if len(part) > KEY_COLUMNS and sum(width[j] for j in part) + width[i] > TEXT_PT:
+            parts.append(part)
+            part = list(keys)
+        part.append(i)
+    return [*parts, part]
+
+
+def _tabular(align: str, head: str, rows: list[str]) -> list[str]:
+    return [r"\begin{tabular}{" + align + "}", r"\toprule", head, r"\midrule", *rows,
+            r"\bottomrule", r"\end{tabular}"]
+
+
+# What one page of an ordinary article holds (US letter, 1 in margins: 9 in of text), in
+# \footnotesize lines of the table (~10 pt each, nested lines and rules included) and in
+# caption characters a line (6.5 in of \footnotesize): a table taller than that is a "Float too
+# large" that runs off the page, so it is set as several floats, its caption on the first
+PAGE_LINES, CAPTION_CHARS = 54, 120
+
+
+def _lines_of(latex_row: str) -> int:
+    """The text lines a table row takes: its tallest cell's (a nested tabular's rows)."""
+    return max((cell.count(r" \\ ") + 1 for cell in latex_row.split(" & ")), default=1)
+
+
+def _pages(rows: list[str], head_lines: int, caption_chars: int) -> list[list[str]]:
+    """``rows`` in parts that each fit a page under the header, the first under the caption
+    too (a row taller than a page stays one part: it cannot be split)."""
+    caption_lines = 2 + -(-caption_chars // CAPTION_CHARS)
+    parts: list[list[str]] = [[]]
+    room = PAGE_LINES - head_lines - caption_lines
+    for row in rows:
+        need = _lines_of(row)
+        if parts[-1] and need > room:
+            parts.append([])
+            room = PAGE_LINES - head_lines - 2
+        parts[-1].append(row)
+        room -= need
+    return parts
 
 
 def to_latex_all(tables: list[Table]) -> str:

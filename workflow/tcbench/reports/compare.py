@@ -37,6 +37,7 @@ from ..render.numbers import INTERVAL_NOTE, MISSING, memory, memory_unit, missin
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_html, to_latex, to_latex_all, to_markdown
 from .compare_figures import KINDS, fig_metric, fig_overview
+from .phrases import NOISY_NOTE, noisy_text, throughput_text
 
 def data_note(c: pd.DataFrame) -> str | None:
     data = c.dropna(subset=["data"]).drop_duplicates("label")
@@ -100,6 +101,13 @@ def experiment_table(c: pd.DataFrame, experiment: str) -> Table:
                    label=f"tab:compare:{experiment}")
 
 
+def _speed(row) -> str:
+    """A measured cell's throughput, its unsteady windows and its noise said with it, as the
+    verdict says them (a finding on an unsteady, ±25% cell is no finding)."""
+    noisy = noisy_text(row)
+    return throughput_text(row) + (f", {noisy}" if noisy else "")
+
+
 def seed_table(c: pd.DataFrame) -> Table | None:
     """The seed's runs, row by row: each published cell beside the same cell measured here,
     in the seed's own metric (total time, warm-up included) and memory, with the steady-state
@@ -129,15 +137,14 @@ def seed_table(c: pd.DataFrame) -> Table | None:
                 if t4 is not None else "not run by the seed",
                 *([with_interval(h.get(V.SEED_METRIC), h.get(f"{V.SEED_METRIC}_low"),
                                    h.get(f"{V.SEED_METRIC}_high"), h.get(f"{V.SEED_METRIC}_n")),
-                   memory(h.get("max_memory_allocated_bytes"), "MiB"),
-                   with_interval(h.get(V.HEADLINE), h.get(f"{V.HEADLINE}_low"),
-                                   h.get(f"{V.HEADLINE}_high"), h.get(f"{V.HEADLINE}_n"))]
+                   memory(h.get("max_memory_allocated_bytes"), "MiB"), _speed(h)]
                   if h is not None and h["repeats_ok"] else [MISSING] * 3)])
     here_label = measured["label"].iloc[0] if len(measured) else "measured"
     seed, head = V.metric(V.SEED_METRIC), V.metric(V.HEADLINE)
     notes = [f"Time is the {seed.label}: {seed.definition}; memory is "
              f"torch.cuda.max_memory_allocated. The {head.label} (samples/s) is what every "
              f"other tcbench table compares.", INTERVAL_NOTE]
+    notes += [NOISY_NOTE] if any("noisy (" in r[-1] for r in rows) else []
     if (note := data_note(c[c["experiment"].isin(set(ref["experiment"]))])) is not None:
         notes.append(note)
     return Table("The seed's runs, row by row",

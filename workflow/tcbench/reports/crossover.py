@@ -27,6 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.collections import LineCollection
 from matplotlib.patches import Rectangle
 
 from .. import atomic, cli, resultset
@@ -94,18 +95,38 @@ def _labels(t: pd.DataFrame, grid: pd.DataFrame, column: str) -> pd.DataFrame:
                         index=grid.index, columns=grid.columns)
 
 
+NOTE_CHARS = 150           # characters of the 6 pt note a line of the 7 in figure holds
+BREAK_EVEN = "#E69F00"     # the break-even edges' colour: apart from the boxes' black
+
+
 def _break_even(ax, grid: pd.DataFrame, style: str) -> None:
-    if grid.notna().all().all() and grid.shape[0] > 1 and grid.shape[1] > 1:
-        xs, ys = np.arange(grid.shape[1]) + 0.5, np.arange(grid.shape[0]) + 0.5
-        ax.contour(xs, ys, grid.to_numpy(), levels=[1.0], colors="k", linewidths=1.0,
-                   linestyles=style)
+    """The break-even as the cell edges between neighbouring shapes on either side of 1.0: the
+    axes are categories (the shapes measured), so a line interpolated between them would
+    claim a crossover where no shape was run."""
+    v = grid.to_numpy(dtype=float)
+    ok, above = np.isfinite(v), v >= 1.0
+    edges = []
+    for i in range(v.shape[0]):
+        for j in range(v.shape[1]):
+            if j + 1 < v.shape[1] and ok[i, j] and ok[i, j + 1] and above[i, j] != above[i, j + 1]:
+                edges.append([(j + 1, i), (j + 1, i + 1)])
+            if i + 1 < v.shape[0] and ok[i, j] and ok[i + 1, j] and above[i, j] != above[i + 1, j]:
+                edges.append([(j, i + 1), (j + 1, i + 1)])
+    if edges:
+        # over the boxes of the shapes that pay off, which often share these edges
+        ax.add_collection(LineCollection(edges, colors=BREAK_EVEN, linestyles=style, zorder=4,
+                                         linewidths=1.8 if style == "--" else 1.3))
 
 
 def _panel(ax, t: pd.DataFrame, column: str, title: str, kw: dict) -> pd.DataFrame:
     grid = _grid(t, column).astype(float)
     labels = _labels(t, grid, column)
-    sns.heatmap(grid, ax=ax, annot=labels, fmt="", cbar=False,
-                linewidths=0.5, annot_kws={"fontsize": 6 if column != "ratio" else 5.5},
+    # the scale once a row: beside the prediction (measured and predicted share it), and
+    # beside peak memory
+    bar = column != "ratio" and grid.notna().any().any()
+    sns.heatmap(grid, ax=ax, annot=labels, fmt="", cbar=bar,
+                cbar_kws={"label": "× bf16", "shrink": 0.85} if bar else None,
+                linewidths=0.5, annot_kws={"fontsize": 6 if column != "ratio" else 5},
                 mask=grid.isna(), **kw)
     _empty_cells(ax, grid, _why_empty(t, column))
     ax.set_title(title + (" (× bf16 throughput)" if column == "ratio" else " (× bf16)"),
@@ -145,13 +166,15 @@ def figure(table: pd.DataFrame):
             ax.set_ylabel("")
         _mark_paying(row[0], t, measured)
     source = _source_note(table)
-    fig.text(0.01, 0.005, f"Dashed: break-even (1.0×); dotted, over the measured map: the "
-             f"predicted break-even. Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the measured ratio "
-             f"wholly above {times(PAYS)}. Prediction: GEMMs at the calibration's roofs plus the "
-             f"bytes the casts and scales move at its copy bandwidth (tcbench.analysis."
-             f"crossover). An empty cell names the FP8 runs' status: no ratio without them."
-             + (f" {source}" if source else ""), fontsize=6, wrap=True, va="bottom")
-    lines = 3 if source else 2                  # the note's lines below the panels
+    note = (f"Orange dashed: break-even (1.0×) between neighbouring shapes; orange dotted, "
+            f"over the measured map: the predicted one. One colour scale for measured and "
+            f"predicted. Measured cells: the ratio and its 95% CI. Boxed: 95% CI of the "
+            f"measured ratio wholly above {times(PAYS)}. Prediction: GEMMs at the calibration's "
+            f"roofs plus the bytes the casts and scales move at its copy bandwidth "
+            f"(tcbench.analysis.crossover). An empty cell names the FP8 runs' status: no ratio "
+            f"without them." + (f" {source}" if source else ""))
+    fig.text(0.01, 0.005, note, fontsize=6, wrap=True, va="bottom")
+    lines = -(-len(note) // NOTE_CHARS) + 0.5   # the note's lines below the panels, and a gap
     fig.tight_layout(rect=(0, 0.15 * lines / fig.get_figheight(), 1, 1))
     return fig
 

@@ -96,11 +96,27 @@ def all_values(df, cols, dots: dict) -> pd.Series:
                       pd.Series([v for vs in dots.values() for v in vs], dtype=float)])
 
 
+PANEL_MIN_IN = 1.3    # the least height a panel keeps, whatever its title, ticks and legend take
+
+
+def room_for_panels(fig) -> None:
+    """A figure as much taller as its panels fall short of ``PANEL_MIN_IN`` once its long
+    titles, upright setting labels and legend have taken their room (constrained layout
+    keeps those at their size, so the panels get what is added)."""
+    fig.canvas.draw()
+    heights = [ax.get_position().height * fig.get_figheight() for ax in fig.axes]
+    short = PANEL_MIN_IN - min(heights, default=PANEL_MIN_IN)
+    if short > 0:
+        fig.set_figheight(fig.get_figheight() + short * len(heights))
+
+
 def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
                scale=1.0, empty="no measurement", extra=None, also=(), plan=None,
-               runs=None):
-    """One bar of ``value`` per cell with its interval and its runs as dots; the figure and
-    its axes, or a ``NotDrawn`` (and None) where no cell has the value."""
+               runs=None, muted=frozenset()):
+    """One bar of ``value`` per cell with its interval and its runs as dots (a point on a
+    log axis, where a bar's length would mean nothing), the cells of ``muted`` washed out and
+    hatched; the figure and its axes, or a ``NotDrawn`` (and None) where no cell has the
+    value."""
     df = df.copy()
     cols = [value] + ([f"{interval}_low", f"{interval}_high"] if interval else []) + list(also)
     for col in cols:
@@ -110,9 +126,11 @@ def bar_figure(df, value, ylabel, title, width, *, interval=None, annotate=None,
     groups = groups_of(df)
     dots = runs.of_rows(df, value, scale) if runs is not None else {}
     fig, ax = new_figure(len(groups) * len(present_precisions(df)), width)
-    value_axis(ax, all_values(df, cols, dots), label=ylabel)
+    log = value_axis(ax, all_values(df, cols, dots), label=ylabel)
     drawn = grouped_bars(ax, df, value, groups=groups, interval=f"{interval}" if interval
-                         else None, annotate=annotate, absent=plan, runs=dots)
+                         else None, annotate=annotate, absent=plan, runs=dots, point=log,
+                         muted=muted)
     set_title(ax, title)
     legend(fig, drawn["precisions"], extra, drawn["intervals"], drawn["runs"])
+    room_for_panels(fig)
     return fig, ax

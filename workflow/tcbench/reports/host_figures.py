@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from .. import resultset as RS
 from .. import stats
@@ -27,10 +28,12 @@ from .. import vocabulary as V
 from ..render.plot import (HEIGHT_IN, INTERVAL_HANDLES, ONE_COLUMN_IN, PALETTE, RUN_MARK,
                            TWO_COLUMN_IN, WHISKERS, Line2D, NotDrawn, Patch, Ticks,
                            fitted_legend, plt, ratio_lines, value_axis, wrapped)
+from ..render.axes import reference_room
 from ..render.settings import setting_text, shown_axes
 
 HOST_TITLE = "throughput against the host's speed"
 INTERLEAVED_TITLE = "precision modes interleaved, process by process"
+SETTINGS_ONE_A_ROW = 4       # more settings compared interleaved than this: two a row
 # how the ratio panel draws and names each kind of interleaved interval
 IL_MARKS = {stats.PAIRED: ("o", "one process: median of its rounds, 95% block-bootstrap CI"),
             stats.REPLICATED: ("D", "across processes: geometric mean of their medians, "
@@ -60,12 +63,17 @@ def _setting_groups(df: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame, str]]:
 def host_bound_cells(metrics: pd.DataFrame) -> pd.DataFrame:
     """The finished runs of the cells whose GPU was busy less than
     ``V.HOST_BOUND_BUSY_SHARE`` of their timed steps (the busy share of the cell's profiled
-    repeat, its median where more than one has it)."""
+    repeat, its median where more than one has it), unless most of their runs were
+    input-bound."""
     m = RS.order(metrics)
-    busy = _numbers(m, "gpu_busy_share")
-    cell_busy = busy.groupby([m[k].astype(str) for k in V.CELL_KEYS], sort=False).transform(
-        "median")
-    return m[(cell_busy < V.HOST_BOUND_BUSY_SHARE) & (m["status"].astype(str) == V.OK)]
+    cells = [m[k].astype(str) for k in V.CELL_KEYS]
+    cell_busy = _numbers(m, "gpu_busy_share").groupby(cells, sort=False).transform("median")
+    # an input-bound cell waits for its loader, not for the host (diagnosis.host_bound)
+    waits = m["input_bound"].map(stats.flag).astype(float) if "input_bound" in m else \
+        pd.Series(0.0, index=m.index)
+    input_bound = waits.groupby(cells, sort=False).transform("mean") > 0.5
+    return m[(cell_busy < V.HOST_BOUND_BUSY_SHARE) & ~input_bound
+             & (m["status"].astype(str) == V.OK)]
 
 
 def _why_no_host_figure(metrics: pd.DataFrame, bound: pd.DataFrame) -> str | None:
@@ -109,7 +117,8 @@ def fig_host_bound(metrics: pd.DataFrame):
         return NotDrawn(title, why)
     bound = bound[_numbers(bound, PROBE).notna()]
     groups = _setting_groups(bound)
-    fig, axes = _grid(len(groups))
+    # many settings: three a row, so that the figure stays a page or two tall
+    fig, axes = _grid(len(groups), columns=3 if len(groups) > 8 else 2)
     shown, spans = [], False
     for ax, (_key, g, label) in zip(axes, groups):
         x, y = _numbers(g, PROBE), _numbers(g, V.HEADLINE)
@@ -132,7 +141,7 @@ def fig_host_bound(metrics: pd.DataFrame):
     fig.suptitle("\n".join(wrapped(title, fig.get_size_inches()[0] - 0.3, 8)), fontsize=8)
     handles = [Patch(facecolor=PALETTE[p], label=p) for p in V.PRECISIONS if p in shown]
     handles.append(Line2D([], [], ls="none", marker="o", markersize=3.6, mfc="0.6",
-                          mec="0.1", mew=0.5, label="one run"))
+                          mec="0.1", mew=0.5, label="each run"))
     if spans:
         handles.append(Line2D([], [], color="0.4", lw=0.7, label="probe before to after"))
     fitted_legend(fig, handles)
@@ -197,6 +206,7 @@ def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
             ax.axvline(start - 0.5, color="0.6", lw=0.6, zorder=1)
         start = x0 + _numbers(proc, "round").max() + 1
     value_axis(ax, _numbers(g, "throughput_samples_per_s"), label=V.metric(V.HEADLINE).unit)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))    # rounds are whole
     several = g["replicate"].nunique() > 1
     ax.set_xlabel("round, processes one after another" if several
                   else "round (order rotated each round)")
@@ -233,11 +243,14 @@ def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
                 intervals.add(e.method)
                 values += [v for v in (e.value, e.low, e.high) if v is not None]
         ticks.append(f"{p}\n÷ {b}")
-    ax.set_xticks(range(len(ticks)), ticks)
+    # a long mode's name breaks after its hyphen: three arms share a quarter of the width
+    ax.set_xticks(range(len(ticks)), [t.replace("fp8-", "fp8-\n") if len(ticks) > 2 else t
+                                      for t in ticks])
     ax.set_xlim(-0.6, len(ticks) - 0.4)
     ax.grid(axis="x", visible=False)
     value_axis(ax, pd.Series([*values, 1.0, stats.GAIN]), label="paired ratio")
     lines = ratio_lines(ax)
+    reference_room(ax)
     _panel_title(ax, "per-round ratios; " + ("ratio across processes, 95% t CI"
                                              if stats.REPLICATED in intervals else
                                              "median, 95% block-bootstrap CI"))
@@ -256,8 +269,16 @@ def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | Non
     rounds = RS.order(rounds)
     ratios = RS.order(interleaved)
     groups = _setting_groups(rounds)
-    fig, axes = plt.subplots(len(groups), 2, figsize=(TWO_COLUMN_IN, 0.6 + 2.3 * len(groups)),
-                             layout="constrained", squeeze=False)
+    # many settings: two a row, so that the figure stays a page or two tall
+    pairs = 2 if len(groups) > SETTINGS_ONE_A_ROW else 1
+    rows = math.ceil(len(groups) / pairs)
+    fig, grid = plt.subplots(rows, 2 * pairs, squeeze=False, layout="constrained",
+                             figsize=(TWO_COLUMN_IN * (1.45 if pairs > 1 else 1),
+                                      0.6 + 2.1 * rows))
+    axes = [(grid[i // pairs, 2 * (i % pairs)], grid[i // pairs, 2 * (i % pairs) + 1])
+            for i in range(len(groups))]
+    for ax in grid.flat[2 * len(groups):]:
+        ax.remove()
     shown, intervals = [], set()
     for (key, g, label), (left, right) in zip(groups, axes):
         arms = [p for p in V.PRECISIONS if p in set(g["precision"].astype(str))]

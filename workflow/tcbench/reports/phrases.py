@@ -197,11 +197,22 @@ def decided(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     elif j.gate == stats.HOST_BOUND:
         busy = [stats.finite(r.get("gpu_busy_share")) for r in sides if diagnosis.host_bound(r)]
         parts.append(f"host-bound (GPU busy {percent(min(busy))}), no interleaved comparison")
-    for r in sides:
-        h = stats.relative_halfwidth(stats.from_row(r, V.HEADLINE))
-        if h is not None and h > stats.PRECISE_HALFWIDTH:
-            parts.append(f"{r['precision']} noisy (±{percent(h, 1 if h < 0.1 else 0)})")
+    parts += [f"{r['precision']} {noisy_text(r)}" for r in sides if noisy_text(r)]
     return "; ".join(parts)
+
+
+NOISY_NOTE = (f"Noisy (±x%): the throughput's 95% interval is wider than "
+              f"±{stats.PRECISE_HALFWIDTH:.0%} of its mean; the verdict's precision section "
+              f"says why.")
+
+
+def noisy_text(row) -> str:
+    """"noisy (±8.4%)" where a cell's throughput interval is wider than
+    ``stats.PRECISE_HALFWIDTH`` of its mean (``analysis.noisy``); "" where it is not."""
+    h = stats.relative_halfwidth(stats.from_row(row, V.HEADLINE))
+    if h is None or h <= stats.PRECISE_HALFWIDTH:
+        return ""
+    return f"noisy (±{percent(h, 1 if h < 0.1 else 0)})"
 
 
 def _storage(precision: str) -> tuple:

@@ -7,16 +7,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from .. import stats
 from .. import vocabulary as V
+from ..analysis import claims
 from ..analysis import throughput as TP
-from ..render.axes import ratio_lines, value_axis
-from ..render.bars import grouped_bars, present_precisions, slot_width, slot_x
+from ..render.axes import ratio_lines, reference_room, value_axis
+from ..render.bars import (UNJUDGED_EDGE, UNJUDGED_HATCH, clear_of_lines, grouped_bars,
+                           interval_kind, present_precisions, run_dots, slot_width, slot_x)
 from ..render.legend import legend
 from ..render.numbers import num
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
-from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of
+from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of, room_for_panels
 
 FP8 = frozenset(m.name for m in V.MODES if m.fp8_recipe)
 
@@ -51,12 +54,23 @@ def ratio_runs(rows: pd.DataFrame, runs: Runs, stem: str) -> dict:
 def fig_throughput(s, exp, width="auto", plan=None, runs=None):
     """Steady-state throughput in the unit the workload counts (tokens/s for a token workload,
     whose samples/s is in its tables): the mean of the finished runs, its interval, and each
-    run as a dot."""
+    run as a dot; a cell whose runs fall into two modes or have a window that was not steady
+    washed out and hatched, the legend saying which."""
     col = TP.main_column(s)
+    unsteady = {(str(r["group"]), str(r["precision"])): _unsteady(r) for _, r in s.iterrows()
+                if _unsteady(r)}
+    extra = [unjudged_handle(unsteady.values(), "")] if unsteady else None
     fig, _ = bar_figure(s, col, f"{TP.unit(col)} (steady state)",
                         f"{exp}: training throughput", width, interval=col, plan=plan,
-                        runs=runs)
+                        runs=runs, muted=set(unsteady), extra=extra)
     return fig
+
+
+def _unsteady(r) -> str | None:
+    """Why a cell's runs cannot decide a ratio whatever its baseline (``claims.gate`` of the
+    cell alone), other than the host: two modes, unsteady or compile-struck windows."""
+    g = claims.gate(r, None)
+    return None if g in (None, stats.HOST_BOUND) else g
 
 
 def _is_own_baseline(r) -> bool:
@@ -100,7 +114,7 @@ def _ratio_panels(sp: pd.DataFrame) -> list[tuple[str, pd.DataFrame, str, str]]:
     others = reduced[~fp8] if over_bf16 else reduced
     if len(others):
         what = "over strict fp32, same setting"
-        if fp8.any() and not over_bf16:
+        if (fp8 & (reduced["repeats_ok"].fillna(0) > 0)).any() and not over_bf16:
             what = (f"over strict fp32, same setting (FP8's own baseline, {V.FP8_BASELINE}, "
                     f"did not run beside it)")
         panels.append((SAME, others, what, f"× {V.BASELINE}"))
@@ -111,55 +125,130 @@ def _empty_speedup_reason(sp: pd.DataFrame) -> str:
     if (sp["precision"].astype(str) == V.BASELINE).all():
         return ("only strict fp32 ran in this experiment, so there is no reduced precision to "
                 "compare (fp32 over itself is 1 by definition)")
-    fp8 = f" (nor {V.FP8_BASELINE} beside its FP8 cells)" if sp["precision"].astype(str).isin(
-        FP8).any() else ""
+    prec = sp["precision"].astype(str)
+    if prec.isin(FP8).any() and set(prec) <= FP8 | {V.BASELINE}:
+        return (f"FP8 is judged against {V.FP8_BASELINE} only (over fp32 it would be credited "
+                f"with bf16's own gain), and no {V.FP8_BASELINE} run finished beside its FP8 "
+                f"cells")
+    fp8 = f" (nor {V.FP8_BASELINE} beside its FP8 cells)" if prec.isin(FP8).any() else ""
     return (f"no baseline ran beside these cells: no fp32 run finished at any setting of this "
             f"experiment{fp8}, and its workload has no plain fp32 cell in the set")
 
 
-# where the set has an interleaved comparison of the cell, the ratio it measured (speedup.csv's
-# interleaved_* columns: across its processes, or the median of one process's rounds), by stem
-INTERLEAVED = {SAME: "interleaved_speedup", FP8_OVER_BF16: "interleaved_bf16_speedup"}
-INTERLEAVED_HANDLE = Line2D([], [], ls="none", marker="D", markersize=4, mfc="white",
-                            mec="0.1", color="0.1",
-                            label="interleaved (95% CI)")
+# where the verdict judges a cell by its interleaved comparison, that ratio is the main mark and
+# the per-process repeats' ratio of means stands beside it, hollow, as the secondary estimate
+PER_PROCESS = dict(marker="s", markersize=3.4, mfc="white", mec="0.2", mew=0.8, ls="none")
+PER_PROCESS_HANDLE = Line2D([], [], **PER_PROCESS, color="0.2",
+                            label="per process, ratio of means (not judged on)")
 
 
-def _interleaved(ax, rows: pd.DataFrame, stem: str, groups: list[str],
-                 precisions: list[str]) -> bool:
-    """Each cell's interleaved ratio as a diamond on its slot, with its interval; whether any
-    was drawn. The bar beside it is the per-process repeats' ratio of means."""
-    col = INTERLEAVED.get(stem)
-    if col is None or col not in rows:
-        return False
+def judged_rows(rows: pd.DataFrame, stem: str) -> pd.DataFrame:
+    """``rows`` with the ratio the verdict judges over ``stem``'s baseline
+    (``claims.shown``) as ``ratio`` (``_low``, ``_high``, ``_n``, ``_interval``), the
+    per-process ratio where that is the interleaved one as ``pp`` (its secondary estimate),
+    how it was judged (``judged_by``) and why no claim is made of it (``unjudged``)."""
+    out = []
+    for _, r in rows.iterrows():
+        # FP8 is judged against amp-bf16 only: over fp32 it would be credited with bf16's gain
+        forbidden = stem == SAME and str(r["precision"]) in FP8
+        j = None if forbidden else claims.shown(r, stem)
+        e = j.estimate if j is not None else stats.EMPTY
+        paired = j is not None and j.decided_by == claims.INTERLEAVED
+        pp = stats.from_row(r, stem) if paired else stats.EMPTY
+        out.append({**e.as_dict("ratio"), "ratio_interval": e.method, **pp.as_dict("pp"),
+                    "pp_interval": pp.method, "judged_by": j.decided_by if j else None,
+                    "unjudged": claims.unjudged(j)})
+    extra = pd.DataFrame(out, index=rows.index,
+                         columns=["ratio", "ratio_low", "ratio_high", "ratio_n",
+                                  "ratio_interval", "pp", "pp_low", "pp_high", "pp_n",
+                                  "pp_interval", "judged_by", "unjudged"])
+    return pd.concat([rows.drop(columns=[c for c in extra if c in rows]), extra], axis=1)
+
+
+def _per_process(ax, rows: pd.DataFrame, groups: list[str], precisions: list[str],
+                 dots: dict) -> bool:
+    """Beside each cell judged by its interleaved comparison, the per-process ratio of means
+    (hollow, with its interval) and the runs it is the mean of; whether any was drawn."""
     drawn = False
     for _, r in rows.iterrows():
-        v = pd.to_numeric(r.get(col), errors="coerce")
-        if pd.isna(v) or str(r["group"]) not in groups or str(r["precision"]) not in precisions:
+        g, p = str(r["group"]), str(r["precision"])
+        if pd.isna(r["pp"]) or g not in groups or p not in precisions:
             continue
-        # beside the bar's own interval, not on it: two instruments, two marks
-        x = slot_x(groups.index(str(r["group"])), precisions.index(str(r["precision"])),
-                   len(precisions)) + 0.3 * slot_width(len(precisions))
-        lo, hi = (pd.to_numeric(r.get(f"{col}{x_}"), errors="coerce") for x_ in ("_low", "_high"))
-        err = None if pd.isna(lo) or pd.isna(hi) else [[v - lo], [hi - v]]
-        ax.errorbar([x], [v], yerr=err, fmt="D", ms=4, mfc="white", mec="0.1", ecolor="0.1",
-                    elinewidth=0.9, capsize=2, zorder=5)
+        n = len(precisions)
+        x = slot_x(groups.index(g), precisions.index(p), n) + 0.3 * slot_width(n)
+        kind = interval_kind(r, "pp")
+        lo, hi = r["pp_low"], r["pp_high"]
+        colour = "0.55" if kind == stats.RANGE else "0.2"
+        err = None if pd.isna(lo) or pd.isna(hi) else [[max(r["pp"] - lo, 0)],
+                                                          [max(hi - r["pp"], 0)]]
+        ax.errorbar([x], [r["pp"]], yerr=err, ecolor=colour, elinewidth=0.8, capsize=1.6,
+                    zorder=4.5, **PER_PROCESS)
+        run_dots(ax, x, dots.get((g, p), ()), n)
         drawn = True
     return drawn
 
 
+def unjudged_handle(reasons, what: str = "not judged ") -> Patch:
+    """The legend's entry for the cells the verdict makes no claim of, with why."""
+    why = "; ".join(dict.fromkeys(str(w).removeprefix("not judged: ") for w in reasons))
+    return Patch(facecolor="white", edgecolor=UNJUDGED_EDGE, hatch=UNJUDGED_HATCH,
+                 label=f"{what}({why})" if what else why)
+
+
+def _panels(sp: pd.DataFrame):
+    """The drawable panels, each (stem, rows with the judged ratio, what, y label)."""
+    panels = [(stem, judged_rows(rows, stem), what, ylabel)
+              for stem, rows, what, ylabel in _ratio_panels(sp.copy())]
+    return [p for p in panels if len(p[1]) and p[1]["ratio"].notna().any()]
+
+
+def _panel(ax, exp: str, panel, groups, plan, runs, marks: dict) -> list[str]:
+    """One panel of ``fig_speedup``; returns the precisions drawn, and adds what it drew to
+    ``marks`` (intervals, dots, per-process marks, not-judged reasons, point or bar)."""
+    stem, rows, what, ylabel = panel
+    base = V.FP8_BASELINE if stem == FP8_OVER_BF16 else V.BASELINE
+    fp8 = rows["precision"].astype(str).isin(FP8)
+    rows = rows.assign(why_missing=np.where(
+        rows["repeats_ok"].fillna(0) > 0,
+        np.where(fp8 & (stem == SAME), f"no {V.FP8_BASELINE}", f"no {base}"), ""))
+    # runs only where their cell has a ratio to show (never FP8's over fp32)
+    dots = ratio_runs(rows[rows["ratio"].notna()], runs, stem)
+    paired = {(str(r["group"]), str(r["precision"])) for _, r in rows.iterrows()
+              if pd.notna(r["pp"])}
+    log = value_axis(ax, pd.concat([all_values(rows, ["ratio", "ratio_low", "ratio_high"],
+                                               dots), rows["pp_low"], rows["pp_high"],
+                                    pd.Series([1.0, stats.GAIN])]).dropna(), label=ylabel)
+    muted = {(str(r["group"]), str(r["precision"])): r["unjudged"]
+             for _, r in rows.iterrows() if isinstance(r["unjudged"], str)}
+    drawn = grouped_bars(ax, rows, "ratio", groups=groups, interval="ratio", annotate=num,
+                         absent=plan, point=log, muted=set(muted),
+                         runs={k: v for k, v in dots.items() if k not in paired},
+                         clear={(str(r["group"]), str(r["precision"])): [
+                             v for v in (r["pp"], r["pp_high"], *dots.get(
+                                 (str(r["group"]), str(r["precision"])), ())) if pd.notna(v)]
+                             for _, r in rows.iterrows() if pd.notna(r["pp"])})
+    marks["per_process"] |= _per_process(ax, rows, groups, drawn["precisions"], dots)
+    marks["dotted"] |= drawn["runs"] or any(dots.get(k) for k in paired)
+    marks["lines"] = ratio_lines(ax)
+    marks["intervals"] |= drawn["intervals"]
+    marks["unjudged"] += [w for k, w in muted.items() if k[1] in drawn["precisions"]]
+    marks["paired"] |= bool(paired)
+    marks["point"] |= log
+    set_title(ax, f"{exp}: {what}")
+    return drawn["precisions"]
+
+
 def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     """Throughput of each mode over the baseline it is judged against at the same setting
-    (``_ratio_panels``): the ratio of means with its interval, each run of the mode as a dot
-    (its throughput over the mean of the baseline's runs), and lines at 1× and at the
-    "pays off" threshold ``stats.GAIN``."""
+    (``_ratio_panels``), the ratio the verdict judges (``claims.shown``: the interleaved
+    comparison's where one measured it, else the per-process repeats') as the bar (a point
+    on a log axis) with its interval, the per-process ratio of means beside it (hollow) where
+    it is not the judged one, each run of the mode as a dot (its throughput over the mean of
+    the baseline's runs), cells the verdict does not judge hatched, and lines at 1× and at
+    the "pays off" threshold ``stats.GAIN``."""
     runs = runs or NO_RUNS
     title = f"{exp}: speedup (throughput)"
-    panels = [(stem, rows.rename(columns={stem: "ratio", **{f"{stem}{x}": f"ratio{x}" for x in (
-        "_low", "_high", "_n", "_interval")}}), what, ylabel)
-        for stem, rows, what, ylabel in _ratio_panels(sp.copy())]
-    panels = [p for p in panels if len(p[1]) and
-              pd.to_numeric(p[1]["ratio"], errors="coerce").notna().any()]
+    panels = _panels(sp)
     if not panels:
         return NotDrawn(title, _empty_speedup_reason(sp))
     groups = [g for g in groups_of(sp) if any((p[1]["group"] == g).any() for p in panels)]
@@ -167,27 +256,22 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     fig, axes = plt.subplots(len(panels), 1, squeeze=False, layout="constrained",
                              figsize=(figure_width(slots, width),
                                       HEIGHT_IN + 1.3 * (len(panels) - 1)))
-    precisions, intervals, dotted, lines, interleaved = [], set(), False, [], False
-    for ax, (stem, rows, what, ylabel) in zip(axes[:, 0], panels):
-        rows = rows.copy()
-        for c in ("ratio", "ratio_low", "ratio_high"):
-            rows[c] = pd.to_numeric(rows[c], errors="coerce")
-        base = V.FP8_BASELINE if stem == FP8_OVER_BF16 else V.BASELINE
-        rows["why_missing"] = np.where(rows["repeats_ok"].fillna(0) > 0, f"no {base}", "")
-        dots = ratio_runs(rows, runs, stem)
-        il = INTERLEAVED.get(stem, "")
-        il_values = [_numbers(rows, f"{il}{x}") for x in ("", "_low", "_high")] if il else []
-        value_axis(ax, pd.concat([all_values(rows, ["ratio", "ratio_low", "ratio_high"], dots),
-                                  *il_values, pd.Series([1.0, stats.GAIN])]).dropna(),
-                   label=ylabel)
-        drawn = grouped_bars(ax, rows, "ratio", groups=groups, interval="ratio",
-                             annotate=num, absent=plan, runs=dots)
-        interleaved |= _interleaved(ax, rows, stem, groups, drawn["precisions"])
-        lines = ratio_lines(ax)
-        set_title(ax, f"{exp}: {what}")
-        precisions += [p for p in drawn["precisions"] if p not in precisions]
-        intervals |= drawn["intervals"]
-        dotted |= drawn["runs"]
-    legend(fig, [p for p in V.PRECISIONS if p in precisions],
-           [*lines, *([INTERLEAVED_HANDLE] if interleaved else [])], intervals, dotted)
+    marks = {"intervals": set(), "dotted": False, "per_process": False, "unjudged": [],
+             "paired": False, "point": False, "lines": []}
+    precisions = []
+    for ax, panel in zip(axes[:, 0], panels):
+        drawn = _panel(ax, exp, panel, groups, plan, runs, marks)
+        precisions += [p for p in drawn if p not in precisions]
+    extra = [*marks["lines"]]
+    if marks["paired"]:
+        extra.append(Patch(facecolor="0.6", label=f"{'point' if marks['point'] else 'bar'}: "
+                                                  "interleaved ratio (judged), 95% CI"))
+    extra += [PER_PROCESS_HANDLE] if marks["per_process"] else []
+    extra += [unjudged_handle(marks["unjudged"])] if marks["unjudged"] else []
+    legend(fig, [p for p in V.PRECISIONS if p in precisions], extra, marks["intervals"],
+           marks["dotted"])
+    room_for_panels(fig)
+    for ax in axes[:, 0]:
+        reference_room(ax)
+    clear_of_lines(fig, (1.0, stats.GAIN))
     return fig

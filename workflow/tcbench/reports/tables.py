@@ -33,7 +33,9 @@ from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # 
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
-from .phrases import PREDATE_NOTE, n_status, predating, throughput_text
+from . import ratio_cells as RC
+from .phrases import (NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating,
+                      throughput_text)
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
@@ -64,25 +66,21 @@ def _hit_cell(r, misses: bool) -> str:
     return text
 
 
-def speedup_text(q, r) -> str:
-    if str(r["precision"]) == V.BASELINE:
-        return "1×" if r.get("repeats_ok") else MISSING
-    if not len(q) or missing(q.get("speedup")):
-        return "no fp32" if r.get("repeats_ok") else MISSING
-    if q.get("speedup_interval") == stats.BIMODAL:     # no pooled interval: each mode's ratio
-        shown = modes_text(q, times, "speedup")
-        return shown if shown != MISSING else f"{times(q['speedup'])} (two modes)"
-    return with_interval(q["speedup"], q.get("speedup_low"), q.get("speedup_high"),
-                         q.get("speedup_n"), fmt=times)
+def _ratio_cells(q, r) -> tuple[str, str, str]:
+    """A cell's judged ratio, how it was judged, and its per-process ratio (``ratio_cells``),
+    from its speedup.csv row ``q`` (empty where it has none)."""
+    if not len(q):
+        return (MISSING if not r.get("repeats_ok") else "not measured"), "", ""
+    return (*RC.judged(q), RC.per_process(q))
 
 
 def claim(r) -> str:
-    """The claim a row's ratio to fp32 allows (``analysis.claims.against``: gated where the
-    repeats cannot decide it, from an interleaved comparison where one measured it); none for
-    fp32 itself."""
+    """The claim the verdict makes of a row (``analysis.claims.judgement``: over its one
+    baseline, gated where the repeats cannot decide it, from an interleaved comparison where
+    one measured it); none for fp32 itself."""
     if str(r["precision"]) == V.BASELINE:
         return ""
-    j = claims.against(r, V.BASELINE)
+    j = claims.judgement(r)
     return "" if j is None else stats.claim_text(j.claim, j.estimate)
 
 
@@ -122,8 +120,8 @@ def _memory_cells(e: Experiment, r, unit: str) -> list[str]:
 
 def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str]:
     notes = [f"Result set {e.run}. Throughput is the steady-state training throughput (the "
-             f"steps after warm-up, CUDA-event timed); × fp32 is its ratio to strict fp32 at the "
-             f"same setting; first fast step is the time to the end of warm-up (autotuning, "
+             f"steps after warm-up, CUDA-event timed); first fast step is the time to the end "
+             f"of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
              INTERVAL_NOTE, WARMUP_NOTE]
     if TP.TOKENS in speeds:
@@ -156,23 +154,34 @@ def speed_table(e: Experiment) -> Table:
     # an experiment without fp32 (transformers against amp-bf16) has no "× fp32" to show: two
     # columns of "no fp32" would only push the table off the page
     fp32 = bool(s["precision"].astype(str).eq(V.BASELINE).any())
-    cols = ["setting", "precision", "n", *map(TP.unit, speeds), *(["× fp32"] if fp32 else []),
-            WARMUP_HEAD]
+    ratios = [_ratio_cells(e.ratio(r), r) for _, r in s.iterrows()]
+    shown = any(how for _, how, _ in ratios)
+    pp = shown and RC.any_interleaved(pd.DataFrame([e.ratio(r) for _, r in s.iterrows()
+                                                    if len(e.ratio(r))]))
+    heads = [RC.JUDGED_HEAD, RC.HOW_HEAD, *([RC.PER_PROCESS_HEAD] if pp else [])] if shown \
+        else []
+    cols = ["setting", "precision", "n", *map(TP.unit, speeds), *heads, WARMUP_HEAD]
     cols += [WARMUP_MISS_HEAD] if misses else []
     cols += [f"peak memory ({unit})", *(["memory × fp32"] if fp32 else [])] if has_mem else []
     rows = []
-    for _, r in s.iterrows():
+    for (_, r), ratio in zip(s.iterrows(), ratios):
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 *(throughput_text(r, c) for c in speeds),
-                 *([speedup_text(e.ratio(r), r)] if fp32 else []), _hit_cell(r, misses)]
+                 *(throughput_text(r, c) + (f", {noisy_text(r)}" if noisy_text(r) and i == 0
+                                            else "") for i, c in enumerate(speeds)),
+                 *ratio[:len(heads)],
+                 _hit_cell(r, misses)]
         cells += [_miss_cell(r)] if misses else []
         cells += _memory_cells(e, r, unit)[:2 if fp32 else 1] if has_mem else []
-        rows.append([_no_value(r, c) if i > 2 else c for i, c in enumerate(cells)])
+        rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
     notes = _speed_notes(e, has_mem, speeds)
-    if not fp32:
-        notes.append(f"No fp32 run: each mode's ratio to its baseline ({V.FP8_BASELINE} for an "
-                     f"FP8 mode) is in the verdict.")
-    return Table(e.title("speed and memory"), cols, rows, align="lll" + "r" * (len(cols) - 3),
+    notes += [RC.JUDGED_NOTE] if shown else []
+    if any(noisy_text(r) for _, r in s.iterrows()):
+        notes.append(NOISY_NOTE)
+    if not shown:
+        notes.append(f"No baseline ran beside these cells ({V.BASELINE}, or {V.FP8_BASELINE} "
+                     f"for an FP8 mode): there is no ratio to judge.")
+    return Table(e.title("speed and memory"), cols, rows,
+                 align="".join("l" if i < 3 or c == RC.HOW_HEAD else "r" for i, c in enumerate(cols)),
                  notes=notes, label=f"tab:{e.run}:{e.name}")
 
 
@@ -277,14 +286,14 @@ def speedup_table(sp: pd.DataFrame) -> Table:
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
                          *(_marked(num(r.get(c)), r, i == 0) if r.get("repeats_ok")
                            else MISSING for i, c in enumerate(speeds)),
-                         speedup_text(r, r), claim(r), times(r.get("memory_ratio"))
+                         *_ratio_cells(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
     cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(TP.unit, speeds),
-            "× fp32", "claim", "memory × fp32"]
-    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE]
+            RC.JUDGED_HEAD, RC.HOW_HEAD, RC.PER_PROCESS_HEAD, "claim", "memory × fp32"]
+    notes = [INTERVAL_NOTE, RC.JUDGED_NOTE, stats.CLAIM_NOTE]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in sp.iterrows()) else []
-    return Table("Speedup over strict fp32 at the same setting", cols, rows,
-                 align="lllr" + "r" * len(speeds) + "rlr", notes=notes)
+    return Table("Speedup over each cell's baseline at the same setting", cols, rows,
+                 align="lllr" + "r" * len(speeds) + "rlrlr", notes=notes)
 
 
 def _marked(text: str, r, first: bool) -> str:
