@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow, smoke_jobs, snakemake, tracked_files
-from tcbench import atomic, container, environment, imagedeps, sourcetree
+from tcbench import atomic, container, environment, imagedeps, matrix, sourcetree
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 FAKE_APPTAINER = REPO / "tests" / "fake_apptainer"
@@ -483,6 +483,32 @@ def test_containers_change_nothing_but_the_container_fields(container_run, smoke
         assert b["environment"]["container_image"] is None
         assert b["environment"]["container_python_overlay"] is None
     assert not (smoke_run.parents[1] / "resources" / "container-python").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("first, then", [("container", "native"), ("native", "container")])
+def test_a_new_set_is_planned_whichever_way_the_data_were_made(workflow_copy, tmp_path, first,
+                                                               then):
+    """The random MNIST files written in the image, then a new result set natively (or the
+    other way round): the data's provenance differs from the run's (their rule's inputs and
+    container), and the new set's every job is still planned, not the data rule alone."""
+    sdm = {"container": ["--sdm", "apptainer"], "native": []}
+    env = fake_env(tmp_path / "apptainer.log")
+    # the image's Python, as an earlier run in the container completed it
+    manifest = (workflow_copy / "resources" / "container-python"
+                / container.image_key(default_image()) / container.OVERLAY_MANIFEST)
+    manifest.parent.mkdir(parents=True)
+    atomic.write_json(manifest, {"image": default_image(), "installed": {}})
+    data = [f"resources/mnist-format-random/MNIST/raw/{f}" for f in matrix.MNIST_RAW]
+    snakemake(workflow_copy, "--cores", "1", *sdm[first], "--configfile", "config/smoke.yaml",
+              "--", *data, env=env)
+    plan = snakemake(workflow_copy, "-n", *sdm[then], "--configfile", "config/smoke.yaml",
+                     "--config", "run=new", env=env).stdout
+    jobs = {rule: int(n) for rule, n in
+            re.findall(r"^(\w+)\s+(\d+)$", plan.split("Job stats:")[1].split("total")[0], re.M)}
+    assert jobs.get("train") == smoke_jobs(), jobs
+    assert {"calibrate", "interleave", "aggregate", "verdict", "all"} <= set(jobs), jobs
+    assert not {"mnist_format_random", "image_python"} & set(jobs)  # made, and only read
 
 
 def test_a_local_image_is_digested_once_and_a_sandbox_is_named(tmp_path):

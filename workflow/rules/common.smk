@@ -80,6 +80,18 @@ TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
 JOB_ENV = {environment.ALLOW_DIRTY_ENV: "1"} if config["allow_dirty"] else {}
 
 
+def while_missing(paths):
+    """The output of a rule whose files jobs take as ancient() (the random MNIST files, the
+    image's completed Python): ``paths`` while any of them is missing, none once all exist.
+    Made once, never remade: a rule that could remake them would be rerun when its provenance
+    changes (a run in a container after a native one, a moved checkout, an edited rule), and
+    Snakemake 9 then skips every job downstream of it whose only reason is missing output,
+    since ancient() stops the rerun there: a new result set's jobs were never planned. Files
+    no rule makes are plain inputs; the jobs that read them list the same inputs either way."""
+    paths = list(paths)
+    return paths if not all(Path(p).exists() for p in paths) else []
+
+
 def alternatives(values):
     """A wildcard constraint that matches exactly these values."""
     return "|".join(map(re.escape, dict.fromkeys(values)))

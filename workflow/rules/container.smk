@@ -24,16 +24,16 @@ if CONTAINERIZED:
     if (runtime_version := tc_container.runtime_version()) is not None:
         JOB_ENV["TCBENCH_CONTAINER_RUNTIME_VERSION"] = runtime_version
 # an input of every rule that runs tcbench: the image's Python is complete before they start
-IMAGE_PYTHON_READY = (
-    [f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"] if CONTAINERIZED else []
-)
+IMAGE_PYTHON_MANIFEST = f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"
+IMAGE_PYTHON_READY = [IMAGE_PYTHON_MANIFEST] if CONTAINERIZED else []
 
 
 rule image_python:
     message:
         "complete the Python of {params.image} (log: {log})"
+    # made while missing (`snakemake --use-singularity image_python` checks the image again)
     output:
-        f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}",
+        while_missing([IMAGE_PYTHON_MANIFEST]),
     log:
         f"logs/image_python/{tc_container.image_key(config['container'])}.log",
     params:
@@ -41,9 +41,11 @@ rule image_python:
         image=config["container"],
         requirements=str(Path(workflow.basedir) / "containers" / "requirements.txt"),
         constraints=str(Path(workflow.basedir) / "containers" / "constraints.txt"),
-        user_base=lambda wildcards, output: str(Path(output[0]).parent),
+        user_base=IMAGE_PYTHON,
+        manifest=IMAGE_PYTHON_MANIFEST,
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.imagedeps "
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "
-        "--user-base {params.user_base:q} --image {params.image:q} --out {output:q} > {log:q} 2>&1"
+        "--user-base {params.user_base:q} --image {params.image:q} --out {params.manifest:q} "
+        "> {log:q} 2>&1"
 

@@ -3,8 +3,10 @@ rule mnist_format_random:
         "write random MNIST-format files"
     input:
         ancient(IMAGE_PYTHON_READY),
+    # written while missing (seed 0: the same bytes each time); `snakemake mnist_format_random`
+    # writes them again
     output:
-        expand("resources/mnist-format-random/MNIST/raw/{f}", f=matrix.MNIST_RAW),
+        while_missing(expand("resources/mnist-format-random/MNIST/raw/{f}", f=matrix.MNIST_RAW)),
     log:
         "logs/mnist_format_random.log",
     params:
