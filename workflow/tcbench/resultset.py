@@ -6,6 +6,7 @@ cell's keys mean the same everywhere. Reads JSON records (never runs torch) and 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -91,6 +92,29 @@ def setting(r: dict) -> dict:
             "data": data_kind(r)}
 
 
+def workload_params(r: dict) -> str:
+    """A record's workload parameters (all but ``V.MEASUREMENT_PARAMS`` and
+    ``V.STATED_PARAMS``) as one text, ``name=value`` in name order, space-separated: what
+    two cells of one workload must share to be compared across experiments."""
+    own = {k: v for k, v in r["params"].items()
+           if k not in V.MEASUREMENT_PARAMS and k not in V.STATED_PARAMS}
+    return " ".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+                    for k, v in sorted(own.items()))
+
+
+def params_of(text) -> dict[str, str]:
+    """``workload_params``'s text back as name -> value (as text); {} for none."""
+    if not isinstance(text, str) or not text:
+        return {}
+    return dict(p.split("=", 1) for p in text.split(" "))
+
+
+def shape_of(text) -> str:
+    """``workload_params``'s text less ``V.SCHEDULE_PARAMS``: what one step computes."""
+    return " ".join(f"{k}={v}" for k, v in params_of(text).items()
+                    if k not in V.SCHEDULE_PARAMS)
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
@@ -101,6 +125,7 @@ def _row(r: dict) -> dict:
     row["seed"] = r.get("seed", p.get("seed"))
     row["repeat_reason"] = r.get("repeat_reason", V.REPEAT_INITIAL)
     row |= setting(r)
+    row["workload_params"] = workload_params(r)
     row |= {k: m.get(k) for k in RECORD_METRICS}
     # what one sample is in tokens (a token workload's sequence length), for tokens/s
     # (tcbench.analysis.throughput)

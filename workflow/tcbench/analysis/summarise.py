@@ -26,8 +26,9 @@ DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
 EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
                  "kernel_classes_from")
-# said of every repeat alike (the model's conversion to FP8): the first record that says
-CONSTANT_TEXT = ("fp8_converted", "fp8_kept")
+# said of every repeat alike (the model's conversion to FP8, the workload's parameters): the
+# first record that says
+CONSTANT_TEXT = ("fp8_converted", "fp8_kept", "workload_params")
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:
