@@ -144,6 +144,28 @@ def _fastest(g: pd.DataFrame, gains) -> tuple[pd.Series, str | None, str]:
     return top, gate, claims.REPEATS
 
 
+def _named_apart(r, top) -> str:
+    """A cell by its mode and what else sets it apart from ``top``: batch size and axes where
+    they differ ("fp8-rowwise", "fp8-tensorwise, bs 8192")."""
+    parts = [str(r["precision"])]
+    parts += [f"bs {int(r['batch_size'])}"] if r["batch_size"] != top["batch_size"] else []
+    parts += [V.axis(a).display(r[a]) for a in V.AXIS_NAMES
+              if a != "model" and str(r[a]) != str(top[a])]
+    return ", ".join(parts)
+
+
+def _tied(g: pd.DataFrame, top, fastest_by: str) -> str | None:
+    """The cells of the group the top cell's throughput cannot be told from (``stats.tied``:
+    their intervals overlap), as "fp8-rowwise; bs 8192"; None where it is apart from every
+    other, or was decided by an interleaved comparison."""
+    if fastest_by != claims.REPEATS:
+        return None
+    e = stats.from_row(top, V.HEADLINE)
+    names = [_named_apart(r, top) for _, r in g.iterrows() if cell_key(r) != cell_key(top)
+             and stats.tied(stats.from_row(r, V.HEADLINE), e)]
+    return "; ".join(names) or None
+
+
 def _gain(gain, same_setting: bool) -> dict:
     """The overall gain over the plain fp32 baseline: where that baseline is fp32 at the very
     same setting and an interleaved comparison measured the pair, its paired ratio (the
@@ -184,5 +206,6 @@ def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
             **_gain(gain, same_setting),
             # "fastest" is no claim where neither the top cell's own repeats nor its
             # interleaved comparison decide it
-            "fastest_gate": fastest_gate, "fastest_by": fastest_by, **against})
+            "fastest_gate": fastest_gate, "fastest_by": fastest_by,
+            "fastest_tied": _tied(g, top, fastest_by), **against})
     return pd.DataFrame(rows)

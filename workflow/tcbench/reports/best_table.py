@@ -78,6 +78,8 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
                    f"{str(gate).removeprefix('not judged: ')}")
     elif str(r.get("fastest_by")) == claims.INTERLEAVED:
         why.append("faster than every other mode in its interleaved comparison")
+    if not missing(r.get("fastest_tied")):
+        why.append(f"tied with {r['fastest_tied']} within their intervals")
     why += [before] if (before := predating(r)) else []
     top = f"{r['precision']}, {setting_text(r, axes)}" + (f" ({'; '.join(why)})" if why else "")
     return [name, top,
