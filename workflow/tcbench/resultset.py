@@ -118,7 +118,7 @@ def shape_of(text) -> str:
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
-    tc = kernels.without_annotations(r.get("tensor_cores") or {})
+    tc = kernels.reclassified(kernels.without_annotations(r.get("tensor_cores") or {}))
     env, flags = r["environment"], r.get("precision_flags") or {}
     row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                              "batch_size", "repeat", "status", "status_reason")}
@@ -138,6 +138,10 @@ def _row(r: dict) -> dict:
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             **kernels.busy_of_timed_steps(tc, m.get("step_time_median_s")),
             "matmul_share": tc.get("matmul_share"),
+            "matmul_share_bound": tc.get("matmul_share_bound"),
+            # above 1 where the profile's kernels overlapped (kernels.busy_note)
+            "kernel_time_over_profile_wall": tc["kernel_time_s"] / tc["profile_wall_s"]
+            if tc.get("kernel_time_s") is not None and tc.get("profile_wall_s") else None,
             **{k: kernels.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
             "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
             "top_non_matrix_kernel": kernels.top_non_matrix_kernel(tc),

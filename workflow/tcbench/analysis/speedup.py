@@ -20,8 +20,10 @@ RATIOS = (("memory_ratio", "max_memory_allocated_bytes"),
 WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
                        for part in ("", "_low", "_high", "_n", "_interval"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
+           "matmul_share_bound",
            "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
            "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
+           "kernel_time_over_profile_wall",
            "bimodal", "slow_mode", "slow_mode_n", "fast_mode", "fast_mode_n", "unsteady_n",
            "uncounted_compile_n", "uncounted_compile_repeats", "workload_params")
 

@@ -283,7 +283,7 @@ def limits(row, everything: pd.DataFrame) -> str:
         said = f"the host (GPU busy {percent(row.get('gpu_busy_share'))})"
         c = cure(row, everything)
         return f"{said}; {c}" if c else f"{said}; CUDA graphs not measured here"
-    return diagnosis.SHORT[diagnosis.bottleneck(row)]
+    return diagnosis.short(row)
 
 
 MAX_NAMED_LAYERS = 4   # a slow FP8 cell's converted layers are named up to this many
