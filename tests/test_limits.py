@@ -50,10 +50,10 @@ def test_the_label_names_the_largest_shares_with_their_numbers():
              "matmul_share": 0.55, "fp8_gemm_share": 0.21, "other_tensor_core_share": 0.34,
              "fp8_scaling_share": 0.23, "kernel_classes_from": "all kernels"}
     assert D.bottleneck(llama) == "tensor"
-    assert D.short(llama) == "other Tensor Core GEMMs 34%, casts and scales 23%"
+    assert D.short(llama) == "other GEMMs 34%, casts and scales 23%"
     fused = {"precision": "amp-bf16", "gpu_busy_share": 0.98, "tensor_core_share": 0.42,
              "matmul_share": 0.68, "matmul_share_bound": "at most"}
-    assert D.short(fused) == "Tensor Core kernels 42%, non-matrix kernels ≥32%"
+    assert D.short(fused) == "Tensor Core 42%, non-matrix ≥32%"
     assert D.short({"input_bound": True}) == "input"
 
 

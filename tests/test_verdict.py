@@ -117,7 +117,7 @@ def test_the_answer_table_has_every_experiment_and_its_columns(verdict):
     assert fast["× its baseline [95% CI]"].startswith("2.50× [") and \
         fast["× its baseline [95% CI]"].endswith("] fp32")
     assert fast["claim"] == "pays off" and fast["peak memory ×"] == "0.600×"
-    assert fast["what limits it"] == "Tensor Core kernels 85%, non-matrix kernels 10%"
+    assert fast["what limits it"] == "Tensor Core 85%, non-matrix 10%"
     assert fast["how it was decided"] == "n = 3 vs 3, per process"
     assert fast["question it answers"] == "do Tensor Cores speed up mnist_cnn over fp32?"
     assert answers(verdict)["acc"]["question it answers"] == \

@@ -65,9 +65,11 @@ def kernel_kinds(row) -> dict[str, float] | None:
 
 
 # what each share of kernel time is called where a label names it with its number
-KERNEL_WORDS = {"tensor": "Tensor Core kernels", "fp8_gemm": "FP8 GEMMs",
-                "other_tensor_core": "other Tensor Core GEMMs", "simt": "other matrix kernels",
-                "fp8_scaling": "casts and scales", "non_matrix": "non-matrix kernels"}
+# (kernels: Tensor Core ones; an FP8 cell's FP8 GEMMs and its Tensor Core GEMMs in other types;
+# matrix kernels off the Tensor Cores; an FP8 cell's casts and scales; those of no matrix work)
+KERNEL_WORDS = {"tensor": "Tensor Core", "fp8_gemm": "FP8 GEMMs",
+                "other_tensor_core": "other GEMMs", "simt": "other matrix",
+                "fp8_scaling": "casts and scales", "non_matrix": "non-matrix"}
 
 
 def kernel_shares(row) -> list[tuple[str, float]]:
@@ -88,9 +90,9 @@ def kernel_shares(row) -> list[tuple[str, float]]:
     return sorted(kinds.items(), key=lambda kv: kv[1], reverse=True)
 
 
-def short(row) -> str:
-    """What limits a cell, short: the input or the host, or the two largest shares of its
-    kernel time with their numbers ("non-matrix kernels 71%, Tensor Core kernels 29%"), never
+def short(row, most: int = 2) -> str:
+    """What limits a cell, short: the input or the host, or the ``most`` largest shares of its
+    kernel time with their numbers ("non-matrix 71%, Tensor Core 29%", ``KERNEL_WORDS``), never
     a unit's name alone. Where the matrix share counted names that cannot all be seen again
     (``matmul_share_bound``), the other matrix kernels' share is at most what it says and the
     non-matrix one at least."""
@@ -99,7 +101,7 @@ def short(row) -> str:
         return SHORT[kind]
     bound = str(row.get("matmul_share_bound")) == "at most"
     out = []
-    for k, v in kernel_shares(row)[:2]:
+    for k, v in kernel_shares(row)[:most]:
         sign = {"simt": "≤", "non_matrix": "≥"}.get(k, "") if bound else ""
         out.append(f"{KERNEL_WORDS[k]} {sign}{v:.0%}")
     return ", ".join(out)
