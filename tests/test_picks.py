@@ -58,3 +58,16 @@ def test_a_higher_ratio_the_rules_cannot_claim_is_said_beside_the_answer():
     row = answers(build(rows))["zoo"]
     assert row["best mode and setting"] == "amp-bf16, bs 512"
     assert row["× its baseline [95% CI]"].endswith(" fp32 (amp-fp16 3.00× not judged: n < 3)")
+
+
+def test_the_methods_count_the_host_bound_cells_and_name_each_none_decided():
+    """The README said every host-bound setting was decided by an interleaved comparison;
+    five of the H200 set's were not."""
+    rows = [*repeats("host", "fp32", [1000, 1002, 998], tc=0.0, busy=0.3),
+            *repeats("host", "tf32", [1050, 1052, 1048], tc=0.6, mm=0.7, busy=0.3),
+            *repeats("fast", "fp32", [1000, 1010, 990], **KW),
+            *repeats("fast", "amp-bf16", [2000, 2010, 1990], **KW)]
+    intro = " ".join(build(rows).intro)
+    assert ("Of the 1 host-bound reduced-precision cells, 0 were decided by an interleaved "
+            "comparison; 1 were not: host tf32 at bs 512 (no interleaved comparison ran: not "
+            "judged: host-bound, no interleaved comparison).") in intro

@@ -34,6 +34,7 @@ from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
 from . import families, fp8_findings, noisy
+from . import findings as F
 from .findings import Section, experiment_section
 from .phrases import compile_check_note, interleaved_decisions
 
@@ -265,7 +266,7 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
         ". A cell is host-bound where the GPU was busy less than " \
         f"{V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps (not input-bound): its ratios need " \
         "an interleaved comparison, since processes run minutes apart measure the host's " \
-        "drift too."
+        "drift too." + (f" {h}" if (h := F.host_bound_decisions(df)) else "")
 
 
 def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
