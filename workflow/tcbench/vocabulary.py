@@ -272,9 +272,11 @@ METRICS: tuple[Metric, ...] = (
            "train on tokens"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
-           "context, lazy module loading, cuDNN autotuning and compilation", pooled="median"),
+           "context, lazy module loading, cuDNN autotuning and compilation, and a CUDA graph's "
+           "capture where the step is one", pooled="median"),
     Metric("total_time_s", "total time (the seed's metric)", "total time", "s", False,
-           "wall time of the whole training loop, warm-up included, as the seed timed it"),
+           "wall time of the whole training loop, warm-up included, as the seed timed it, and "
+           "a CUDA graph's capture where the step is one"),
     Metric("max_memory_allocated_bytes", "peak memory", "peak memory", "bytes", False,
            "torch.cuda.max_memory_allocated over the training loop"),
     Metric("steady_energy_per_sample_j", "energy per sample", "energy/sample", "J", False,
