@@ -140,11 +140,10 @@ def memory_note(x: Findings) -> list[str]:
             base = baseline_row(j, x.all)
             return [f"{x.config(r)} has {times(memory_ratio(j, x.all))} {j.baseline}'s peak "
                     f"memory ({memory(r['max_memory_allocated_bytes'])} vs "
-                    f"{memory(base['max_memory_allocated_bytes'])}), a change precision cannot "
-                    f"cause ({r['precision']} stores every tensor as {j.baseline} does): it "
-                    f"most likely comes from the workspaces of the kernels cuDNN and cuBLAS "
-                    f"chose, which the record does not measure, so it is not counted as a "
-                    f"saving."]
+                    f"{memory(base['max_memory_allocated_bytes'])}), though "
+                    f"{r['precision']} stores every tensor as {j.baseline} does: the record "
+                    f"does not say what made the difference (it measures the peak, not its "
+                    f"parts), so it is not counted as a saving."]
     return []
 
 

@@ -234,7 +234,9 @@ def memory_against(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     if r is None:
         return MISSING
     if not_precisions(j, everything):
-        return f"{MISSING} (not precision's: {j.row['precision']} stores tensors as " \
+        # the ratio is measured; what caused it the record does not say, so it is shown as a
+        # change and not counted as a saving
+        return f"{times(r)} (no storage saving: {j.row['precision']} stores tensors as " \
                f"{j.baseline} does)"
     return times(r)
 
