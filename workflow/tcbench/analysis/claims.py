@@ -21,7 +21,9 @@ every run was slower than every run of the baseline is said whatever the gate
 
 An experiment's strongest claim ranks its cells by ``stats.strength``: the claim first (pays
 off > faster > equivalent > inconclusive), then the interval's lower bound, so a supported
-small gain beats a wide large point estimate. An experiment that runs FP8 asks about FP8: its
+small gain beats a wide large point estimate; the cells of the same decided claim whose
+intervals overlap the leader's tie with it (``stats.tied``, the rule best.md's fastest
+configuration is tied by too), and of them the one of highest mean throughput is the answer. An experiment that runs FP8 asks about FP8: its
 strongest claim is taken among its FP8 cells.
 
 Rows are those of the verdict's joined table (summary with speedup.csv's columns), or of

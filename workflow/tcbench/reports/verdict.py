@@ -310,7 +310,9 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
 
 RANKING = ("An experiment's best mode is its strongest claim (pays off > faster > equivalent > "
            "inconclusive, then the interval's lower bound, so a supported small gain beats a "
-           "wide large one); an experiment that runs FP8 is answered by its FP8 cells.")
+           "wide large one; cells of that claim whose intervals overlap it tie, and the one of "
+           "highest mean throughput is named, the others beside it); an experiment that runs "
+           "FP8 is answered by its FP8 cells.")
 
 
 # ------------------------------------------------------------------------------ the verdict
