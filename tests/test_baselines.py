@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 
 from tcbench import resultset as RS
 from tcbench.analysis.best import best
@@ -18,9 +17,15 @@ from tcbench.reports.best_table import best_table
 from gpu_like import MB, _cell
 from test_tables import rows_of
 
-RECIPE = "epochs=3 in_size=4096 lr=0.001 num_batches=50 num_layers=3 out_size=4096"
-W1024 = "epochs=8 in_size=1024 lr=0.001 num_batches=4 num_layers=3 out_size=1024"
-W4096 = "epochs=8 in_size=4096 lr=0.001 num_batches=4 num_layers=3 out_size=4096"
+
+def _params(**kw) -> str:
+    return RS.workload_params({"params": {"seed": 0, "compile": "default", "lr": 0.001,
+                                          "num_layers": 3, "loader": "synthetic", **kw}})
+
+
+RECIPE = _params(epochs=3, in_size=4096, num_batches=50, out_size=4096)
+W1024 = _params(epochs=8, in_size=1024, num_batches=4, out_size=1024)
+W4096 = _params(epochs=8, in_size=4096, num_batches=4, out_size=4096)
 
 
 def _set(widths=(("w1024", W1024, 0.05), ("w4096", W4096, 0.4))):
@@ -47,8 +52,11 @@ def _best_rows(s, sp):
 def test_workload_params_are_a_records_own_and_in_the_summary():
     r = {"workload": "amp_recipe", "params": {"seed": 2, "compile": "off", "in_size": 1024,
                                               "loader": "synthetic", "num_layers": 3}}
-    assert RS.workload_params(r) == "in_size=1024 num_layers=3"
-    assert RS.shape_of("epochs=8 in_size=1024 num_batches=4") == "in_size=1024"
+    assert RS.workload_params(r) == '{"in_size":1024,"num_layers":3}'
+    assert RS.params_of(RS.workload_params(r)) == {"in_size": "1024", "num_layers": "3"}
+    assert RS.shape_of(W1024) == RS.shape_of(_params(epochs=3, in_size=1024, num_batches=50,
+                                                     out_size=1024, lr=0.1))
+    assert RS.shape_of(W1024) != RS.shape_of(W4096)
     s, _ = _set()
     assert set(s.loc[s["experiment"] == "fp8_crossover_w1024", "workload_params"]) == {W1024}
 

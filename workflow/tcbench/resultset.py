@@ -94,25 +94,25 @@ def setting(r: dict) -> dict:
 
 def workload_params(r: dict) -> str:
     """A record's workload parameters (all but ``V.MEASUREMENT_PARAMS`` and
-    ``V.STATED_PARAMS``) as one text, ``name=value`` in name order, space-separated: what
-    two cells of one workload must share to be compared across experiments."""
+    ``V.STATED_PARAMS``) as one JSON text, keys sorted: what two cells of one workload must
+    share to be compared across experiments."""
     own = {k: v for k, v in r["params"].items()
            if k not in V.MEASUREMENT_PARAMS and k not in V.STATED_PARAMS}
-    return " ".join(f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
-                    for k, v in sorted(own.items()))
+    return json.dumps(own, sort_keys=True, separators=(",", ":"))
 
 
 def params_of(text) -> dict[str, str]:
-    """``workload_params``'s text back as name -> value (as text); {} for none."""
+    """``workload_params``'s text back as name -> value as a table shows it; {} for none."""
     if not isinstance(text, str) or not text:
         return {}
-    return dict(p.split("=", 1) for p in text.split(" "))
+    return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+            for k, v in json.loads(text).items()}
 
 
 def shape_of(text) -> str:
     """``workload_params``'s text less ``V.SCHEDULE_PARAMS``: what one step computes."""
-    return " ".join(f"{k}={v}" for k, v in params_of(text).items()
-                    if k not in V.SCHEDULE_PARAMS)
+    return json.dumps({k: v for k, v in params_of(text).items() if k not in V.SCHEDULE_PARAMS},
+                      sort_keys=True)
 
 
 def _row(r: dict) -> dict:

@@ -34,10 +34,10 @@ def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
 
 
 def _shape(df: pd.DataFrame) -> pd.Series:
-    """Each row's workload shape (``resultset.shape_of``); "" for a table made before the
+    """Each row's workload shape (``resultset.shape_of``); none's for a table made before the
     workload's parameters were a column."""
     if "workload_params" not in df:
-        return pd.Series([""] * len(df), index=df.index)
+        return pd.Series([shape_of(None)] * len(df), index=df.index, dtype=object)
     return df["workload_params"].map(shape_of)
 
 
