@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -93,7 +94,8 @@ class Blocks:
         how many of its records were input-bound."""
         a = next((a for a in self.verdict().answers if a.experiment == SEED_EXPERIMENT), None)
         if a is None or a.judgement is None:
-            return f"The set has no judged `{SEED_EXPERIMENT}` cell to hold the seed's finding to.\n"
+            return (f"The set has no judged `{SEED_EXPERIMENT}` cell to hold the seed's "
+                    "finding to.\n")
         j = a.judgement
         verb = ("contradicts" if j.claim in (stats.PAYS_OFF, stats.FASTER) else
                 "agrees with" if j.claim in (stats.SLOWER, stats.ALL_SLOWER, stats.EQUIVALENT)
@@ -101,13 +103,15 @@ class Blocks:
         m = self.metrics[(self.metrics["experiment"] == SEED_EXPERIMENT)
                          & (self.metrics["status"] == V.OK)]
         bound = int(m["input_bound"].astype(str).str.lower().eq("true").sum())
-        return (f"This set {verb} the seed's MNIST finding that AMP did not speed it up: "
+        said = (f"This set {verb} the seed's MNIST finding that AMP did not speed it up: "
                 f"{j.row['precision']} at bs {int(j.row['batch_size'])} is "
                 f"{a.cells[3]}, {a.cells[4]} ({a.cells[7]}). {bound} of the {len(m)} "
                 f"`{SEED_EXPERIMENT}` records are input-bound (the GPU waits for the "
                 f"DataLoader's two workers for most of each step), where no precision mode can "
                 f"speed it up; with the data on the GPU (`mnist_loaders`) the input no longer "
-                f"limits it (the verdict names what does, per precision).\n")
+                f"limits it (the verdict names what does, per precision).")
+        return textwrap.fill(said, width=96, break_long_words=False,
+                             break_on_hyphens=False) + "\n"
 
     def answer(self) -> str:
         """The verdict's one-screen table (``reports.answer``): per experiment (per model in a
