@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from tcbench import resultset as RS  # noqa: E402
+from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.render import numbers as N  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
@@ -42,6 +43,8 @@ README_COLUMNS = ("experiment", "best mode and setting", "× its baseline [95% C
                   "peak memory ×", "what limits it")
 README_CELL_CHARS = 60
 README_WORDS = 60
+# the seed's own experiment, whose finding the README holds the set to (Blocks.seed_finding)
+SEED_EXPERIMENT = "mnist_seed"
 
 BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!-- end: (?P=name) -->)",
                    re.S)
@@ -102,6 +105,31 @@ class Blocks:
     def seed(self) -> str:
         text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
         return text.split("\n", 2)[2] if text.startswith("## ") else text
+
+    def seed_finding(self) -> str:
+        """What the set says of the seed's MNIST finding (AMP did not speed it up): the
+        verdict's answer for the seed's experiment, its claim read against that finding, and
+        how many of its records were input-bound."""
+        a = next((a for a in self.verdict().answers if a.experiment == SEED_EXPERIMENT), None)
+        if a is None or a.judgement is None:
+            return (f"The set has no judged `{SEED_EXPERIMENT}` cell to hold the seed's "
+                    "finding to.\n")
+        j = a.judgement
+        verb = ("contradicts" if j.claim in (stats.PAYS_OFF, stats.FASTER) else
+                "agrees with" if j.claim in (stats.SLOWER, stats.ALL_SLOWER, stats.EQUIVALENT)
+                else "neither confirms nor contradicts")
+        m = self.metrics[(self.metrics["experiment"] == SEED_EXPERIMENT)
+                         & (self.metrics["status"] == V.OK)]
+        bound = int(m["input_bound"].astype(str).str.lower().eq("true").sum())
+        said = (f"This set {verb} the seed's MNIST finding that AMP did not speed it up: "
+                f"{j.row['precision']} at bs {int(j.row['batch_size'])} is "
+                f"{a.cells[3]}, {a.cells[4]} ({a.cells[7]}). {bound} of the {len(m)} "
+                f"`{SEED_EXPERIMENT}` records are input-bound (the GPU waits for the "
+                f"DataLoader's two workers for most of each step), where no precision mode can "
+                f"speed it up; with the data on the GPU (`mnist_loaders`) the input no longer "
+                f"limits it (the verdict names what does, per precision).")
+        return textwrap.fill(said, width=96, break_long_words=False,
+                             break_on_hyphens=False) + "\n"
 
     def answer(self) -> str:
         """The README's answer table: the verdict's (``reports.answer``), in its
@@ -239,7 +267,8 @@ class Blocks:
             exp, _, which = arg.rpartition("-")
             return self.experiment(exp, int(which))
         return {"provenance": self.provenance, "headline": self.headline, "claims": self.claims,
-                "seed": self.seed, "answer": self.answer, "answer-full": self.answer_full,
+                "seed": self.seed, "seedfinding": self.seed_finding,
+                "answer": self.answer, "answer-full": self.answer_full,
                 "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
                 "transformers": self.transformers, "zoo": self.zoo,

@@ -55,7 +55,7 @@ def test_each_family_is_one_row_with_every_mode_against_fp32():
     assert dense["peak memory ×"] == "0.500×"
     assert dense["kernel time: Tensor Cores / other matrix / non-matrix"] == "55% / 5% / 40%"
     assert depth["kernel time: Tensor Cores / other matrix / non-matrix"] == "10% / 20% / 70%"
-    assert depth["limited by"] == "non-matrix kernels"
+    assert depth["limited by"] == "non-matrix 70%, other matrix 20%"
     assert "not judged" in depth["amp-fp16 × fp32"]
 
 

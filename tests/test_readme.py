@@ -126,3 +126,18 @@ def test_ci_runs_the_readmes_test_command_verbatim():
     assert command["2"] in (REPO / ".ci" / "run").read_text().splitlines()
     for c in ("1", "2"):
         assert "sh scripts/install_torch.sh && pip install -e " in command[c], command[c]
+
+
+def test_the_seed_finding_says_what_the_seed_cells_claim():
+    """The README said the seed's finding "holds" of a cell whose windows were unsteady and
+    whose repeats were noisy, and whose ratio was inconclusive."""
+    said = readme.Blocks(REPO / "results").seed_finding()
+    v = readme.Blocks(REPO / "results").verdict()
+    j = next(a for a in v.answers if a.experiment == readme.SEED_EXPERIMENT).judgement
+    words = {"inconclusive": "neither confirms nor contradicts", "pays off": "contradicts",
+             "faster": "contradicts", "slower": "agrees with"}
+    assert said.startswith(f"This set {words.get(j.claim, 'neither confirms nor contradicts')} "
+                           f"the seed's MNIST finding")
+    assert j.claim in said and "holds" not in said
+    if j.row.get("unsteady_n"):
+        assert "windows unsteady" in said

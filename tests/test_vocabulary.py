@@ -98,6 +98,15 @@ def test_compile_cache_outcome_is_one_rule():
     assert V.compile_cache_outcome({}) == "none"
 
 
+def test_measurement_params_are_the_common_defaults():
+    """What a record's parameters say of its workload (``resultset.workload_params``) is what
+    is left once the measurement's own are out: a parameter added to every workload and not
+    here would read as a difference between two workloads."""
+    assert set(V.MEASUREMENT_PARAMS) == set(W.COMMON_DEFAULTS)
+    every = {k for name in W.NAMES for k in W.module(name).DEFAULTS}
+    assert set(V.SCHEDULE_PARAMS) <= every
+
+
 def _find(node, key):
     if isinstance(node, dict):
         if key in node:

@@ -7,6 +7,13 @@ NVIDIA's libraries encode the math unit and operand types in kernel names. The r
 order they are applied (first match wins):
 
 1. not a kernel (``Memcpy``, ``Memset``)                                      -> not Tensor Core
+   Inductor's generated kernels (``triton_<kind>_fused_<ops>_<n>``) name the ops fused into
+   them, not what the kernel computes: ``triton_red_fused__native_batch_norm_legit_functional_
+   convolution_15`` is a reduction fused after a convolution, and a trailing index such as
+   ``_884`` is no tile shape. Only a template kernel (``triton_tem_``), Inductor's own GEMM,
+   convolution or attention kernel, does matrix work; its name carries no operand type, so
+   it counts as matrix work that does not show Tensor Core use; every other kind (pointwise,
+   reduction, persistent reduction) is no matrix work     -> not Tensor Core (``inductor``)
 2. SIMT markers: ``ffma`` / ``fma_``, ``simt``, ``sgemm`` (cuDNN's legacy
    ``implicit_convolve_sgemm`` runs without Tensor Cores even on half inputs), or
    strict fp32 operands ``f32f32_f32f32`` without ``tf32`` (cuDNN/cuBLAS "xmma"
@@ -51,10 +58,20 @@ _FP8_TYPES = re.compile(r"e4m3|e5m2|fp8|float8", re.I)
 _NVJET_TC_CODES = set("hbte")
 
 
+# Inductor's generated kernels, and of them the templates (its matrix kernels)
+_INDUCTOR = re.compile(r"^triton_", re.I)
+_INDUCTOR_TEMPLATE = re.compile(r"^triton_tem_", re.I)
+# the version of these rules a profile was summarised by (``summarise_kernels``); a record
+# without it was summarised before Inductor's fused names were told apart (``reclassified``)
+RULES = 2
+
+
 def classify(name: str) -> tuple[bool, str]:
     """(uses_tensor_cores, rule) for one GPU kernel name."""
     if _NOT_KERNEL.search(name):
         return False, "not-a-kernel"
+    if _INDUCTOR.search(name):
+        return False, "inductor"
     if _SIMT.search(name):
         return False, "simt-fp32"
     m = _NVJET.search(name)
@@ -182,8 +199,58 @@ def without_annotations(evidence: dict) -> dict:
     return out
 
 
+def _was_matmul(k: dict) -> bool:
+    """Whether a recorded top kernel was counted as matrix work when its profile was
+    summarised under the rules before ``RULES``: on Tensor Cores, or a matrix name."""
+    return bool(k.get("tensor_core")) or k.get("class") == "simt_matmul" or \
+        bool(_MATMUL.search(k["name"]) and not _NOT_MATMUL.search(k["name"]))
+
+
+def reclassified(evidence: dict) -> dict:
+    """A profile summarised before ``RULES`` with its recorded top Inductor kernels classified
+    again: the time of each whose class changed (an Inductor kernel whose fused ops include a
+    convolution is no matrix work) moved out of the Tensor Core, matrix and split totals it
+    was counted in, and the shares recomputed. Kernels below the top list cannot be seen, so
+    where a listed one was counted wrongly and the profile had more than it lists, the matrix
+    share left is an upper bound (``matmul_share_bound``: "at most"; the Tensor Core share
+    stands: no Inductor name was ever read as Tensor Core work here). Annotation ranges must
+    already be out (``without_annotations``)."""
+    top, total = evidence.get("top_kernels") or [], evidence.get("kernel_time_s")
+    if not evidence.get("profiled") or evidence.get("kernel_rules") == RULES or not total:
+        return evidence
+    out = dict(evidence, kernel_rules_from="top kernels")
+    split = evidence.get("kernel_classes_from") == "all kernels"
+    # only what the rules changed: a recorded name is cut at 200 characters, which may cut
+    # off the marker its own rule found when the whole name was there
+    changed = False
+    for k in (k for k in top if _INDUCTOR.search(k["name"])):
+        t, name = k["time_s"], k["name"]
+        if k.get("tensor_core") and not classify(name)[0]:
+            out["tensor_core_time_s"] = (out.get("tensor_core_time_s") or 0.0) - t
+            changed = True
+        if _was_matmul(k) and not is_matmul(name):
+            out["matmul_time_s"] = (out.get("matmul_time_s") or 0.0) - t
+            changed = True
+        old, new = k.get("class"), kernel_class(name)
+        if split and old and old != new:
+            for c, sign in ((old, -1), (new, 1)):
+                if c in SPLIT:
+                    out[f"{c}_time_s"] = (out.get(f"{c}_time_s") or 0.0) + sign * t
+    for share, time_s in (("tensor_core_share", "tensor_core_time_s"),
+                          ("matmul_share", "matmul_time_s"),
+                          *((f"{c}_share", f"{c}_time_s") for c in SPLIT)):
+        if out.get(time_s) is not None:
+            out[share] = max(out[time_s], 0.0) / total
+    unseen = (evidence.get("kernels_distinct") or 0) > len(top)
+    out["matmul_share_bound"] = "at most" if unseen and changed else None
+    return out
+
+
 def is_matmul(name: str) -> bool:
-    """Whether a kernel does matrix work (a GEMM or a convolution) on any unit."""
+    """Whether a kernel does matrix work (a GEMM or a convolution) on any unit; of Inductor's
+    kernels only its templates (module doc, rule 1)."""
+    if _INDUCTOR.search(name):
+        return bool(_INDUCTOR_TEMPLATE.search(name))
     return classify(name)[0] or bool(_MATMUL.search(name) and not _NOT_MATMUL.search(name))
 
 
@@ -216,25 +283,41 @@ def summarise_kernels(kernels: dict[str, tuple[float, int]], top: int = 10) -> d
         **_split(classes, total, "all kernels", total),
         "kernels_distinct": len(rows),
         "top_kernels": rows[:top],
+        "kernel_rules": RULES,
     }
 
 
-# Kernel time per step can exceed the step: kernels of several streams run at once and each
-# counts its own time. The busy share is then capped at 1; the ratio itself is kept beside it
-# and the cap said, so that a "100%" is never read as a measured ratio of 1.
-CAPPED_NOTE = ("the kernels' times add up to {:.0%} of the step's wall time: kernels ran at "
-               "the same time, on several streams, and each counts its own time, so the busy "
+# Kernel time per step can exceed the step. The profile itself tells why: where its kernels'
+# times add up to more than its own wall time, they overlapped (several streams, each kernel
+# counting its own time); where they do not, the profiled steps ran longer than the timed ones.
+# The busy share is capped at 1 either way; the ratio itself is kept beside it and the cap said,
+# so that a "100%" is never read as a measured ratio of 1.
+CAPPED_NOTE = ("the kernels' times add up to {:.0%} of the step's wall time, so the busy "
                "share is capped at 100%")
+WHY_CAPPED = {
+    "overlap": "; within the profile they add up to {:.0%} of its own wall time: kernels ran "
+               "at the same time, on several streams, each counting its own time",
+    "slower": "; within the profile they add up to {:.0%} of its own wall time: the profiled "
+              "steps ran longer than the timed ones, whose median step is the denominator",
+    None: "; the record does not say whether its kernels overlapped or its profiled steps "
+          "ran longer than the timed ones"}
 
 
-def busy_note(uncapped) -> str | None:
+def busy_note(uncapped, in_profile=None) -> str | None:
     """Why a busy share is 100% where its kernel time exceeds the step (None where it does
-    not)."""
+    not), from the profile's own kernel time over its wall time (``in_profile``) where known."""
     try:
         ratio = float(uncapped)
     except (TypeError, ValueError):
         return None
-    return CAPPED_NOTE.format(ratio) if ratio > 1 else None
+    if not ratio > 1:
+        return None
+    try:
+        own = float(in_profile)
+    except (TypeError, ValueError):
+        own = float("nan")
+    why = None if own != own else "overlap" if own > 1 else "slower"
+    return CAPPED_NOTE.format(ratio) + WHY_CAPPED[why].format(own)
 
 
 def capped(ratio: float | None) -> dict:

@@ -6,6 +6,7 @@ cell's keys mean the same everywhere. Reads JSON records (never runs torch) and 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -91,16 +92,40 @@ def setting(r: dict) -> dict:
             "data": data_kind(r)}
 
 
+def workload_params(r: dict) -> str:
+    """A record's workload parameters (all but ``V.MEASUREMENT_PARAMS`` and
+    ``V.STATED_PARAMS``) as one JSON text, keys sorted: what two cells of one workload must
+    share to be compared across experiments."""
+    own = {k: v for k, v in r["params"].items()
+           if k not in V.MEASUREMENT_PARAMS and k not in V.STATED_PARAMS}
+    return json.dumps(own, sort_keys=True, separators=(",", ":"))
+
+
+def params_of(text) -> dict[str, str]:
+    """``workload_params``'s text back as name -> value as a table shows it; {} for none."""
+    if not isinstance(text, str) or not text:
+        return {}
+    return {k: v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+            for k, v in json.loads(text).items()}
+
+
+def shape_of(text) -> str:
+    """``workload_params``'s text less ``V.SCHEDULE_PARAMS``: what one step computes."""
+    return json.dumps({k: v for k, v in params_of(text).items() if k not in V.SCHEDULE_PARAMS},
+                      sort_keys=True)
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
-    tc = kernels.without_annotations(r.get("tensor_cores") or {})
+    tc = kernels.reclassified(kernels.without_annotations(r.get("tensor_cores") or {}))
     env, flags = r["environment"], r.get("precision_flags") or {}
     row = {k: r[k] for k in ("run", "experiment", "cell", "workload", "precision",
                              "batch_size", "repeat", "status", "status_reason")}
     row["seed"] = r.get("seed", p.get("seed"))
     row["repeat_reason"] = r.get("repeat_reason", V.REPEAT_INITIAL)
     row |= setting(r)
+    row["workload_params"] = workload_params(r)
     row |= {k: m.get(k) for k in RECORD_METRICS}
     # what one sample is in tokens (a token workload's sequence length), for tokens/s
     # (tcbench.analysis.throughput)
@@ -113,6 +138,10 @@ def _row(r: dict) -> dict:
     row |= {"tensor_core_share": tc.get("tensor_core_share"),
             **kernels.busy_of_timed_steps(tc, m.get("step_time_median_s")),
             "matmul_share": tc.get("matmul_share"),
+            "matmul_share_bound": tc.get("matmul_share_bound"),
+            # above 1 where the profile's kernels overlapped (kernels.busy_note)
+            "kernel_time_over_profile_wall": tc["kernel_time_s"] / tc["profile_wall_s"]
+            if tc.get("kernel_time_s") is not None and tc.get("profile_wall_s") else None,
             **{k: kernels.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
             "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
             "top_non_matrix_kernel": kernels.top_non_matrix_kernel(tc),
@@ -131,6 +160,11 @@ def _row(r: dict) -> dict:
     h = r.get("harness") or {}
     row["harness_process_start_s"] = h.get("process_start_to_main_s")
     row |= {f"harness_{k}_s": (h.get("phases_s") or {}).get(k) for k in V.HARNESS_PHASES}
+    # a step captured as one CUDA graph is captured before the training loop the record
+    # times: its warm-up and total time include the capture, which a script that captures pays
+    capture = row.get("harness_capturing_cuda_graph_s")
+    if row.get("cuda_graphs") == "on" and capture:
+        row |= {k: row[k] + capture for k in (V.WARMUP, V.SEED_METRIC) if row.get(k) is not None}
     row |= conditions(r)
     row |= host_columns(r)
     row["steady"] = (m.get("timed_window") or {}).get("steady")

@@ -148,6 +148,22 @@ AXES: tuple[Axis, ...] = (
 AXIS_NAMES: tuple[str, ...] = tuple(a.name for a in AXES)
 # the execution knobs left at their plain-PyTorch value: the "eager" baseline of best.csv
 EAGER: dict[str, str] = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
+# The parameters every workload accepts, which say how a job is measured rather than what it
+# trains (tcbench.workloads.COMMON_DEFAULTS holds their defaults; a test keeps the two equal),
+# and those a record states in columns of their own or that only locate its data: what is left
+# of a record's parameters is its workload's own (``resultset.workload_params``), the model's
+# shape and schedule, which two cells compared across experiments must share or name.
+MEASUREMENT_PARAMS: tuple[str, ...] = (
+    "seed", "warmup_steps", "sync_loss_every_step", "loss_every", "input_bound_share",
+    "memory_format", "compile", "cuda_graphs", "fused_optimizer", "profile_steps",
+    "evidence_repeats", "telemetry_interval_s", "cudnn_benchmark", "min_timed_s",
+    "min_timed_steps", "max_timed_s", "steady_tolerance", "cpu_placement")
+STATED_PARAMS: tuple[str, ...] = ("model", "loader", "data", "data_dir", "download")
+# workload parameters that set how long or how fast a model learns, not what one step
+# computes: a plain fp32 baseline may differ in them (and the table names each difference); it
+# may not differ in any other (a Linear width, a sequence length, a model configuration)
+SCHEDULE_PARAMS: tuple[str, ...] = ("epochs", "num_batches", "steps", "train_samples",
+                                    "distinct_batches", "lr", "gamma")
 
 
 def axis(name: str) -> Axis:
@@ -256,9 +272,11 @@ METRICS: tuple[Metric, ...] = (
            "train on tokens"),
     Metric("time_to_steady_s", "time to the first fast step", "warm-up", "s", False,
            "wall time from the start of training to the end of the warm-up steps: CUDA "
-           "context, lazy module loading, cuDNN autotuning and compilation", pooled="median"),
+           "context, lazy module loading, cuDNN autotuning and compilation, and a CUDA graph's "
+           "capture where the step is one", pooled="median"),
     Metric("total_time_s", "total time (the seed's metric)", "total time", "s", False,
-           "wall time of the whole training loop, warm-up included, as the seed timed it"),
+           "wall time of the whole training loop, warm-up included, as the seed timed it, and "
+           "a CUDA graph's capture where the step is one"),
     Metric("max_memory_allocated_bytes", "peak memory", "peak memory", "bytes", False,
            "torch.cuda.max_memory_allocated over the training loop"),
     Metric("steady_energy_per_sample_j", "energy per sample", "energy/sample", "J", False,

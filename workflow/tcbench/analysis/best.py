@@ -6,9 +6,10 @@ Two figures per row, never one in place of the other:
   (``claims.judgement``: fp32, or amp-bf16 first for an FP8 mode), with the claim its
   interval allows; it isolates what precision did;
 * the **overall** gain over the plain fp32 baseline (``speedup.plain_for``: its own
-  experiment's plain fp32 cell where it has one), with every axis that changed besides
-  precision (``changed_axes``: batch size, compile, memory format, ...), since that ratio
-  credits them all.
+  experiment's plain fp32 cell where it has one, else one of the same workload shape; none
+  for a shape no plain fp32 cell ran), with every axis and workload parameter that changed
+  besides precision (``changed_axes``: batch size, compile, memory format, a schedule's
+  length, ...), since that ratio credits them all.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
-from ..resultset import cell_key, order
+from ..resultset import cell_key, order, params_of
 from . import claims
-from .speedup import WARMUP_COLUMNS, plain_baselines, plain_for
+from .speedup import PLAIN_KEYS, WARMUP_COLUMNS, plain_baselines, plain_for
 from .throughput import TOKENS
 
 TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", TOKENS, f"{TOKENS}_low",
                f"{TOKENS}_high", *WARMUP_COLUMNS,
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
                "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound",
-               "uncounted_compile_n", "uncounted_compile_repeats")
+               "uncounted_compile_n", "uncounted_compile_repeats", "workload_params")
 GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval",
                 "speedup", "speedup_low", "speedup_high", "speedup_n")
 CHANGES = ("batch_size", *V.AXIS_NAMES)
@@ -53,9 +54,32 @@ def _baseline(b, top) -> dict:
         "baseline_final_loss": None if b is None else b.get("final_loss"),
         "baseline_test_accuracy": None if b is None else b.get("test_accuracy")}
     out |= {f"baseline_{k}": None if b is None else b[k] for k in CHANGES}
+    out["baseline_workload_params"] = None if b is None else b.get("workload_params")
+    mine, theirs = params_of(top.get("workload_params")), \
+        params_of(None if b is None else b.get("workload_params"))
     out["changed_axes"] = None if b is None else ",".join(
-        k for k in CHANGES if str(b[k]) != str(top[k]))
+        [k for k in CHANGES if str(b[k]) != str(top[k])]
+        + [k for k in sorted(set(mine) | set(theirs)) if mine and theirs
+           and mine.get(k) != theirs.get(k)])
     return out
+
+
+def _other_shape(summary: pd.DataFrame, top) -> str | None:
+    """Why a cell without a plain fp32 baseline has none where its workload has one at another
+    shape: that cell's experiment and its values of the parameters they differ in
+    ("amp_recipe's has in_size 4096, out_size 4096"); None where the workload has no plain
+    fp32 cell at all."""
+    same = summary["precision"].astype(str) == V.BASELINE
+    for k in (*PLAIN_KEYS, *V.EAGER):
+        same &= summary[k].astype(str) == str(V.EAGER.get(k, top[k]))
+    for _, b in summary[same & (summary["repeats_ok"] > 0)].iterrows():
+        mine, theirs = params_of(top.get("workload_params")), params_of(b.get("workload_params"))
+        differ = [k for k in sorted(set(mine) | set(theirs))
+                  if k not in V.SCHEDULE_PARAMS and mine.get(k) != theirs.get(k)]
+        if differ:
+            return f"{b['experiment']}'s has " + ", ".join(
+                f"{k} {theirs.get(k, 'unset')}" for k in differ)
+    return None
 
 
 def _fair(gain_row) -> dict:
@@ -64,9 +88,16 @@ def _fair(gain_row) -> dict:
     if j is None:
         return {"fair_baseline": None, "fair_claim": None}
     e = j.estimate
-    return {"fair_baseline": j.baseline, "fair_ratio": e.value, "fair_low": e.low,
-            "fair_high": e.high, "fair_n": e.n, "fair_interval": e.method,
-            "fair_claim": j.claim}
+    out = {"fair_baseline": j.baseline, "fair_ratio": e.value, "fair_low": e.low,
+           "fair_high": e.high, "fair_n": e.n, "fair_interval": e.method,
+           "fair_claim": j.claim}
+    # an FP8 cell's ratio to fp32 too, by the same estimator as its judged one where the
+    # interleaved comparison measured both (a per-process fp32 ratio beside an interleaved
+    # bf16 one would set two estimators side by side)
+    f = claims.against(gain_row, V.BASELINE) if j.baseline != V.BASELINE else None
+    if f is not None and f.decided_by == j.decided_by:
+        out |= f.estimate.as_dict("fair_fp32") | {"fair_fp32_interval": f.estimate.method}
+    return out
 
 
 def _gain_claim(gain_row) -> str | None:
@@ -113,6 +144,28 @@ def _fastest(g: pd.DataFrame, gains) -> tuple[pd.Series, str | None, str]:
     return top, gate, claims.REPEATS
 
 
+def _named_apart(r, top) -> str:
+    """A cell by its mode and what else sets it apart from ``top``: batch size and axes where
+    they differ ("fp8-rowwise", "fp8-tensorwise, bs 8192")."""
+    parts = [str(r["precision"])]
+    parts += [f"bs {int(r['batch_size'])}"] if r["batch_size"] != top["batch_size"] else []
+    parts += [V.axis(a).display(r[a]) for a in V.AXIS_NAMES
+              if a != "model" and str(r[a]) != str(top[a])]
+    return ", ".join(parts)
+
+
+def _tied(g: pd.DataFrame, top, fastest_by: str) -> str | None:
+    """The cells of the group the top cell's throughput cannot be told from (``stats.tied``:
+    their intervals overlap), as "fp8-rowwise; bs 8192"; None where it is apart from every
+    other, or was decided by an interleaved comparison."""
+    if fastest_by != claims.REPEATS:
+        return None
+    e = stats.from_row(top, V.HEADLINE)
+    names = [_named_apart(r, top) for _, r in g.iterrows() if cell_key(r) != cell_key(top)
+             and stats.tied(stats.from_row(r, V.HEADLINE), e)]
+    return "; ".join(names) or None
+
+
 def _gain(gain, same_setting: bool) -> dict:
     """The overall gain over the plain fp32 baseline: where that baseline is fp32 at the very
     same setting and an interleaved comparison measured the pair, its paired ratio (the
@@ -139,6 +192,7 @@ def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
         gain = gains.get(cell_key(top))
         base = plain_for(plain, top)
         against = _baseline(base, top)
+        against["baseline_other_shape"] = _other_shape(summary, top) if base is None else None
         same_setting = base is not None and base["experiment"] == top["experiment"] \
             and not against["changed_axes"]
         rows.append({
@@ -152,5 +206,6 @@ def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
             **_gain(gain, same_setting),
             # "fastest" is no claim where neither the top cell's own repeats nor its
             # interleaved comparison decide it
-            "fastest_gate": fastest_gate, "fastest_by": fastest_by, **against})
+            "fastest_gate": fastest_gate, "fastest_by": fastest_by,
+            "fastest_tied": _tied(g, top, fastest_by), **against})
     return pd.DataFrame(rows)

@@ -21,7 +21,9 @@ every run was slower than every run of the baseline is said whatever the gate
 
 An experiment's strongest claim ranks its cells by ``stats.strength``: the claim first (pays
 off > faster > equivalent > inconclusive), then the interval's lower bound, so a supported
-small gain beats a wide large point estimate. An experiment that runs FP8 asks about FP8: its
+small gain beats a wide large point estimate; the cells of the same decided claim whose
+intervals overlap the leader's tie with it (``stats.tied``, the rule best.md's fastest
+configuration is tied by too), and of them the one of highest mean throughput is the answer. An experiment that runs FP8 asks about FP8: its
 strongest claim is taken among its FP8 cells.
 
 Rows are those of the verdict's joined table (summary with speedup.csv's columns), or of
@@ -30,7 +32,7 @@ speedup.csv itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
@@ -65,6 +67,9 @@ class Judgement:
     stem: str
     decided_by: str = REPEATS
     gate: str | None = None
+    # the experiment's other cells with the same claim whose intervals overlap this one's
+    # (``stats.tied``), where this is its strongest claim
+    tied: tuple = ()
 
     @property
     def key(self) -> tuple:
@@ -174,11 +179,33 @@ def judgements(df: pd.DataFrame) -> list[Judgement]:
 
 
 def strongest(df: pd.DataFrame) -> Judgement | None:
-    """The strongest claim the experiment's intervals support (see the module doc)."""
+    """The strongest claim the experiment's intervals support (see the module doc). Where
+    others of the same claim cannot be told from it (``stats.tied``: their intervals overlap),
+    the fastest of them by mean throughput, as best.md picks, with the rest as ``tied``."""
     js = judgements(df)
     fp8 = [j for j in js if str(j.row["precision"]) in FP8]
     pool = fp8 or js
-    return max(pool, key=lambda j: j.key) if pool else None
+    if not pool:
+        return None
+    top = max(pool, key=lambda j: j.key)
+    # only a decided claim ties: two inconclusive ratios are no pick to choose between
+    ties = [j for j in pool if j is not top and j.claim == top.claim
+            and top.claim in (stats.PAYS_OFF, stats.FASTER, stats.EQUIVALENT)
+            and stats.tied(j.estimate, top.estimate)]
+    if not ties:
+        return top
+    pick = max([top, *ties], key=lambda j: stats.finite(j.row.get(V.HEADLINE)) or 0.0)
+    return replace(pick, tied=tuple(j for j in [top, *ties] if j is not pick))
+
+
+def passed_over(df: pd.DataFrame, pick: Judgement) -> list[Judgement]:
+    """The experiment's cells whose ratio is higher than its pick's but whose repeats cannot
+    claim it (fewer than three, or a "not judged" gate), so a reader sees why the higher
+    number is not the answer."""
+    low = pick.estimate.value
+    return [j for j in judgements(df) if j.estimate.value is not None and low is not None
+            and j.estimate.value > low and j.baseline == pick.baseline
+            and j.claim in (stats.UNJUDGED, *stats.GATES)]
 
 
 def slowdowns(df: pd.DataFrame) -> list[Judgement]:

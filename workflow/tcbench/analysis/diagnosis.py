@@ -64,6 +64,49 @@ def kernel_kinds(row) -> dict[str, float] | None:
     return {"tensor": tc, "simt": max(mm - tc, 0.0), "non_matrix": max(1 - mm, 0.0)}
 
 
+# what each share of kernel time is called where a label names it with its number
+# (kernels: Tensor Core ones; an FP8 cell's FP8 GEMMs and its Tensor Core GEMMs in other types;
+# matrix kernels off the Tensor Cores; an FP8 cell's casts and scales; those of no matrix work)
+KERNEL_WORDS = {"tensor": "Tensor Core", "fp8_gemm": "FP8 GEMMs",
+                "other_tensor_core": "other GEMMs", "simt": "other matrix",
+                "fp8_scaling": "casts and scales", "non_matrix": "non-matrix"}
+
+
+def kernel_shares(row) -> list[tuple[str, float]]:
+    """The kernel time by kind, largest first: Tensor Core kernels (an FP8 cell's split into
+    its FP8 GEMMs and the other Tensor Core GEMMs, ``kernels.kernel_split``), other matrix
+    kernels, an FP8 cell's casts and scales, and the kernels that do no matrix work; [] without
+    a profile."""
+    kinds = kernel_kinds(row)
+    if kinds is None or "rest" in kinds:
+        return sorted(((k, v) for k, v in (kinds or {}).items() if k != "rest"),
+                      key=lambda kv: kv[1], reverse=True)
+    fp8 = _num(row.get("fp8_gemm_share"))
+    if fp8 is not None and fp8 > 0 and str(row.get("kernel_classes_from")) == "all kernels":
+        scaling = min(_num(row.get("fp8_scaling_share")) or 0.0, kinds["non_matrix"])
+        kinds = {"fp8_gemm": fp8, "other_tensor_core": max(kinds.pop("tensor") - fp8, 0.0),
+                 "simt": kinds["simt"], "fp8_scaling": scaling,
+                 "non_matrix": kinds["non_matrix"] - scaling}
+    return sorted(kinds.items(), key=lambda kv: kv[1], reverse=True)
+
+
+def short(row, most: int = 2) -> str:
+    """What limits a cell, short: the input or the host, or the ``most`` largest shares of its
+    kernel time with their numbers ("non-matrix 71%, Tensor Core 29%", ``KERNEL_WORDS``), never
+    a unit's name alone. Where the matrix share counted names that cannot all be seen again
+    (``matmul_share_bound``), the other matrix kernels' share is at most what it says and the
+    non-matrix one at least."""
+    kind = bottleneck(row)
+    if kind in (None, "input", "host"):
+        return SHORT[kind]
+    bound = str(row.get("matmul_share_bound")) == "at most"
+    out = []
+    for k, v in kernel_shares(row)[:most]:
+        sign = {"simt": "≤", "non_matrix": "≥"}.get(k, "") if bound else ""
+        out.append(f"{KERNEL_WORDS[k]} {sign}{v:.0%}")
+    return ", ".join(out)
+
+
 def bottleneck(row) -> str | None:
     if flag(row.get("input_bound")):
         return "input"

@@ -7,7 +7,7 @@ import pandas as pd
 
 from .. import stats
 from .. import vocabulary as V
-from ..resultset import cell_key, numeric, order
+from ..resultset import cell_key, numeric, order, shape_of
 from . import claims
 from .throughput import TOKENS
 
@@ -20,10 +20,12 @@ RATIOS = (("memory_ratio", "max_memory_allocated_bytes"),
 WARMUP_COLUMNS = tuple(f"{c}{part}" for c in (V.WARMUP, V.WARMUP_MISS)
                        for part in ("", "_low", "_high", "_n", "_interval"))
 CARRIED = ("input_bound", "tensor_core_share", "gpu_busy_share", "matmul_share",
+           "matmul_share_bound",
            "data_wait_share", "test_accuracy", *WARMUP_COLUMNS, "steady_energy_per_sample_j",
            "gpu_busy_share_source", "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
+           "kernel_time_over_profile_wall",
            "bimodal", "slow_mode", "slow_mode_n", "fast_mode", "fast_mode_n", "unsteady_n",
-           "uncounted_compile_n", "uncounted_compile_repeats")
+           "uncounted_compile_n", "uncounted_compile_repeats", "workload_params")
 
 
 def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
@@ -31,18 +33,29 @@ def runs_by_cell(df: pd.DataFrame, keys=V.CELL_KEYS) -> dict:
     return {k: g for k, g in df.groupby(list(keys), observed=True, sort=False, dropna=False)}
 
 
+def _shape(df: pd.DataFrame) -> pd.Series:
+    """Each row's workload shape (``resultset.shape_of``); none's for a table made before the
+    workload's parameters were a column."""
+    if "workload_params" not in df:
+        return pd.Series([shape_of(None)] * len(df), index=df.index, dtype=object)
+    return df["workload_params"].map(shape_of)
+
+
 def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
-    """Per workload, model, data and input pipeline: the fastest *plain* fp32 cell (strict
-    fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at any batch size; and per
-    experiment its own such cell (keyed by the experiment, then ``PLAIN_KEYS``). The one
-    baseline of every "gain": how far precision and execution knobs together take a workload
-    beyond what plain PyTorch in fp32 does (``plain_for`` picks it)."""
+    """Per workload, model, data, input pipeline and workload shape (its parameters less how
+    long it learns, ``resultset.shape_of``: a Linear width, a sequence length): the fastest
+    *plain* fp32 cell (strict fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at
+    any batch size; and per experiment its own such cell (keyed by the experiment, then
+    ``PLAIN_KEYS``). The one baseline of every "gain": how far precision and execution knobs
+    together take a workload beyond what plain PyTorch in fp32 does (``plain_for`` picks it);
+    a workload of another shape has none, so no gain credits the shape's own change."""
     plain = (summary["precision"].astype(str) == V.BASELINE) & (summary["repeats_ok"] > 0)
     for k, v in V.EAGER.items():
         plain &= summary[k].astype(str) == v
     out = {}
     cells = summary[plain].dropna(subset=[V.HEADLINE])
-    for keys in (list(PLAIN_KEYS), ["experiment", *PLAIN_KEYS]):
+    cells = cells.assign(_shape=_shape(cells))
+    for keys in ([*PLAIN_KEYS, "_shape"], ["experiment", *PLAIN_KEYS, "_shape"]):
         for key, g in cells.groupby(keys, sort=False, observed=True):
             out[key] = g.loc[g[V.HEADLINE].astype(float).idxmax()]
     return out
@@ -50,9 +63,11 @@ def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
 
 def plain_for(plain: dict, row) -> pd.Series | None:
     """A cell's plain fp32 baseline: its own experiment's where it has one (the study that
-    ran it also ran its baseline, under the same conditions), else the workload's fastest."""
-    own = plain.get((row["experiment"], *(row[k] for k in PLAIN_KEYS)))
-    return own if own is not None else plain.get(tuple(row[k] for k in PLAIN_KEYS))
+    ran it also ran its baseline, under the same conditions), else the fastest of its
+    workload at the same shape; None where no plain fp32 cell shares its shape."""
+    shape = shape_of(row.get("workload_params"))
+    own = plain.get((row["experiment"], *(row[k] for k in PLAIN_KEYS), shape))
+    return own if own is not None else plain.get((*(row[k] for k in PLAIN_KEYS), shape))
 
 
 def _col(g, c):
@@ -114,6 +129,7 @@ def _gain(x, p, runs) -> dict:
             "gain_n": gain.n, "gain_interval": gain.method,
             "plain_experiment": None if p is None else p["experiment"],
             "plain_batch_size": None if p is None else p["batch_size"],
+            "plain_workload_params": None if p is None else p.get("workload_params"),
             **{f"plain_{a}": None if p is None else p[a] for a in V.AXIS_NAMES if a != "model"}}
 
 

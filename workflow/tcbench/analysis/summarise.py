@@ -20,14 +20,16 @@ SPLIT_SHARES = ("fp8_gemm_share", "other_tensor_core_share", "fp8_scaling_share"
 DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share",
              "gpu_busy_share", "matmul_share", "warmup_time_s", "compile_time_s", "final_loss",
              "power_mean_w", "steady_time_s", "flops_per_sample",
-             "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped", *SPLIT_SHARES]
+             "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
+             "kernel_time_over_profile_wall", *SPLIT_SHARES]
 # what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
 DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
 EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
-                 "kernel_classes_from")
-# said of every repeat alike (the model's conversion to FP8): the first record that says
-CONSTANT_TEXT = ("fp8_converted", "fp8_kept")
+                 "kernel_classes_from", "matmul_share_bound")
+# said of every repeat alike (the model's conversion to FP8, the workload's parameters): the
+# first record that says
+CONSTANT_TEXT = ("fp8_converted", "fp8_kept", "workload_params")
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:

@@ -281,7 +281,8 @@ PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by sid
                "speed moves the ratio itself, and the claim, not the last digit, is what "
                "carries over.")
 WARMUP_NOTE = ("Warm-up (first fast step: the time to the end of the warm-up steps, with "
-               "autotuning and compilation) is the median of the runs with their range, "
+               "autotuning and compilation, and a CUDA graph's capture where the step is one) "
+               "is the median of the runs with their range, "
                "median (min–max), never a mean's interval: it is skewed and positive. Runs "
                "whose torch.compile cache missed (they compiled afresh) are summarised apart, "
                "under 'cache miss'.")

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pandas as pd
 
 from .. import vocabulary as V
-from .numbers import missing
+from ..resultset import params_of
+from .numbers import MISSING, missing
+
 
 def varying_axes(df: pd.DataFrame) -> list[str]:
     """The axes that take more than one value inside ``df``."""
@@ -36,10 +38,24 @@ def setting_text(row, axes: list[str], sep: str = ", ") -> str:
     return sep.join([f"bs {int(row['batch_size'])}", *(axis_value(a, row[a]) for a in axes)])
 
 
+def param_changes(row, prefix: str) -> list[str]:
+    """The workload parameters in which a cell differs from its baseline, from the baseline's
+    value to the cell's ("in_size 4096 → 1024", "num_batches 50 → 10"), from the row's
+    ``workload_params`` and ``{prefix}workload_params`` (``resultset.workload_params``);
+    none where either is not known (a table made before the column)."""
+    mine, theirs = (params_of(row.get(c)) for c in ("workload_params",
+                                                    f"{prefix}workload_params"))
+    if not mine or not theirs:
+        return []
+    return [f"{k} {theirs.get(k, MISSING)} → {mine.get(k, MISSING)}"
+            for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+
+
 def changes(row, prefix: str) -> list[str]:
     """What differs between a cell and its baseline besides precision, from the baseline's
-    value to the cell's ("bs 512 → 8192", "contiguous → channels_last"): the baseline's
-    setting is in the row's ``{prefix}batch_size`` and ``{prefix}<axis>`` columns."""
+    value to the cell's ("bs 512 → 8192", "contiguous → channels_last", "num_batches 50 →
+    10"): the baseline's setting is in the row's ``{prefix}batch_size``, ``{prefix}<axis>``
+    and ``{prefix}workload_params`` columns."""
     out = []
     b = row.get(f"{prefix}batch_size")
     if not missing(b) and int(b) != int(row["batch_size"]):
@@ -48,4 +64,4 @@ def changes(row, prefix: str) -> list[str]:
         v = row.get(f"{prefix}{a}")
         if a != "model" and not missing(v) and str(v) != str(row[a]):
             out.append(f"{axis_value(a, v)} → {axis_value(a, row[a])}")
-    return out
+    return out + param_changes(row, prefix)

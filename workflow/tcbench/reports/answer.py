@@ -104,6 +104,31 @@ def _accuracy(r) -> str:
     return f"; accuracy {a[1].split(':')[0]} ({a[0]} points against {V.BASELINE})"
 
 
+def _cell_name(j: claims.Judgement, pick: claims.Judgement, axes) -> str:
+    """A cell beside the pick, by what differs: its mode where that differs, and its setting
+    where that does."""
+    r, same = j.row, str(j.row["precision"]) == str(pick.row["precision"])
+    where = setting_text(r, axes)
+    return where if same else (f"{r['precision']}" if where == setting_text(pick.row, axes)
+                               else f"{r['precision']}, {where}")
+
+
+def _beside(j: claims.Judgement, x: Findings) -> str:
+    """What a reader must know of the pick's neighbours: those it ties with (``stats.tied``:
+    the same claim, overlapping intervals; the pick is the fastest of them), and those whose
+    ratio is higher but whose repeats cannot claim it (``claims.passed_over``)."""
+    out = []
+    if j.tied:
+        names = " and ".join(_cell_name(t, j, x.axes) for t in j.tied)
+        out.append(f"tied with {names} within their intervals; the higher mean")
+    over: dict[str, list[str]] = {}
+    for o in claims.passed_over(x.reduced, j):
+        over.setdefault(o.claim, []).append(f"{_cell_name(o, j, x.axes)} "
+                                            f"{times(o.estimate.value)}")
+    out += [f"{', '.join(names)} not judged: {GATE_WORDS.get(c, c)}" for c, names in over.items()]
+    return f" ({'; '.join(out)})" if out else ""
+
+
 def answer(name: str, x: Findings | None) -> Answer:
     if x is None:
         return Answer(name, [name, MISSING, "no configuration finished", MISSING, "",
@@ -117,7 +142,7 @@ def answer(name: str, x: Findings | None) -> Answer:
                              f"{MISSING} ({why})", "", MISSING, limits(top, x.all),
                              f"n = {int(top['repeats_ok'])}"], None, x)
     r = j.row
-    ratio = judged_ratio(j)
+    ratio = judged_ratio(j) + _beside(j, x)
     if j.stem == "gain":
         ratio += f" (also changed: {', '.join(changes(r, 'plain_')) or 'nothing'})"
     said = claim_said(j)

@@ -36,10 +36,12 @@ def _fair(r) -> tuple[str, str]:
         text = with_interval(e.value, e.low, e.high, e.n, fmt=times,
                              kind=e.method if e.method in stats.METHOD_TEXT else None) \
             + f" {r['fair_baseline']}"
-        if str(r["fair_baseline"]) != V.BASELINE and not missing(r.get("speedup")):
-            text += "; " + with_interval(r["speedup"], r.get("speedup_low"),
-                                         r.get("speedup_high"), r.get("speedup_n"),
-                                         fmt=times) + f" {V.BASELINE}"
+        f = stats.from_row(r, "fair_fp32")
+        if str(r["fair_baseline"]) != V.BASELINE and f.value is not None:
+            kind = str(r.get("fair_fp32_interval"))
+            text += "; " + with_interval(f.value, f.low, f.high, f.n, fmt=times,
+                                         kind=kind if kind in stats.METHOD_TEXT else None) \
+                + f" {V.BASELINE}"
         return text, stats.claim_text(str(r["fair_claim"]), e)
     if str(r["precision"]) != V.BASELINE:
         return f"{MISSING} (no {V.BASELINE} cell at this setting)", ""
@@ -49,7 +51,9 @@ def _fair(r) -> tuple[str, str]:
 
 def _overall(r) -> str:
     if missing(r.get("baseline_experiment")):
-        return f"{MISSING} (no plain {V.BASELINE} cell)"
+        other = r.get("baseline_other_shape")
+        return f"{MISSING} (no plain {V.BASELINE} cell" + \
+            (f" of this workload shape: {other})" if not missing(other) else ")")
     if str(r["precision"]) == V.BASELINE and _changed(r) == "nothing":
         return f"{MISSING} (it is the baseline)"
     kind = r.get("gain_interval")
@@ -74,6 +78,8 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
                    f"{str(gate).removeprefix('not judged: ')}")
     elif str(r.get("fastest_by")) == claims.INTERLEAVED:
         why.append("faster than every other mode in its interleaved comparison")
+    if not missing(r.get("fastest_tied")):
+        why.append(f"tied with {r['fastest_tied']} within their intervals")
     why += [before] if (before := predating(r)) else []
     top = f"{r['precision']}, {setting_text(r, axes)}" + (f" ({'; '.join(why)})" if why else "")
     return [name, top,

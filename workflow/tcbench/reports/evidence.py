@@ -26,7 +26,8 @@ def busy_text(row) -> str:
     busy = finite(row.get("gpu_busy_share"))
     under = finite(row.get("gpu_busy_share_under_profiler"))
     source = row.get("gpu_busy_share_source")
-    capped = kernels.busy_note(row.get("gpu_busy_share_uncapped"))
+    capped = kernels.busy_note(row.get("gpu_busy_share_uncapped"),
+                               row.get("kernel_time_over_profile_wall"))
     if not missing(source) and str(source).startswith("profiled"):
         return (f"{share(busy)} of the profiled steps' wall time (the record has no figure "
                 f"for its timed steps; the profiler slows a host-bound step"
@@ -65,10 +66,22 @@ def _top(row) -> str:
     return "" if missing(top) else f"; the longest `{str(top)[:60]}`"
 
 
+def _bound(row) -> str:
+    """Why a matrix share is an upper bound, where it is (``kernels.reclassified``)."""
+    if str(row.get("matmul_share_bound")) != "at most":
+        return ""
+    return (" (its record lists only its longest kernels; Inductor kernels among them whose "
+            "fused ops include a convolution were counted as matrix work when it was made, "
+            "and the others may be too)")
+
+
 def limit(row, kind) -> str:
     """What limits the step, with the numbers the rule read."""
     kinds = diagnosis.kernel_kinds(row) or {}
     tc, simt, non = (percent(kinds.get(k)) for k in ("tensor", "simt", "non_matrix"))
+    if str(row.get("matmul_share_bound")) == "at most" and simt != "–":
+        # fused kernels below the record's list may be counted as matrix work by their names
+        simt, non = f"at most {simt}", f"at least {non}"
     busy = busy_text(row)
     return {
         "input": f"the input pipeline: the GPU waited for the next batch "
@@ -86,7 +99,7 @@ def limit(row, kind) -> str:
         "mixed": f"no one kind of kernel: the GPU was busy {busy}; of its kernel time {tc} "
                  f"went to Tensor Core kernels" + (f", {simt} to other matrix kernels and "
                                                    f"{non} to non-matrix kernels"
-                                                   if simt != "–" else ""),
+                                                   if simt != "–" else "") + _bound(row),
         None: "not measurable without a kernel profile"}[kind]
 
 

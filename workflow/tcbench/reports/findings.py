@@ -140,11 +140,10 @@ def memory_note(x: Findings) -> list[str]:
             base = baseline_row(j, x.all)
             return [f"{x.config(r)} has {times(memory_ratio(j, x.all))} {j.baseline}'s peak "
                     f"memory ({memory(r['max_memory_allocated_bytes'])} vs "
-                    f"{memory(base['max_memory_allocated_bytes'])}), a change precision cannot "
-                    f"cause ({r['precision']} stores every tensor as {j.baseline} does): it "
-                    f"most likely comes from the workspaces of the kernels cuDNN and cuBLAS "
-                    f"chose, which the record does not measure, so it is not counted as a "
-                    f"saving."]
+                    f"{memory(base['max_memory_allocated_bytes'])}), though "
+                    f"{r['precision']} stores every tensor as {j.baseline} does: the record "
+                    f"does not say what made the difference (it measures the peak, not its "
+                    f"parts), so it is not counted as a saving."]
     return []
 
 
@@ -216,3 +215,33 @@ def judged(j: claims.Judgement, what: str) -> str:
     same setting: it <claim>"."""
     return (f"{what}, {ratio_text(j.row, j.stem)} the throughput of {j.baseline} at the same "
             f"setting: it {stats.CLAIM_WORDS[j.claim]}")
+
+
+def host_bound_decisions(df: pd.DataFrame) -> str:
+    """How the set's host-bound reduced-precision cells (``diagnosis.host_bound``) were
+    decided: how many by an interleaved comparison, and each that was not, with why."""
+    fp8 = {tuple(str(r[k]) for k in V.BASELINE_KEYS) for _, r in df.iterrows()
+           if str(r["precision"]) in claims.FP8}
+    # an FP8 setting's amp-bf16 arm is its baseline, with no question of its own
+    cells = [r for _, r in df[df["precision"].astype(str) != V.BASELINE].iterrows()
+             if diagnosis.host_bound(r) and n_ok(r) and not (
+                 str(r["precision"]) == V.FP8_BASELINE
+                 and tuple(str(r[k]) for k in V.BASELINE_KEYS) in fp8)]
+    if not cells:
+        return ""
+    js = [(r, claims.judgement(r)) for r in cells]
+    rest = [(r, j) for r, j in js if j is None or j.decided_by != claims.INTERLEAVED]
+    out = (f"Of the {len(cells)} host-bound reduced-precision cells, "
+           f"{len(cells) - len(rest)} were decided by an interleaved comparison")
+    if not rest:
+        return out + "."
+    many = df.groupby("experiment", observed=True)["model"].nunique()
+
+    def name(r, j) -> str:
+        where = r["experiment"] + (f": {r['model']}" if many.get(r["experiment"], 1) > 1
+                                   else "")
+        why = (f"no {claims.baseline_of(r['precision'])} cell at its setting" if j is None
+               else f"no {j.baseline} run" if j.claim == stats.NO_BASELINE
+               else "no interleaved comparison ran: " + claim_said(j))
+        return f"{where} {r['precision']} at bs {int(r['batch_size'])} ({why})"
+    return out + f"; {len(rest)} were not: " + "; ".join(name(r, j) for r, j in rest) + "."

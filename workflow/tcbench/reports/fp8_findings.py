@@ -16,7 +16,8 @@ from .. import vocabulary as V
 from ..analysis import claims
 from ..analysis import crossover as X
 from ..analysis import throughput as TP
-from ..render.numbers import MISSING, memory, missing, num, percent, times, with_interval
+from ..render.numbers import (MISSING, memory, missing, num, percent, times, warmup_text,
+                              with_interval)
 from ..render.table import Table
 from .findings import Section, config, judged, ratio_text
 from .phrases import (claim_said, decided, judged_ratio, memory_against, n_ok, n_status,
@@ -332,10 +333,7 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
                      memory(r.get("max_memory_allocated_bytes")),
                      memory_against(j, df) if j else "",
                      *(percent(r.get(col)) if fp8 else "" for col, _ in SPLIT),
-                     with_interval(r.get("time_to_steady_s"), r.get("time_to_steady_s_low"),
-                                   r.get("time_to_steady_s_high"),
-                                   r.get("time_to_steady_s_n"), kind=r.get(
-                                       "time_to_steady_s_interval"))])
+                     _warmup(r)])
     return Table("Transformers: FP8 against bf16", [
         "model", "precision", "n", "tokens/s", f"× {V.FP8_BASELINE}", "claim",
         "how it was decided", "MFU (of its mode's roof, TFLOP/s)", "peak memory",
@@ -349,7 +347,14 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
         "GPU kernel time (profiled in its first repeat): FP8 GEMMs, the other Tensor Core "
         "kernels (the GEMMs kept in bf16), and the casts and scales around them. Warm-up: "
         "compilation and autotuning until the step is steady, the median of the repeats and "
-        "their range; it is in no ratio."])
+        "their range, of those whose compile cache missed (they compiled afresh) apart, after "
+        "'cache miss'; it is in no ratio."])
+
+
+def _warmup(r) -> str:
+    """A cell's warm-up, the runs whose compile cache missed apart and never left out."""
+    miss = stats.finite(r.get(f"{V.WARMUP_MISS}_n")) or 0
+    return warmup_text(r) + (f"; cache miss {warmup_text(r, V.WARMUP_MISS)}" if miss else "")
 
 
 def section(df: pd.DataFrame, crossover: pd.DataFrame | None) -> Section | None:

@@ -245,7 +245,9 @@ def memory_against(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     if r is None:
         return MISSING
     if not_precisions(j, everything):
-        return f"{MISSING} (not precision's: {j.row['precision']} stores tensors as " \
+        # the ratio is measured; what caused it the record does not say, so it is shown as a
+        # change and not counted as a saving
+        return f"{times(r)} (no storage saving: {j.row['precision']} stores tensors as " \
                f"{j.baseline} does)"
     return times(r)
 
@@ -294,7 +296,7 @@ def limits(row, everything: pd.DataFrame) -> str:
         said = f"the host (GPU busy {percent(row.get('gpu_busy_share'))})"
         c = cure(row, everything)
         return f"{said}; {c}" if c else f"{said}; CUDA graphs not measured here"
-    return diagnosis.SHORT[diagnosis.bottleneck(row)]
+    return diagnosis.short(row)
 
 
 MAX_NAMED_LAYERS = 4   # a slow FP8 cell's converted layers are named up to this many

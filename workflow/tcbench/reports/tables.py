@@ -210,7 +210,8 @@ def accuracy_table(e: Experiment) -> Table:
 
 def _busy_cell(r) -> str:
     """The GPU busy share; where capped at 100%, the kernels' own share of the step beside it."""
-    capped = kernels.busy_note(r.get("gpu_busy_share_uncapped"))
+    capped = kernels.busy_note(r.get("gpu_busy_share_uncapped"),
+                               r.get("kernel_time_over_profile_wall"))
     return percent(r.get("gpu_busy_share")) + (
         f" (kernels {percent(r.get('gpu_busy_share_uncapped'))})" if capped else "")
 
@@ -226,10 +227,11 @@ def evidence_table(e: Experiment) -> Table:
                  percent(r.get("tensor_core_share")), percent(r.get("matmul_share")),
                  _busy_cell(r), percent(r.get("data_wait_share")),
                  percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
-                 diagnosis.SHORT[diagnosis.bottleneck(r)] if r.get("repeats_ok") else MISSING]
+                 diagnosis.short(r, most=1) if r.get("repeats_ok") else MISSING]
         rows.append([_no_value(r, c, "not profiled" if i in (2, 3, 4) else "not measured")
                      if i > 1 else c for i, c in enumerate(cells)])
     gpu = pd.to_numeric(e.rows.get("compute_capability"), errors="coerce").notna().any()
+    fp8 = e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any()
     notes = [f"Result set {e.run}, means over the finished repeats; 'not profiled': "
              f"{diagnosis.why_unprofiled(gpu)}; shares are of GPU kernel "
              f"time (Tensor Core, matmul) or of wall time (GPU busy: the profile's kernel time "
@@ -238,13 +240,22 @@ def evidence_table(e: Experiment) -> Table:
              f"TFLOP/s over this device's measured matmul ceiling in the same mode; energy is "
              f"NVML's counter over the steady steps, from the repeats where it resolves the "
              f"window and agrees with the power sampled over it (tcbench.energy).",
-             "Limited by: " + "; ".join(f"{diagnosis.SHORT[k]} = {v}" for k, v in
-                                        diagnosis.NAMES.items())
-             + " (tcbench.analysis.diagnosis)."]
-    if any(kernels.busy_note(u) for u in e.rows.get("gpu_busy_share_uncapped", [])):
+             f"Limited by: {diagnosis.SHORT['input']} = {diagnosis.NAMES['input']}; "
+             f"{diagnosis.SHORT['host']} = {diagnosis.NAMES['host']}; else the largest share "
+             f"of kernel time with its number ("
+             + ", ".join(w for k, w in diagnosis.KERNEL_WORDS.items()
+                         if fp8 or k not in ("fp8_gemm", "other_tensor_core", "fp8_scaling"))
+             + "; ≤ and ≥ where a matrix share is an upper bound); "
+             f"{diagnosis.SHORT[None]} = {diagnosis.NAMES[None]} (tcbench.analysis.diagnosis)."]
+    capped = [f"{setting_text(r, e.axes)}, {r['precision']}: " + note.split("; ", 1)[1]
+              for _, r in e.rows.iterrows()
+              if (note := kernels.busy_note(r.get("gpu_busy_share_uncapped"),
+                                            r.get("kernel_time_over_profile_wall")))]
+    if capped:
         notes.append("GPU busy 100% (kernels N%): "
-                     + kernels.CAPPED_NOTE.replace("{:.0%}", "N%") + ".")
-    if e.rows["precision"].astype(str).map(lambda p: bool(V.mode(p).fp8_recipe)).any():
+                     + kernels.CAPPED_NOTE.replace("{:.0%}", "N%") + "; why, per cell: "
+                     + "; ".join(capped) + ".")
+    if fp8:
         notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
     return Table(e.title("where the time goes"), cols, rows,
                  align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,

@@ -33,6 +33,7 @@ from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
 from . import families, fp8_findings, noisy, screen
+from . import findings as F
 from .findings import Section, experiment_section
 from .phrases import compile_check_note, interleaved_decisions
 
@@ -263,7 +264,7 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
         ". A cell is host-bound where the GPU was busy less than " \
         f"{V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps (not input-bound): its ratios need " \
         "an interleaved comparison, since processes run minutes apart measure the host's " \
-        "drift too."
+        "drift too." + (f" {h}" if (h := F.host_bound_decisions(df)) else "")
 
 
 def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
@@ -307,7 +308,9 @@ def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
 
 RANKING = ("An experiment's best mode is its strongest claim (pays off > faster > equivalent > "
            "inconclusive, then the interval's lower bound, so a supported small gain beats a "
-           "wide large one); an experiment that runs FP8 is answered by its FP8 cells.")
+           "wide large one; cells of that claim whose intervals overlap it tie, and the one of "
+           "highest mean throughput is named, the others beside it); an experiment that runs "
+           "FP8 is answered by its FP8 cells.")
 
 
 # ------------------------------------------------------------------------------ the verdict

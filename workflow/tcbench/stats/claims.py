@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from ..vocabulary import ACCURACY_MARGIN_POINTS as ACCURACY_POINTS, EQUIVALENCE_MARGIN
-from .core import CI, CONFIDENCE_METHODS, FEW, MIN_CI_WORD, Estimate, clears
+from .core import CI, CONFIDENCE_METHODS, FEW, MIN_CI_N, MIN_CI_WORD, Estimate, clears
 
 GAIN = 1.10          # a speedup "pays off" when its 95% interval lies wholly above this
 MARGIN = EQUIVALENCE_MARGIN
@@ -134,6 +134,15 @@ def strength(c: str, e: Estimate) -> tuple:
     first, then the interval's lower bound (the value where there is none)."""
     low = e.low if e.low is not None else e.value
     return (STRENGTH.get(c, -2), -math.inf if low is None else low)
+
+
+def tied(a: Estimate, b: Estimate) -> bool:
+    """Whether two estimates cannot be ranked: both have a confidence interval (n >= 3; a
+    range of two runs is none) and the two overlap. The one rule by which a pick (the
+    answer's best mode, best.md's fastest configuration) is called a tie with the picks it
+    cannot be told from."""
+    return min(a.n, b.n) >= MIN_CI_N and None not in (a.low, a.high, b.low, b.high) \
+        and a.low <= b.high and b.low <= a.high
 
 
 def is_faster(c: str) -> bool | None:
