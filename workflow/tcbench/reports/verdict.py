@@ -23,9 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, cli, stats
-from .. import resultset as RS
-from .. import vocabulary as V
+from .. import atomic, cli, stats, resultset as RS, vocabulary as V
 from ..analysis import claims
 from ..analysis import conditions as C
 from ..closing import BOTTOM_LINE
@@ -33,8 +31,7 @@ from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer as A
 from . import families, fp8_findings, noisy, screen
-from . import findings as F
-from .findings import Section, experiment_section
+from .findings import Section, experiment_section, host_bound_decisions
 from .phrases import compile_check_note, interleaved_decisions
 
 METHODS = "Methods, provenance and conditions"
@@ -264,7 +261,7 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
         ". A cell is host-bound where the GPU was busy less than " \
         f"{V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps (not input-bound): its ratios need " \
         "an interleaved comparison, since processes run minutes apart measure the host's " \
-        "drift too." + (f" {h}" if (h := F.host_bound_decisions(df)) else "")
+        "drift too." + (f" {h}" if (h := host_bound_decisions(df)) else "")
 
 
 def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
