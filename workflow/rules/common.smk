@@ -472,20 +472,21 @@ def look_records(wildcards):
 
 # How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
 # imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
-# serve them: jobs run by this Snakemake process on this host. Under --use-singularity too: the
-# first job's container starts the server, which outlives that job (Apptainer gives a container
-# no PID namespace of its own unless asked), and every later job, in a container from the same
-# image with the same binds, reaches it through the socket under the shared /tmp; its child
-# runs in that first container (docs/containers.md). A batch job (--profile profiles/slurm)
-# would start a server for one job alone: it, and fresh_interpreter: true, get
-# python -m tcbench.run. Asked when the jobs are made, once Snakemake knows its executor (it
-# does not while parsing).
+# serve them: jobs run by this Snakemake process on this host. Under --use-singularity too,
+# with a sandbox-folder image: the first job's container starts the server, which outlives that
+# job (Apptainer gives a container no PID namespace of its own unless asked), and every later
+# job, in a container from the same image with the same binds, reaches it through the socket
+# under the shared /tmp; its child runs in that first container (docs/job-cost.md). A SIF's
+# mount ends with the first container (CONTAINER_FORKS, container.smk), and a batch job
+# (--profile profiles/slurm) would start a server for one job alone: those, and
+# fresh_interpreter: true, get python -m tcbench.run. Asked when the jobs are made, once
+# Snakemake knows its executor (it does not while parsing).
 JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
 
 
 def job_launcher(wildcards=None):
     forked = (not config["fresh_interpreter"] and workflow.local_exec
-              and not workflow.remote_exec)
+              and not workflow.remote_exec and (CONTAINER_FORKS or not CONTAINERIZED))
     return "tcbench.forkclient" if forked else "tcbench.run"
 
 
