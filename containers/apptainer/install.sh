@@ -75,7 +75,8 @@ for deb in "$work"/debs/*.deb; do
   dpkg-deb -W --showformat='${Package} ${Version}\n' "$deb" >> "$stage/PACKAGES"
 done
 # Relocated, apptainer takes PREFIX/usr as its install prefix (configuration in usr/etc,
-# sessions under usr/var), and its starter takes PREFIX/usr/lib: both must find the same files
+# its mount folder mnt/session under usr/var), and its starter takes PREFIX/usr/lib: both must
+# find the same files
 mkdir -p "$stage/usr/etc" "$stage/usr/lib/etc" "$stage/usr/lib/var/lib" "$stage/bin"
 mv "$stage/etc/apptainer" "$stage/usr/etc/apptainer"
 mv "$stage/var" "$stage/usr/var"

@@ -15,9 +15,9 @@ PREFIX=${1%/}
   || die "$PREFIX is not a prefix made by containers/apptainer/install.sh (no relocate, bin/apptainer)"
 "$PREFIX/bin/apptainer" --version >/dev/null \
   || die "$PREFIX/bin/apptainer does not run here: run $PREFIX/relocate first"
-OUT=$(realpath -m "$2")
-# the session folder is where apptainer mounts a running container: packed empty
+TARBALL=$(realpath -m "$2")
+# apptainer mounts a running container under mnt/session: packed empty
 XZ_OPT=${XZ_OPT:--6 -T0} tar -C "$PREFIX" --exclude='./usr/var/lib/apptainer/mnt/session/*' \
-  -cJf "$OUT.partial" .
-mv "$OUT.partial" "$OUT"
-echo "$OUT: $(du -h "$OUT" | cut -f1), unpack with: tar -xJf $OUT -C DIR && DIR/relocate"
+  -cJf "$TARBALL.partial" .
+mv "$TARBALL.partial" "$TARBALL"
+echo "$TARBALL: $(du -h "$TARBALL" | cut -f1), unpack with: tar -xJf $TARBALL -C DIR && DIR/relocate"
