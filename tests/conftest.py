@@ -49,7 +49,7 @@ def tracked_files(root: Path = REPO) -> list[str]:
 # snakemake() refuses to run in a test that is not slow, so a workflow test left unmarked fails
 # by name. tests/README.md lists the slow set; tests/test_links.py holds the two to each other.
 SLOW_MODULES = frozenset({"test_workflow.py", "test_publication_workflow.py",
-                          "test_interrupt.py", "test_slurm.py"})
+                          "test_interrupt.py", "test_slurm.py", "test_apptainer.py"})
 # the smoke study, natively and in the fake apptainer; a throw-away virtualenv pip installs into
 SLOW_FIXTURES = frozenset({"smoke_run", "container_run", "image_like_python"})
 _running = {"slow": False}

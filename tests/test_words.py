@@ -22,6 +22,7 @@ ALLOWED = (
     (r"POSIX session", "the process-group sense: a detached server's own session"),
     (r"process session", "the same sense, said so: a detached server's own session"),
     (r"""scope=["']session["']""", "pytest's fixture scope: once per test run"),
+    (r"mnt/session", "Apptainer's own folder, where it mounts a running container"),
     (r"[a-z]owed", "'owed' inside another word: allowed, slowed, followed, showed"),
 )
 SELF = "tests/test_words.py"  # spells the words out to find them
