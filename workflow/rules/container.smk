@@ -21,13 +21,13 @@ if CONTAINERIZED:
     # what Apptainer cannot tell a job: the local image's digest (hashed once, remembered by
     # size and mtime) and the runtime's version, from the host that starts the containers
     JOB_ENV.update(tc_container.image_identity(config["container"], Path("resources/image-digests")))
+    if (runtime_version := tc_container.runtime_version()) is not None:
+        JOB_ENV["TCBENCH_CONTAINER_RUNTIME_VERSION"] = runtime_version
 # Jobs can be forked from one server only in a sandbox folder: a SIF (and what Snakemake pulls
 # is one) is mounted by a squashfuse that Apptainer ends with the container that mounted it,
 # so a server outliving the first job's container would see an empty image
 # (common.smk's job_launcher).
 CONTAINER_FORKS = JOB_ENV.get("TCBENCH_IMAGE_KIND") == "sandbox"
-    if (runtime_version := tc_container.runtime_version()) is not None:
-        JOB_ENV["TCBENCH_CONTAINER_RUNTIME_VERSION"] = runtime_version
 # an input of every rule that runs tcbench: the image's Python is complete before they start
 IMAGE_PYTHON_MANIFEST = f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"
 IMAGE_PYTHON_READY = [IMAGE_PYTHON_MANIFEST] if CONTAINERIZED else []
