@@ -28,7 +28,7 @@ except tcconfig.ConfigError as exc:  # each mistake a line of its own, then the 
     raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 
 
-container: config["container"]
+# the image jobs run in with --sdm apptainer is set in container.smk (`container:`)
 
 
 report: "workflow/report/workflow.rst"

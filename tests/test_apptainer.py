@@ -91,6 +91,14 @@ def test_every_record_was_made_in_the_image(apptainer_run):
         assert env["torch_version"] == torch_inside, where
         # an image built from containers/cpu/ has every requirement: nothing added at run time
         assert env["container_python_overlay"] == {}, where
+        # run from the SIF unpacked once (by its digest), so that jobs can be forked
+        assert env["container_image_file"].startswith(str(wd / "resources/image-sandboxes")), where
+    servers = set()
+    for key in jobs:
+        process = json.loads((results / "records" / f"{key}.json").read_text())["harness"]["process"]
+        assert process["start"] == "forked", (key, process)
+        servers.add(process["server_pid"])
+    assert len(servers) == 1, f"one preloaded interpreter served every job, not {servers}"
 
 
 @pytest.mark.slow

@@ -569,3 +569,27 @@ def test_the_committed_container_set_ran_inside_and_its_twin_natively():
         assert env["container_base_image"].startswith("host userland of "), path
     for path in native:
         assert json.loads(path.read_text())["environment"]["execution"] == "native", path
+
+
+def test_a_local_sif_is_unpacked_once_by_its_digest(tmp_path):
+    calls = tmp_path / "calls"
+    runtime = tmp_path / "apptainer"  # `apptainer sif list SIF`: the squashfs partition's place
+    runtime.write_text("#!/bin/sh\necho '3    |1       |NONE    |40960-634871808  "
+                       "|FS (Squashfs/*System/amd64)'\n")
+    unsq = tmp_path / "unsquashfs"  # `unsquashfs -q -n -o OFFSET -d DEST SIF`
+    unsq.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nmkdir -p "$6" && touch "$6/usr"\n')
+    for exe in (runtime, unsq):
+        exe.chmod(0o755)
+    sif, digest = tmp_path / "x.sif", "sha256:" + "cd" * 32
+    sif.write_bytes(b"sif")
+    root = tmp_path / "sandboxes"
+    first = container.sandbox_of(sif, digest, root, str(runtime))
+    assert first == root / ("cd" * 8) and (first / "usr").exists()
+    assert container.sandbox_of(sif, digest, root, str(runtime)) == first
+    (call,) = calls.read_text().splitlines()  # the second asked nothing
+    assert call.split()[:4] == ["-q", "-n", "-o", "40960"]
+    assert not list(root.glob(".*.partial"))
+    unsq.write_text("#!/bin/sh\necho 'FATAL: no space left' >&2\nexit 1\n")
+    with pytest.raises(RuntimeError, match="no space left"):
+        container.sandbox_of(sif, "sha256:" + "ef" * 32, root, str(runtime))
+    assert not (root / ("ef" * 8)).exists() and not list(root.glob(".*.partial"))

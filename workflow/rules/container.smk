@@ -9,6 +9,8 @@
 # versions of containers/constraints.txt into a folder of its own that every later job sees as
 # its Python user site. An image built from containers/ has everything: that job then only
 # checks. docs/containers.md has the details.
+import shutil
+
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from tcbench import container as tc_container  # noqa: E402
@@ -26,8 +28,20 @@ if CONTAINERIZED:
 # Jobs can be forked from one server only in a sandbox folder: a SIF (and what Snakemake pulls
 # is one) is mounted by a squashfuse that Apptainer ends with the container that mounted it,
 # so a server outliving the first job's container would see an empty image
-# (common.smk's job_launcher).
-CONTAINER_FORKS = JOB_ENV.get("TCBENCH_IMAGE_KIND") == "sandbox"
+# (common.smk's job_launcher). A local SIF is therefore unpacked once, by its digest, and its
+# jobs run from that folder (their records name the SIF and its digest, and the folder as the
+# image file Apptainer ran); an image Snakemake pulls is a SIF it names only later: fresh jobs.
+RUN_IMAGE = config["container"]
+if CONTAINERIZED and JOB_ENV.get("TCBENCH_IMAGE_KIND") == "file" and not config["fresh_interpreter"]:
+    RUN_IMAGE = str(tc_container.sandbox_of(
+        tc_container.local_image(config["container"]), JOB_ENV["TCBENCH_IMAGE_DIGEST"],
+        Path("resources/image-sandboxes").resolve(),
+        shutil.which("apptainer") or shutil.which("singularity") or "apptainer"))
+CONTAINER_FORKS = JOB_ENV.get("TCBENCH_IMAGE_KIND") == "sandbox" or RUN_IMAGE != config["container"]
+
+
+container: RUN_IMAGE
+
 # an input of every rule that runs tcbench: the image's Python is complete before they start
 IMAGE_PYTHON_MANIFEST = f"{IMAGE_PYTHON}/{tc_container.OVERLAY_MANIFEST}"
 IMAGE_PYTHON_READY = [IMAGE_PYTHON_MANIFEST] if CONTAINERIZED else []
@@ -46,8 +60,9 @@ rule image_python:
         image=config["container"],
         requirements=str(Path(workflow.basedir) / "containers" / "requirements.txt"),
         constraints=str(Path(workflow.basedir) / "containers" / "constraints.txt"),
-        user_base=IMAGE_PYTHON,
-        manifest=IMAGE_PYTHON_MANIFEST,
+        # not from {output}: once the manifest is there the rule lists no output (while_missing)
+        user_base=lambda wildcards: IMAGE_PYTHON,
+        manifest=lambda wildcards: IMAGE_PYTHON_MANIFEST,
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.imagedeps "
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "

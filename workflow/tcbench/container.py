@@ -110,3 +110,52 @@ def runtime_version(which=shutil.which) -> str | None:
             return None
         return (out.stdout or out.stderr).strip() or None
     return None
+
+
+def squashfs_offset(sif: Path, runtime: str) -> int:
+    """Where a SIF's root file system (its squashfs partition) starts, from ``apptainer sif
+    list``."""
+    listed = subprocess.run([runtime, "sif", "list", str(sif)], capture_output=True, text=True)
+    for line in listed.stdout.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) >= 5 and cells[4].startswith("FS (Squashfs"):
+            return int(cells[3].split("-")[0])
+    raise RuntimeError(f"{runtime} sif list {sif}: no squashfs partition\n"
+                       f"{(listed.stderr or listed.stdout)[-2000:]}")
+
+
+def unsquashfs(runtime: str, which=shutil.which) -> str:
+    """The unsquashfs beside the runtime (Apptainer's own) or on PATH."""
+    beside = Path(which(runtime) or runtime).resolve().parent / "unsquashfs"
+    found = str(beside) if beside.exists() else which("unsquashfs")
+    if found is None:
+        raise RuntimeError("no unsquashfs beside apptainer or on PATH: install squashfs-tools "
+                           "(or give --config fresh_interpreter=true)")
+    return found
+
+
+def sandbox_of(sif: Path, digest: str, root: Path, runtime: str) -> Path:
+    """``sif`` unpacked once into a sandbox folder under ``root``, named by its digest, so that
+    its jobs can be forked from one server: unprivileged, Apptainer mounts a SIF with a
+    squashfuse that ends with the container that made it, which a server outliving the first
+    job's container cannot survive; a folder needs no mount. The SIF's root file system is
+    unsquashed from its offset (``apptainer build --sandbox`` would start a container, which
+    root without every capability may not). Made under a temporary name and renamed, so a
+    folder that is there is whole."""
+    dest = root / digest.removeprefix("sha256:")[:16]
+    if (dest / ".tcbench-unpacked").exists():
+        return dest
+    partial = root / f".{dest.name}.partial"
+    for stale in (partial, dest):
+        shutil.rmtree(stale, ignore_errors=True)
+    root.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([unsquashfs(runtime), "-q", "-n", "-o",
+                           str(squashfs_offset(sif, runtime)), "-d", str(partial), str(sif)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise RuntimeError(f"unsquashfs {sif} into {partial} failed:\n"
+                           f"{(done.stderr or done.stdout)[-2000:]}")
+    (partial / ".tcbench-unpacked").write_text(digest + "\n")
+    partial.rename(dest)
+    return dest
