@@ -9,8 +9,6 @@
 # versions of containers/constraints.txt into a folder of its own that every later job sees as
 # its Python user site. An image built from containers/ has everything: that job then only
 # checks. docs/containers.md has the details.
-import shutil
-
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 from tcbench import container as tc_container  # noqa: E402
@@ -35,8 +33,7 @@ RUN_IMAGE = config["container"]
 if CONTAINERIZED and JOB_ENV.get("TCBENCH_IMAGE_KIND") == "file" and not config["fresh_interpreter"]:
     RUN_IMAGE = str(tc_container.sandbox_of(
         tc_container.local_image(config["container"]), JOB_ENV["TCBENCH_IMAGE_DIGEST"],
-        Path("resources/image-sandboxes").resolve(),
-        shutil.which("apptainer") or shutil.which("singularity") or "apptainer"))
+        Path("resources/image-sandboxes").resolve(), tc_container.runtime() or "apptainer"))
 CONTAINER_FORKS = JOB_ENV.get("TCBENCH_IMAGE_KIND") == "sandbox" or RUN_IMAGE != config["container"]
 
 

@@ -97,19 +97,21 @@ def image_identity(ref: str, cache_dir: Path | None = None) -> dict[str, str]:
     return {"TCBENCH_IMAGE_KIND": "file", "TCBENCH_IMAGE_DIGEST": file_digest(path, cache_dir)}
 
 
+def runtime(which=shutil.which) -> str | None:
+    """The container runtime Snakemake will start the jobs with (it tries apptainer first)."""
+    return next((exe for exe in map(which, RUNTIMES) if exe is not None), None)
+
+
 def runtime_version(which=shutil.which) -> str | None:
-    """``apptainer version 1.4.5`` (or singularity's), as the host's runtime reports it: the one
-    Snakemake will start the jobs with (it tries apptainer first)."""
-    for name in RUNTIMES:
-        exe = which(name)
-        if exe is None:
-            continue
-        try:
-            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return (out.stdout or out.stderr).strip() or None
-    return None
+    """``apptainer version 1.4.5`` (or singularity's), as the host's runtime reports it."""
+    exe = runtime(which)
+    if exe is None:
+        return None
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout or out.stderr).strip() or None
 
 
 def squashfs_offset(sif: Path, runtime: str) -> int:
