@@ -1,6 +1,7 @@
 # The reproduction check, `snakemake reproduce --config run=<rerun> reference=<set>`: this
 # study's own result set (the rerun, built if needed) against a reference set of the same GPU
-# model under results/ (read as committed, never rebuilt), quantity by quantity: throughputs,
+# model under results/ (read as committed, never rebuilt), or three or more runs of the study
+# pooled (reference=a,b,c: tcbench.analysis.runs), quantity by quantity: throughputs,
 # per-process and interleaved ratios against the reference's 95% intervals, and every claim.
 # Written into the rerun's folder (tcbench.vocabulary.REPRODUCE_FILES, REPRODUCE_FIGURE).
 # Another GPU model is compared, not reproduced: that is `snakemake compare`. The reference is
@@ -18,7 +19,7 @@ reproduce_module = lambda: importlib.import_module("tcbench.analysis.reproduce")
 
 rule reproduce:
     message:
-        "reproduction check: {params.rerun}/ against {params.reference}/"
+        "reproduction check: {params.rerun}/ against {params.reference}"
     input:
         rerun=[
             expand(getattr(rules.aggregate.output, name), run=RUN)[0]
@@ -40,7 +41,10 @@ rule reproduce:
     params:
         src=TCBENCH_SRC,
         rerun=lambda wildcards, output: str(Path(output.md).parent),
-        reference=lambda wildcards, input: str(Path(input.reference[0]).parent),
+        # each reference run's folder, once, in the order given
+        reference=lambda wildcards, input: list(
+            dict.fromkeys(str(Path(t).parent) for t in input.reference)
+        ),
     shell:
         "PYTHONPATH={params.src:q} python -m tcbench.reports.reproduce {params.rerun:q} "
         "--reference {params.reference:q} --md {output.md:q} --csv {output.csv:q} "

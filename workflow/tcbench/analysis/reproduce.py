@@ -12,9 +12,13 @@ of a ratio, the column it is read from) and read back from the sets' tables as
   arm and baseline);
 - ``CLAIM``: the claim of each judged ratio, decided by ``analysis.claims`` in each set as the
   verdict decides it; and ``ANSWER``: the verdict's claim per experiment, which the reports
-  layer passes in (``reports.answer`` builds it).
+  layer passes in (``reports.answer`` builds it). Two claims are the ``SAME``, ``COMPATIBLE``
+  (both can hold: one interval clears a threshold the other does not, ``stats.compatible``),
+  or ``CHANGED`` (no ratio satisfies both).
 
-A rerun's estimate is ``INSIDE`` where it lies within the reference's 95% confidence interval.
+A rerun's estimate is ``INSIDE`` where it lies within the reference's 95% interval: a set's
+confidence interval, or where the reference pools several runs (``analysis.runs``), the 95%
+prediction interval for one more run.
 Only a confidence interval on both sides decides that (n >= 3 repeats, or an interleaved
 comparison's bootstrap interval): a range, a single run, or two modes give ``NO_INTERVAL``,
 never counted as inside. A cell's throughput is also held to the between-run tolerance
@@ -43,11 +47,11 @@ THROUGHPUT, PER_PROCESS, INTERLEAVED, CLAIM, ANSWER = (
     "throughput", "per-process ratio", "interleaved ratio", "claim", "answer")
 ESTIMATED: tuple[str, ...] = (THROUGHPUT, PER_PROCESS, INTERLEAVED)
 CLAIMED: tuple[str, ...] = (CLAIM, ANSWER)
-INSIDE, OUTSIDE, NO_INTERVAL, SAME, CHANGED = (
-    "inside", "outside", "no interval", "same", "changed")
+INSIDE, OUTSIDE, NO_INTERVAL, SAME, COMPATIBLE, CHANGED = (
+    "inside", "outside", "no interval", "same", "compatible", "changed")
 ONLY_REFERENCE, ONLY_RERUN = "only in the reference", "only in the rerun"
-OUTCOMES: tuple[str, ...] = (INSIDE, OUTSIDE, NO_INTERVAL, SAME, CHANGED, ONLY_REFERENCE,
-                             ONLY_RERUN)
+OUTCOMES: tuple[str, ...] = (INSIDE, OUTSIDE, NO_INTERVAL, SAME, COMPATIBLE, CHANGED,
+                             ONLY_REFERENCE, ONLY_RERUN)
 # the run-to-run offset a rerun's throughput is allowed beyond the reference's interval is
 # measured from the cells whose GPU was busy (the host's pace is not the machine's), up to this
 TOLERANCE_CAP = 0.01
@@ -72,6 +76,26 @@ class ResultSet:
     @property
     def devices(self) -> list[str]:
         return sorted(set(self.metrics["device_name"].dropna().astype(str)))
+
+    def quantities(self) -> Quantities:
+        return Quantities(throughputs(self.summary), process_ratios(self.speedup),
+                          interleaved_ratios(self.interleaved),
+                          {k: _judgement(j) for k, j in judged(self).items()})
+
+
+@dataclass(frozen=True)
+class Quantities:
+    """What one side brings to the check, keyed as ``_key`` keys: ``throughputs`` (each an
+    estimate and the cell's GPU-busy share), ``per_process`` and ``interleaved`` ratios, and
+    the judged ratios' ``claims`` (``_judgement``); ``runs``: how many runs each estimate
+    pools (1: one set; more: ``analysis.runs``, whose intervals already span machines, so no
+    between-run tolerance is added to them)."""
+
+    throughputs: dict
+    per_process: dict
+    interleaved: dict
+    claims: dict
+    runs: int = 1
 
 
 def load(folder: Path) -> ResultSet:
@@ -106,30 +130,49 @@ def same_gpu(reference: ResultSet, rerun: ResultSet) -> None:
             f"runs: [{rerun.folder.name}, {reference.folder.name}]}}'")
 
 
-def reference_tables(reference: str | None, run: str,
-                     results: Path = Path("results")) -> list[str]:
-    """The reference set's tables (``results/<reference>/``) that the rerun ``run`` is checked
-    against, once they are known to be usable: a reference is named, it is not the rerun's own
-    set, it has its tables, and, where the rerun's tables are there already, both ran on the
-    same GPU model (``check`` is refused again when the rerun's are made first)."""
-    if not reference:
+def references(reference) -> list[str]:
+    """The reference's set names: one, or several runs of the study to pool (``analysis.runs``),
+    given as a list or as one comma-separated word (``--config reference=a,b,c``)."""
+    if reference is None:
+        return []
+    names = reference if isinstance(reference, (list, tuple)) else str(reference).split(",")
+    return [str(n).strip() for n in names if str(n).strip()]
+
+
+def reference_tables(reference, run: str, results: Path = Path("results")) -> list[str]:
+    """The reference's tables (``results/<reference>/``, for each of its runs) that the rerun
+    ``run`` is checked against, once they are known to be usable: a reference is named, it is
+    not the rerun's own set, it has its tables, and, where the rerun's tables are there
+    already, both ran on the same GPU model (``check`` is refused again when the rerun's are
+    made first)."""
+    names = references(reference)
+    if not names:
         raise CompareError(f"the check needs the set to check against: --config "
                            f"reference=<name>, a result set under {results}/ of the same GPU "
-                           f"model (e.g. reference=nvidia-h200), with run=<name> the rerun's "
-                           f"own set (now {run!r})")
-    if reference == run:
-        raise CompareError(f"reference={reference!r} is the rerun's own set (run={run!r}): run "
-                           f"the study under another name (--config run=<rerun>) and check "
-                           f"that one against it")
-    folder, rerun = Path(results) / reference, Path(results) / run
-    try:
-        ref = load(folder)
-    except CompareError as exc:
-        raise CompareError(f"reference={reference!r}: {exc}") from None
-    if all((rerun / V.SET_TABLES[t]).exists() for t in TABLES):
-        same_gpu(ref, load(rerun))
-    return [str(folder / V.SET_TABLES[t]) for t in (*TABLES, "interleaved")
-            if t in TABLES or (folder / V.SET_TABLES[t]).exists()]
+                           f"model (e.g. reference=nvidia-h200), or three or more runs of the "
+                           f"study to pool (reference=a,b,c), with run=<name> the rerun's own "
+                           f"set (now {run!r})")
+    if run in names:
+        raise CompareError(f"reference={','.join(names)!r}: {run!r} is the rerun's own "
+                           f"set (run={run!r}): run the study under another name (--config "
+                           f"run=<rerun>) and check that one against it")
+    if len(names) > 1 and len(names) < stats.MIN_CI_N:
+        raise CompareError(f"reference={','.join(names)!r}: an interval across runs needs at "
+                           f"least {stats.MIN_CI_N} runs; name one set, or "
+                           f"{stats.MIN_CI_N} or more")
+    rerun = Path(results) / run
+    out = []
+    for name in names:
+        folder = Path(results) / name
+        try:
+            ref = load(folder)
+        except CompareError as exc:
+            raise CompareError(f"reference={name!r}: {exc}") from None
+        if all((rerun / V.SET_TABLES[t]).exists() for t in TABLES):
+            same_gpu(ref, load(rerun))
+        out += [str(folder / V.SET_TABLES[t]) for t in (*TABLES, "interleaved")
+                if t in TABLES or (folder / V.SET_TABLES[t]).exists()]
+    return out
 
 
 # ---------------------------------------------------------------------- each set's quantities
@@ -215,12 +258,13 @@ def tolerance(reference: dict, rerun: dict) -> Tolerance:
 
 
 def _confident(e: stats.Estimate) -> bool:
-    return e.method in stats.CONFIDENCE_METHODS and e.low is not None and e.high is not None
+    return e.method in stats.INTERVAL_METHODS and e.low is not None and e.high is not None
 
 
 def inside(rerun: stats.Estimate, reference: stats.Estimate, widen: float = 0.0) -> bool | None:
     """Whether the rerun's estimate lies within the reference's 95% interval, widened by
-    ``widen`` (relative) on each side; None unless both are confidence intervals."""
+    ``widen`` (relative) on each side; None unless both have a 95% interval (a confidence
+    interval, or the reference's prediction interval for one more run)."""
     if not (_confident(rerun) and _confident(reference)):
         return None
     return reference.low * (1 - widen) <= rerun.value <= reference.high * (1 + widen)
@@ -281,7 +325,8 @@ def claim_row(kind: str, key: tuple, ref: dict | None, new: dict | None) -> dict
                 f"{name}_basis": (side or {}).get("basis")}
     if ref is None or new is None:
         return row | {"outcome": ONLY_RERUN if ref is None else ONLY_REFERENCE}
-    return row | {"outcome": SAME if ref["claim"] == new["claim"] else CHANGED}
+    return row | {"outcome": SAME if ref["claim"] == new["claim"] else
+                  COMPATIBLE if stats.compatible(ref["claim"], new["claim"]) else CHANGED}
 
 
 def _pairs(ref: dict, new: dict) -> list[tuple]:
@@ -290,28 +335,28 @@ def _pairs(ref: dict, new: dict) -> list[tuple]:
 
 
 def _judgement(j: claims.Judgement) -> dict:
-    return {"claim": j.claim, "basis": j.decided_by,
+    return {"claim": j.claim, "basis": j.decided_by, "gate": j.gate,
             "estimate": j.estimate if j.estimate.value is not None else None}
 
 
-def check(reference: ResultSet, rerun: ResultSet,
+def check(reference, rerun,
           answers: tuple[dict, dict] | None = None) -> tuple[pd.DataFrame, Tolerance]:
-    """Every quantity of the two sets, one row each (``estimate_row``, ``claim_row``), and the
-    between-run tolerance the throughputs were held to. ``answers``: the verdict's claim per
-    experiment of each set, ``{experiment: {"claim", "basis"}}`` (``reports.reproduce``)."""
-    t_ref, t_new = throughputs(reference.summary), throughputs(rerun.summary)
-    tol = tolerance(t_ref, t_new)
+    """Every quantity of the two sides, one row each (``estimate_row``, ``claim_row``), and the
+    between-run tolerance the throughputs were held to. Each side is a ``ResultSet`` or
+    anything with ``quantities()`` (``analysis.runs.Pooled``). ``answers``: the verdict's
+    claim per experiment of each side, ``{experiment: {"claim", "basis"}}``
+    (``reports.reproduce``)."""
+    ref_q, new_q = reference.quantities(), rerun.quantities()
+    t_ref, t_new = ref_q.throughputs, new_q.throughputs
+    tol = tolerance(t_ref, t_new) if ref_q.runs == 1 else Tolerance(None, 0)
     bound = host_bound(t_ref, t_new)
     rows = [estimate_row(THROUGHPUT, k, t_ref.get(k, (None,))[0], t_new.get(k, (None,))[0],
                          tol) | {"host_bound": k in bound} for k in _pairs(t_ref, t_new)]
-    for kind, of in ((PER_PROCESS, lambda s: process_ratios(s.speedup)),
-                     (INTERLEAVED, lambda s: interleaved_ratios(s.interleaved))):
-        ref, new = of(reference), of(rerun)
+    for kind, name in ((PER_PROCESS, "per_process"), (INTERLEAVED, "interleaved")):
+        ref, new = getattr(ref_q, name), getattr(new_q, name)
         rows += [estimate_row(kind, k, ref.get(k), new.get(k)) for k in _pairs(ref, new)]
-    j_ref, j_new = judged(reference), judged(rerun)
-    rows += [claim_row(CLAIM, k, _judgement(j_ref[k]) if k in j_ref else None,
-                       _judgement(j_new[k]) if k in j_new else None)
-             for k in _pairs(j_ref, j_new)]
+    j_ref, j_new = ref_q.claims, new_q.claims
+    rows += [claim_row(CLAIM, k, j_ref.get(k), j_new.get(k)) for k in _pairs(j_ref, j_new)]
     if answers is not None:
         a_ref, a_new = answers
         key = lambda e: (e, *[None] * (len(KEYS) + 1))  # noqa: E731  the experiment alone

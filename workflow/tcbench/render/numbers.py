@@ -154,7 +154,7 @@ def interval_parts(value, low, high, fmt=num, kind=stats.CI) -> tuple[str, str, 
     format's fixed precision (``Style.place``)."""
     style = _style(fmt)
     v, lo, hi = (style.scale * float(x) for x in (value, low, high))
-    if kind in stats.CONFIDENCE_METHODS:
+    if kind in stats.INTERVAL_METHODS:
         places = (carried_place(v, lo, hi),) * 3
     else:
         places = tuple(style.place(x) for x in (v, lo, hi))
@@ -167,7 +167,7 @@ def shown_value(value, low, high, kind, fmt=num) -> str:
     the digits a confidence interval carries, else at the format's fixed precision."""
     if missing(value):
         return MISSING
-    if kind in stats.CONFIDENCE_METHODS and not (missing(low) or missing(high)):
+    if kind in stats.INTERVAL_METHODS and not (missing(low) or missing(high)):
         return interval_parts(value, low, high, fmt, kind)[0]
     return fmt(value)
 
@@ -187,11 +187,11 @@ def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> st
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     ranges = (stats.RANGE, stats.SPREAD)
-    if kind in (*stats.CONFIDENCE_METHODS, *ranges) and not (missing(low) or missing(high)):
+    if kind in (*stats.INTERVAL_METHODS, *ranges) and not (missing(low) or missing(high)):
         text, lo, hi = interval_parts(value, low, high, fmt, kind)
         if lo == hi:
             return f"{text}{sep}({narrow_ci(value, low, high, n, kind)})"
-        if kind in stats.CONFIDENCE_METHODS:
+        if kind in stats.INTERVAL_METHODS:
             return f"{text}{sep}[{lo}, {hi}]"
         return f"{text}{sep}(range {lo}–{hi})" if kind == stats.RANGE else \
             f"{text}{sep}({lo}–{hi})"      # a median: the column head says "median (min–max)"
@@ -203,7 +203,8 @@ def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> st
 def narrow_ci(value, low, high, n, kind=stats.CI) -> str:
     """An interval whose bounds print alike: its half-width relative to the value, or that the
     runs were identical (zero width)."""
-    what = "95% CI" if kind in stats.CONFIDENCE_METHODS else "range"
+    what = "95% CI" if kind in stats.CONFIDENCE_METHODS else \
+        "95% prediction interval" if kind == stats.PREDICTION else "range"
     half = (float(high) - float(low)) / 2
     if half <= 0:
         return f"{what} of zero width: the {n} runs agree exactly"

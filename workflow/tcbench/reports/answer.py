@@ -177,7 +177,7 @@ def _named(a: Answer) -> str:
 
 
 GROUPS = (("pays off in", (stats.PAYS_OFF,)),
-          ("is faster, by less than the threshold, in", (stats.FASTER,)),
+          ("is faster, though not shown to reach the threshold, in", (stats.FASTER,)),
           (f"is equivalent to its baseline within ±{stats.MARGIN:.0%} in", (stats.EQUIVALENT,)),
           ("is slower in", (stats.SLOWER, stats.ALL_SLOWER)),
           ("is inconclusive in", (stats.INCONCLUSIVE,)),

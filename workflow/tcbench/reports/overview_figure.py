@@ -39,7 +39,7 @@ GROUPS = {"pays off": (stats.PAYS_OFF,), "faster": (stats.FASTER,),
 COLOURS = {"pays off": "#009E73", "faster": "#56B4E9", "equivalent": "#0072B2",
            "inconclusive": "#CC79A7", "slower": "#D55E00", "not judged": "#8C8C8C"}
 LEGEND = {"pays off": f"pays off (95% CI above {stats.GAIN:.2f}×)",
-          "faster": f"faster, by less than {stats.GAIN:.2f}×",
+          "faster": f"faster, not shown to reach {stats.GAIN:.2f}×",
           "equivalent": f"equivalent within ±{stats.MARGIN:.0%}",
           "inconclusive": "inconclusive", "slower": "slower",
           "not judged": "not judged"}

@@ -6,6 +6,9 @@ by kind), ``reproduce.csv`` (one row per quantity) and a figure (``reports.repro
     python -m tcbench.reports.reproduce results/nvidia-h200-rerun \\
         --reference results/nvidia-h200 --out /tmp/reproduce
 
+``--reference`` may name three or more runs of the same study (other machines or days): they
+are pooled into one reference whose intervals span runs (``analysis.runs``).
+
 Each set is read from its tables alone, as the comparison reads one (``tcbench.references``);
 the verdict's answer per experiment is built by ``reports.answer`` from each set's tables, as
 its own verdict builds it. Another GPU model is refused: that is ``snakemake compare``'s job.
@@ -22,6 +25,7 @@ import pandas as pd
 from .. import atomic, cli, stats
 from .. import vocabulary as V
 from ..analysis import reproduce as R
+from ..analysis import runs as RUNS
 from ..references import CompareError
 from ..render import plot as F
 from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, times, \
@@ -44,8 +48,10 @@ TOLERANCE_RULE = (f"the median absolute relative shift of the throughput of the 
 INSIDE_NOTE = ("Inside: the rerun's estimate lies within the reference's 95% interval. Only a "
                f"confidence interval on both sides decides it ({stats.ENOUGH} repeats, or an "
                "interleaved comparison's bootstrap interval); a range, a single run or two "
-               "modes is 'no interval', never counted as inside. Difference: the rerun's "
-               "estimate over the reference's, less 1.")
+               "modes is 'no interval', never counted as inside. Where the reference pools "
+               f"{RUNS.MIN_RUNS} or more runs, its interval is the 95% prediction interval for "
+               "one more run, from the runs' estimates. Difference: the rerun's estimate over "
+               "the reference's, less 1.")
 
 
 def answers(s: R.ResultSet) -> dict[str, dict]:
@@ -61,17 +67,30 @@ def answers(s: R.ResultSet) -> dict[str, dict]:
     return out
 
 
-def build(rerun: Path, reference: Path) -> tuple[pd.DataFrame, R.Tolerance, R.ResultSet,
-                                                  R.ResultSet]:
-    ref, new = R.load(reference), R.load(rerun)
-    R.same_gpu(ref, new)
-    frame, tol = R.check(ref, new, (answers(ref), answers(new)))
+def build(rerun: Path, reference) -> tuple[pd.DataFrame, R.Tolerance, R.ResultSet | RUNS.Pooled,
+                                           R.ResultSet]:
+    """``reference``: one set's folder, or a list of them (one: that set; ``RUNS.MIN_RUNS``
+    or more: pooled across runs)."""
+    refs = [reference] if isinstance(reference, (str, Path)) else list(reference)
+    new = R.load(rerun)
+    if len(refs) == 1:
+        ref = R.load(refs[0])
+        R.same_gpu(ref, new)
+        a_ref = answers(ref)
+    else:
+        if Path(rerun).resolve() in {Path(f).resolve() for f in refs}:
+            raise CompareError(f"{rerun} is among its own references: check a run against the "
+                               f"others")
+        ref = RUNS.pool(refs)
+        R.same_gpu(ref.sets[0], new)
+        a_ref = RUNS.answers([answers(s) for s in ref.sets])
+    frame, tol = R.check(ref, new, (a_ref, answers(new)))
     return frame, tol, ref, new
 
 
 # ----------------------------------------------------------------------------------- words
-def _of(counts: dict, good: str, bad: str) -> tuple[int, int]:
-    return counts[good], counts[good] + counts[bad]
+def _of(counts: dict, good: str, *bad: str) -> tuple[int, int]:
+    return counts[good], counts[good] + sum(counts[b] for b in bad)
 
 
 def summary_line(frame: pd.DataFrame) -> str:
@@ -79,7 +98,7 @@ def summary_line(frame: pd.DataFrame) -> str:
     then the same per kind, what has no interval, and what one set has alone."""
     t = R.tally(frame)
     est = [(k, *_of(t[k], R.INSIDE, R.OUTSIDE)) for k in R.ESTIMATED]
-    cl = [(k, *_of(t[k], R.SAME, R.CHANGED)) for k in R.CLAIMED]
+    cl = [(k, *_of(t[k], R.SAME, R.COMPATIBLE, R.CHANGED)) for k in R.CLAIMED]
     words = {R.THROUGHPUT: "throughputs", R.PER_PROCESS: "per-process ratios",
              R.INTERLEAVED: "interleaved ratios", R.CLAIM: "judged ratios",
              R.ANSWER: "the answer per experiment"}
@@ -89,6 +108,13 @@ def summary_line(frame: pd.DataFrame) -> str:
             + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in est)
             + "; claims the same: " + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in cl)
             + ".")
+    other = {o: sum(t[k][o] for k in R.CLAIMED) for o in (R.COMPATIBLE, R.CHANGED)}
+    if any(other.values()):
+        line += (f" Of the claims not the same, {other[R.COMPATIBLE]} "
+                 f"{'is' if other[R.COMPATIBLE] == 1 else 'are'} compatible (both can hold: "
+                 f"one side's interval clears a threshold the other's does not) and "
+                 f"{other[R.CHANGED]} contradict{'s' if other[R.CHANGED] == 1 else ''} "
+                 f"(no ratio satisfies both).")
     none = sum(t[k][R.NO_INTERVAL] for k in R.ESTIMATED)
     if none:
         line += (f" {_n(none, 'estimate')} with no confidence interval on one side or both "
@@ -100,7 +126,13 @@ def summary_line(frame: pd.DataFrame) -> str:
     return line
 
 
-def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance) -> str:
+def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance, runs: int = 1) -> str:
+    if runs > 1:
+        return (f"Between-run tolerance: none added. The reference pools {runs} runs of the "
+                f"study, each quantity {stats.METHOD_TEXT[stats.PREDICTION]} (t on the runs' "
+                f"log estimates, {runs - 1} degrees of freedom, ×√(1 + 1/{runs})): its "
+                f"intervals already span machines and hosts, and the judged ratios' claims "
+                f"rest on the runs' 95% t interval of the mean.")
     if tol.value is None:
         return ("Between-run tolerance: not measured, since no cell whose GPU was busy at "
                 f"least {V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps is in both sets; the "
@@ -117,16 +149,19 @@ def host_line(frame: pd.DataFrame, ref: R.ResultSet, new: R.ResultSet) -> str:
     """The two hosts' speed, and how many throughputs that did not reproduce are host-bound."""
     rows = frame[frame["kind"] == R.THROUGHPUT]
     both = rows.loc[rows["outcome"].isin([R.INSIDE, R.OUTSIDE, R.NO_INTERVAL]), "experiment"]
-    a, b = R.host_speed(ref, both.unique()), R.host_speed(new, both.unique())
-    if a is None or b is None:
+    each = [R.host_speed(s, both.unique()) for s in getattr(ref, "sets", (ref,))]
+    a, b = stats.median(each), R.host_speed(new, both.unique())
+    if a is None or b is None or None in each:
         return ""
     missed = rows[rows["outcome"].eq(R.OUTSIDE) & ~rows["within_tolerance"].eq(True)]
     bound = int(missed["host_bound"].eq(True).sum())
+    where = (f"{num(a)} ops/s in the reference" if len(each) == 1 else
+             f"{', '.join(num(x) for x in each)} ops/s in the reference's runs (median "
+             f"{num(a)})")
     return (f"The hosts: the CPU dispatch probe's median over the records of the experiments in "
-            f"both sets, {num(a)} ops/s in "
-            f"the reference and {num(b)} in the rerun ({times(b / a)}). A host-bound cell (its "
+            f"both sides, {where} and {num(b)} in the rerun ({times(b / a)}). A host-bound cell (its "
             f"GPU busy less than {V.HOST_BOUND_BUSY_SHARE:.0%} of its timed steps in either "
-            f"set) runs at the host's pace, so its throughput follows the host's speed, not "
+            f"side) runs at the host's pace, so its throughput follows the host's speed, not "
             f"the precision mode's; {bound} of the {len(missed)} throughputs outside the "
             f"reference's interval and the tolerance are host-bound. The interleaved ratios "
             f"cancel the host's speed within each round.")
@@ -218,12 +253,12 @@ def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
     out = [f"# Reproduction check: `{new.run}` against `{ref.run}`", "",
            f"Both sets ran on {', '.join(ref.devices)} (`{new.folder}` the rerun, "
            f"`{ref.folder}` the reference). **{summary_line(frame)}**", "",
-           tolerance_line(frame, tol), ""]
+           tolerance_line(frame, tol, len(getattr(ref, "sets", (ref,)))), ""]
     host = host_line(frame, ref, new)
     out += [host, ""] if host else []
     axes = _axes(frame)
     tolerated = frame["within_tolerance"].eq(True) & frame["outcome"].eq(R.OUTSIDE)
-    failed = frame[frame["outcome"].isin([R.OUTSIDE, R.CHANGED]) & ~tolerated]
+    failed = frame[frame["outcome"].isin([R.OUTSIDE, R.COMPATIBLE, R.CHANGED]) & ~tolerated]
     out += ["## What did not reproduce", ""]
     if tolerated.any():
         out += [f"{_n(int(tolerated.sum()), 'throughput')} outside the reference's interval "
@@ -265,8 +300,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tcbench.reports.reproduce", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("rerun", type=Path, help="the rerun's result set (a results/<run> folder)")
-    ap.add_argument("--reference", type=Path, required=True,
-                    help="the reference set of the same GPU model (a results/<run> folder)")
+    ap.add_argument("--reference", type=Path, required=True, nargs="+",
+                    help="the reference set of the same GPU model (a results/<run> folder), or "
+                         f"{RUNS.MIN_RUNS} or more runs of the study to pool")
     ap.add_argument("--out", type=Path, help="a folder: every file, by the vocabulary's names")
     ap.add_argument("--md", type=Path)
     ap.add_argument("--csv", type=Path)

@@ -50,6 +50,13 @@ The rules (a reviewer's, not a convenience):
 
   Both are confidence intervals, and claims are made from them as from a t interval; every
   sentence that says how a ratio was decided names its level (``level_text``).
+* **Runs** of a whole study on other machines or days (``across_runs``): one machine's GPU and
+  host differ from the next one's (on the H200, GPU-bound interleaved ratios by up to 0.7%,
+  host speed by 1.5×), which no process on one machine can see. Over n >= 3 runs a quantity
+  is the **geometric mean of the runs' estimates** with a **95% t interval on their
+  logarithms** (n - 1 degrees of freedom): of the mean (``RUNS``, a confidence interval a
+  claim may rest on), or for **one more run** (``PREDICTION``, t·s·√(1 + 1/n)), the interval
+  a rerun on another machine is checked against (``analysis.runs``).
 * A claim (``clears``) holds only when a confidence interval (not a range, not a single run)
   lies wholly beyond its threshold. The claims a report makes about a throughput ratio
   (``claim``: pays off / equivalent within the stated margin, an equivalence test, said with

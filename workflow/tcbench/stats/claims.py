@@ -34,7 +34,8 @@ STRENGTH = {PAYS_OFF: 4, FASTER: 3, EQUIVALENT: 2, INCONCLUSIVE: 1, UNJUDGED: 0,
             ALL_SLOWER: -1, **{g: 0 for g in GATES}, NO_BASELINE: -1}
 # a claim as the verdict says it of one configuration ("it ...")
 CLAIM_WORDS = {PAYS_OFF: "pays off",
-               FASTER: f"is faster, but by less than the {GAIN:.2f}× that counts as paying off",
+               FASTER: f"is faster, but its 95% CI does not show the {GAIN:.2f}× that counts as "
+                       f"paying off",
                SLOWER: "is slower",
                ALL_SLOWER: "was slower in every run, though too few runs for an interval",
                EQUIVALENT: f"is equivalent within ±{MARGIN:.0%} (its 95% CI lies inside "
@@ -53,7 +54,7 @@ CLAIM_WORDS = {PAYS_OFF: "pays off",
                            "comparison",
                NO_BASELINE: "is not judged: its baseline did not run at this setting"}
 # a claim as the bottom line names it ("<experiment>: <claim>: <configuration>, <ratio>")
-CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, by less than {GAIN:.2f}×",
+CLAIM_SHORT = {PAYS_OFF: "pays off", FASTER: f"faster, not shown to reach {GAIN:.2f}×",
                SLOWER: "slower", ALL_SLOWER: ALL_SLOWER,
                EQUIVALENT: f"equivalent within ±{MARGIN:.0%}",
                INCONCLUSIVE: "inconclusive", UNJUDGED: f"cannot be judged ({FEW})",
@@ -69,6 +70,23 @@ CLAIM_NOTE = (f"Claim: 'pays off' where the 95% interval of the ratio lies wholl
               f"unsteady timed window, a compilation inside the timed window of runs recorded "
               f"before such compilations were counted, or a host-bound cell without an "
               f"interleaved comparison.")
+# the ratios each claim asserts (low, high, open bounds): two claims contradict one another only
+# where no ratio satisfies both (``compatible``); a claim with no interval asserts nothing
+ASSERTS = {PAYS_OFF: (GAIN, math.inf), FASTER: (1.0, math.inf),
+           EQUIVALENT: (1 / (1 + MARGIN), 1 + MARGIN), SLOWER: (0.0, 1.0),
+           ALL_SLOWER: (0.0, 1.0)}
+
+
+def compatible(a: str, b: str) -> bool:
+    """Whether two claims of one ratio can both hold: "faster" and "equivalent within ±3%" can
+    (a 1.02× ratio), "pays off" and "faster" can (one interval clears 1.10×, the other only
+    1×), "inconclusive" and any can; "faster" and "slower", or "pays off" and "equivalent",
+    cannot."""
+    lo_a, hi_a = ASSERTS.get(a, (0.0, math.inf))
+    lo_b, hi_b = ASSERTS.get(b, (0.0, math.inf))
+    return max(lo_a, lo_b) < min(hi_a, hi_b)
+
+
 CLAIM_RULE = (f"pays off: above {GAIN:.2f}×; equivalent: inside ±{MARGIN:.0%}; faster or "
               f"slower: beyond 1×; otherwise inconclusive")
 

@@ -24,12 +24,22 @@ SPREAD = "median-range"   # a median with the min and max of the runs (``spread`
 PAIRED = "paired-bootstrap"
 # k >= 3 interleaved processes: the geometric mean of their medians, 95% t CI across them
 REPLICATED = "replicated-t"
+# >= 3 runs of one study on other machines or days (``stats.replicates.across_runs``): the
+# geometric mean of the runs' estimates with a 95% t CI across them (``RUNS``), or the 95%
+# prediction interval for one more run (``PREDICTION``), the one a rerun is checked against
+RUNS = "runs-t"
+PREDICTION = "runs-prediction"
 BIMODAL = "two-modes"     # repeats in two groups (``modes``): no pooled interval at all
-CONFIDENCE_METHODS = (CI, PAIRED, REPLICATED)   # the intervals a claim may be made from
+CONFIDENCE_METHODS = (CI, PAIRED, REPLICATED, RUNS)   # the intervals a claim may be made from
+# the intervals printed and drawn as a 95% interval: a prediction interval is one, but no claim
+# about the mean rests on it
+INTERVAL_METHODS = (*CONFIDENCE_METHODS, PREDICTION)
 METHOD_TEXT = {CI: "95% CI", RANGE: "range", SINGLE: "single run", NONE: "no run",
                SPREAD: "median, range",
                PAIRED: "interleaved, one process's rounds, 95% block-bootstrap CI",
                REPLICATED: "interleaved, processes, 95% t CI across them",
+               RUNS: "runs, 95% t CI across them",
+               PREDICTION: "runs, 95% prediction interval for one more run",
                BIMODAL: "two modes, no pooled interval"}
 # what a ratio's 95% interval is, in words (the module doc), for every note that states it
 RATIO_INTERVAL = ("for a ratio of means r, r·exp(∓t·√(CV₁²/n₁ + CV₂²/n₂)), the delta method "
@@ -74,6 +84,8 @@ class Estimate:
     def label(self) -> str:
         if self.method == REPLICATED:
             return f"interleaved, {self.n} processes, 95% t CI across them"
+        if self.method in (RUNS, PREDICTION):
+            return METHOD_TEXT[self.method].replace("runs", f"{self.n} runs", 1)
         return METHOD_TEXT[self.method]
 
     def as_dict(self, prefix: str) -> dict:

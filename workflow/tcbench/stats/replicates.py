@@ -1,6 +1,7 @@
 """Interleaved ratios at the level they vary (the module doc of ``tcbench.stats`` says how):
-the rounds of one process (``process_ratio``, ``paired_ratio``), and independent processes of
-the same setting (``replicated_ratio``)."""
+the rounds of one process (``process_ratio``, ``paired_ratio``), independent processes of
+the same setting (``replicated_ratio``), and runs of the whole study on other machines or days
+(``across_runs``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .core import (BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CONFIDENCE, EMPTY, MIN_CI_N, PAIRED,
-                   RANGE, REPLICATED, SINGLE, Estimate, _t, finite)
+                   PREDICTION, RANGE, REPLICATED, RUNS, SINGLE, Estimate, _t, finite)
 
 # which level of a replicated comparison varies more (``Replicated.dominant``)
 PROCESSES, ROUNDS = "processes", "rounds"
@@ -188,3 +189,26 @@ def level_text(processes, rounds) -> str:
             f"interleaved, {k} processes"
     return ("interleaved in one process" + (f", {r} rounds" if r else "")
             + ": its interval cannot see differences between processes")
+
+
+def across_runs(values: Iterable, predict: bool = False) -> Estimate:
+    """One quantity (a throughput or a ratio: positive, compared as a ratio) over n runs of a
+    study, each run's own estimate in ``values``: the geometric mean, and for n >= ``MIN_CI_N``
+    the 95% t interval on the log scale with n − 1 degrees of freedom: of the mean across runs
+    (``RUNS``, what a claim about this GPU model rests on), or, ``predict``, for one more run,
+    t·s·√(1 + 1/n) (``PREDICTION``, what a rerun on another machine is checked against: a
+    mean's interval shrinks with n, one machine's value does not). n = 2: the range; n = 1:
+    that run alone."""
+    x = [v for v in (finite(v) for v in values) if v is not None and v > 0]
+    n = len(x)
+    if n == 0:
+        return EMPTY
+    logs = np.log(x)
+    g = float(math.exp(logs.mean()))
+    if n == 1:
+        return Estimate(g, None, None, 1, SINGLE)
+    if n < MIN_CI_N:
+        return Estimate(g, float(min(x)), float(max(x)), n, RANGE)
+    scale = math.sqrt(1 + 1 / n) if predict else 1 / math.sqrt(n)
+    half = _t(n - 1) * float(logs.std(ddof=1)) * scale
+    return Estimate(g, g * math.exp(-half), g * math.exp(half), n, PREDICTION if predict else RUNS)
