@@ -885,6 +885,34 @@ def test_interleaved_rounds_and_paired_ratios(host_tables):
     P.plt.close("all")
 
 
+def test_interleaved_rounds_of_a_token_workload_are_in_tokens():
+    """interleaved.png drew the transformers' rounds in samples/s, every other output their
+    tokens/s: a setting whose experiment's records count tokens is drawn in tokens/s (its
+    samples/s times the records' tokens per sample), another's in samples/s beside it; the
+    ratios are the same in either unit."""
+    P.style()
+    gpt = dict(host_like.SETTING, experiment="tf_gpt2", workload="transformers")
+    rounds = pd.concat([host_like.rounds(n=6), host_like.rounds(n=6, setting=gpt)],
+                       ignore_index=True)
+    metrics = host_like.metrics().assign(tokens_per_sample=float("nan"))
+    metrics = pd.concat([metrics, metrics.assign(experiment="tf_gpt2", tokens_per_sample=1024)])
+    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds, metrics)
+    mnist, tokens = fig.axes[0], fig.axes[2]
+    assert mnist.get_ylabel().startswith("samples/s") and tokens.get_ylabel().startswith(
+        "tokens/s")
+    mine = rounds[rounds["experiment"] == "tf_gpt2"]
+    assert sorted(y for ln in tokens.get_lines() for y in ln.get_ydata()) == pytest.approx(
+        sorted(mine["throughput_samples_per_s"] * 1024))
+    assert [float(c.lines[0].get_ydata()[0]) for c in fig.axes[3].containers] == \
+        pytest.approx([float(c.lines[0].get_ydata()[0]) for c in fig.axes[1].containers])
+    assert figure_text.problems(fig) == []
+    two = metrics.assign(tokens_per_sample=lambda d: d["tokens_per_sample"].where(
+        d["repeat"] != 1, 512))
+    with pytest.raises(ValueError, match="'tf_gpt2'.*one sequence length"):
+        H.fig_interleaved(host_like.interleaved(rounds), rounds, two)
+    P.plt.close("all")
+
+
 def test_interleaved_processes_are_laid_end_to_end_with_the_ratio_across_them():
     """Three processes of one setting: on the left one after another (a line between them),
     on the right every round of every process and the ratio across the processes (t CI)."""

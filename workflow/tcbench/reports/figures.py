@@ -75,7 +75,7 @@ def build(metrics, summary, speedup, exp: str, width: str = "auto", kinds=None,
 
 def build_set(metrics, interleaved=None, rounds=None, kinds=None) -> dict:
     """The figures of the whole set, by kind (``SET_KINDS``)."""
-    tables = {"host_bound": (metrics,), "interleaved": (interleaved, rounds)}
+    tables = {"host_bound": (metrics,), "interleaved": (interleaved, rounds, metrics)}
     return {kind: SET_KINDS[kind](*tables[kind]) for kind in kinds or SET_KINDS}
 
 
