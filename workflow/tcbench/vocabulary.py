@@ -34,11 +34,8 @@ class Mode:
     ``tf32`` switches TF32 math on for fp32 matmuls and convolutions; ``min_capability`` is the
     lowest CUDA compute capability that runs it; ``fp8_recipe`` names torchao's float8 training
     recipe whose ``Float8Linear`` layers replace the model's ``nn.Linear`` layers (None: no FP8);
-    ``colour`` is its colour in every figure: five of Okabe-Ito's colours and the brown of
-    seaborn's "colorblind" palette, safe for every common colour-vision deficiency and chosen so
-    that every two modes lie at least 40 apart in CIE L*a*b* (Okabe-Ito's blue and sky blue, its
-    vermilion and orange, are too close to tell apart in a legend: 26 and 33); black and grey
-    are left out, being the intervals', the run dots' and the not-judged cells' colours."""
+    ``colour``: its colour in every figure (Okabe-Ito and seaborn colorblind's brown: safe for
+    colour-vision deficiencies, every two modes >= 40 apart in CIE L*a*b*, no grey or black)."""
 
     name: str
     description: str
