@@ -765,6 +765,34 @@ def test_a_figure_with_nothing_to_draw_is_not_drawn_and_marked_so(gpu_tables, tm
     P.plt.close("all")
 
 
+def test_a_figure_not_drawn_shows_what_the_experiment_ran(gpu_tables, tmp_path):
+    """zoo_timm's speedup was a PNG of one sentence: the note now heads the experiment's cells,
+    each a swatch in its precision's colour (washed where no run finished) with how many of
+    its runs finished and, where some did not, their status; the file stays marked "not
+    drawn" for the report."""
+    from tcbench.render import bars as B
+    P.style()
+    tables = [pd.read_csv(gpu_tables / f"{t}.csv") for t in ("metrics", "summary", "speedup")]
+    fp32 = [t[(t["experiment"] == "amp_recipe") & (t["precision"] == "fp32")] for t in tables]
+    oom = fp32[1].iloc[[0]].assign(precision="amp-fp16", status=V.OOM, repeats_ok=0)
+    fp32[1] = pd.concat([fp32[1], oom], ignore_index=True)
+    nd = F.build(*fp32, "amp_recipe", kinds=["speedup"])["speedup"]
+    assert isinstance(nd, P.NotDrawn) and len(nd.cells) == len(fp32[1])
+    fig = P.figure_of(nd)
+    texts = [t.get_text() for t in fig.texts]
+    assert "only strict fp32 ran" in texts[0]
+    runs = fp32[1]["repeats"].iloc[0]
+    assert {"fp32", "amp-fp16", f"{runs} of {runs} finished", "no run finished\noom"} <= \
+        set(texts)
+    swatches = {matplotlib.colors.to_hex(a.get_facecolor()) for a in fig.artists}
+    assert swatches == {P.PALETTE["fp32"].lower(),
+                        matplotlib.colors.to_hex(B.washed(P.PALETTE["amp-fp16"]))}
+    assert figure_text.problems(fig) == []
+    path, = P.save_as(nd, [tmp_path / "amp_recipe_speedup.png"])
+    assert placeholder.reason(path) == nd.reason
+    P.plt.close("all")
+
+
 def test_the_not_drawn_mark_survives_text_beyond_latin_1(tmp_path):
     why = "needs compute capability ≥ 8.9 — none here"
     paths = P.save_as(P.NotDrawn("e: speedup", why), [tmp_path / f"n.{x}" for x in P.FORMATS])
