@@ -56,7 +56,9 @@ def _tensor_core_bars(ax, s, groups, precisions, plan) -> None:
         tc = float(r["tensor_core_share"])
         mm = float(r["matmul_share"]) if pd.notna(r["matmul_share"]) else tc
         ax.bar(x, max(mm - tc, 0), bottom=tc, width=w, color=_tint(V.PALETTE[p]), linewidth=0)
-        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=V.PALETTE[p], linewidth=0.9)
+        # dashed: an older record's matrix share, an upper bound (``diagnosis.BOUND_NOTE``)
+        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=V.PALETTE[p], linewidth=0.9,
+               linestyle="--" if D.matmul_bounded(r) else "-")
         _share_labels(ax, x, max(mm, tc), f"{tc:.0f}")
 
 
@@ -111,6 +113,9 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
         Patch(facecolor=grey, label="on Tensor Cores"),
         Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9,
               label="matrix kernels, any unit"),
+        *([Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9, linestyle="--",
+                 label="matrix kernels, at most (an older record's count)")]
+          if s.apply(D.matmul_bounded, axis=1).any() else []),
         Line2D([], [], color="#7a1f1f", lw=0.9, ls="--",
                label=f"host-bound below {V.HOST_BOUND_BUSY_SHARE:.0%}")])
     return fig
