@@ -322,6 +322,31 @@ def test_fixed_colour_per_precision(gpu_tables):
     P.plt.close("all")
 
 
+def test_every_precisions_text_and_outline_colour_reads_on_white():
+    """fp8-tensorwise's yellow fills a bar well, but as a "no record" label or an outline on
+    white it all but vanishes (contrast 1.3:1): text and thin lines take each mode's colour
+    darkened where it is light, every one at least 2.5:1 against white (WCAG's ratio)."""
+    from tcbench.render import bars as B
+
+    def luminance(c):
+        rgb = np.array(matplotlib.colors.to_rgb(c))
+        lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+        return float(lin @ np.array([0.2126, 0.7152, 0.0722]))
+
+    def contrast(c):
+        return 1.05 / (luminance(c) + 0.05)
+
+    assert contrast(P.PALETTE["fp8-tensorwise"]) < 2.5               # the fill itself
+    assert {p: round(contrast(B.legible(c)), 1) for p, c in P.PALETTE.items()
+            if contrast(B.legible(c)) < 2.5} == {}
+    assert B.legible(P.PALETTE["fp32"]) == matplotlib.colors.to_rgb(P.PALETTE["fp32"])
+    P.style()
+    fig, ax = P.plt.subplots()
+    B.label_slot(ax, 0.0, "no record", P.PALETTE["fp8-tensorwise"])
+    assert contrast(ax.texts[0].get_color()) >= 2.5
+    P.plt.close("all")
+
+
 def test_intervals_say_what_they_are(gpu_tables):
     P.style()
 

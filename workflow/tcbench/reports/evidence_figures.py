@@ -15,8 +15,8 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import diagnosis as D
 from ..render.axes import Ticks, group_ticks
-from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, missing_text,
-                           present_precisions, slot_width, slot_x)
+from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, legible,
+                           missing_text, present_precisions, slot_width, slot_x)
 from ..render.legend import legend
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, new_figure, plt, set_title
 from .figure_cells import experiment_rows, groups_of
@@ -57,7 +57,8 @@ def _tensor_core_bars(ax, s, groups, precisions, plan) -> None:
         mm = float(r["matmul_share"]) if pd.notna(r["matmul_share"]) else tc
         ax.bar(x, max(mm - tc, 0), bottom=tc, width=w, color=_tint(V.PALETTE[p]), linewidth=0)
         # dashed: an older record's matrix share, an upper bound (``diagnosis.BOUND_NOTE``)
-        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=V.PALETTE[p], linewidth=0.9,
+        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=legible(V.PALETTE[p]),
+               linewidth=0.9,
                linestyle="--" if D.matmul_bounded(r) else "-")
         _share_labels(ax, x, max(mm, tc), f"{tc:.0f}")
 
