@@ -322,6 +322,31 @@ def test_fixed_colour_per_precision(gpu_tables):
     P.plt.close("all")
 
 
+def test_every_precisions_text_and_outline_colour_reads_on_white():
+    """fp8-tensorwise's yellow fills a bar well, but as a "no record" label or an outline on
+    white it all but vanishes (contrast 1.3:1): text and thin lines take each mode's colour
+    darkened where it is light, every one at least 2.5:1 against white (WCAG's ratio)."""
+    from tcbench.render import bars as B
+
+    def luminance(c):
+        rgb = np.array(matplotlib.colors.to_rgb(c))
+        lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+        return float(lin @ np.array([0.2126, 0.7152, 0.0722]))
+
+    def contrast(c):
+        return 1.05 / (luminance(c) + 0.05)
+
+    assert contrast(P.PALETTE["fp8-tensorwise"]) < 2.5               # the fill itself
+    assert {p: round(contrast(B.legible(c)), 1) for p, c in P.PALETTE.items()
+            if contrast(B.legible(c)) < 2.5} == {}
+    assert B.legible(P.PALETTE["fp32"]) == matplotlib.colors.to_rgb(P.PALETTE["fp32"])
+    P.style()
+    fig, ax = P.plt.subplots()
+    B.label_slot(ax, 0.0, "no record", P.PALETTE["fp8-tensorwise"])
+    assert contrast(ax.texts[0].get_color()) >= 2.5
+    P.plt.close("all")
+
+
 def test_intervals_say_what_they_are(gpu_tables):
     P.style()
 
@@ -765,6 +790,34 @@ def test_a_figure_with_nothing_to_draw_is_not_drawn_and_marked_so(gpu_tables, tm
     P.plt.close("all")
 
 
+def test_a_figure_not_drawn_shows_what_the_experiment_ran(gpu_tables, tmp_path):
+    """zoo_timm's speedup was a PNG of one sentence: the note now heads the experiment's cells,
+    each a swatch in its precision's colour (washed where no run finished) with how many of
+    its runs finished and, where some did not, their status; the file stays marked "not
+    drawn" for the report."""
+    from tcbench.render import bars as B
+    P.style()
+    tables = [pd.read_csv(gpu_tables / f"{t}.csv") for t in ("metrics", "summary", "speedup")]
+    fp32 = [t[(t["experiment"] == "amp_recipe") & (t["precision"] == "fp32")] for t in tables]
+    oom = fp32[1].iloc[[0]].assign(precision="amp-fp16", status=V.OOM, repeats_ok=0)
+    fp32[1] = pd.concat([fp32[1], oom], ignore_index=True)
+    nd = F.build(*fp32, "amp_recipe", kinds=["speedup"])["speedup"]
+    assert isinstance(nd, P.NotDrawn) and len(nd.cells) == len(fp32[1])
+    fig = P.figure_of(nd)
+    texts = [t.get_text() for t in fig.texts]
+    assert "only strict fp32 ran" in texts[0]
+    runs = fp32[1]["repeats"].iloc[0]
+    assert {"fp32", "amp-fp16", f"{runs} of {runs} finished", "no run finished\noom"} <= \
+        set(texts)
+    swatches = {matplotlib.colors.to_hex(a.get_facecolor()) for a in fig.artists}
+    assert swatches == {P.PALETTE["fp32"].lower(),
+                        matplotlib.colors.to_hex(B.washed(P.PALETTE["amp-fp16"]))}
+    assert figure_text.problems(fig) == []
+    path, = P.save_as(nd, [tmp_path / "amp_recipe_speedup.png"])
+    assert placeholder.reason(path) == nd.reason
+    P.plt.close("all")
+
+
 def test_the_not_drawn_mark_survives_text_beyond_latin_1(tmp_path):
     why = "needs compute capability ≥ 8.9 — none here"
     paths = P.save_as(P.NotDrawn("e: speedup", why), [tmp_path / f"n.{x}" for x in P.FORMATS])
@@ -882,6 +935,34 @@ def test_interleaved_rounds_and_paired_ratios(host_tables):
     assert len(_dots(right)) == 3 * 24
     assert {1.0, stats.GAIN} <= _hlines(right)
     assert figure_text.problems(fig) == []
+    P.plt.close("all")
+
+
+def test_interleaved_rounds_of_a_token_workload_are_in_tokens():
+    """interleaved.png drew the transformers' rounds in samples/s, every other output their
+    tokens/s: a setting whose experiment's records count tokens is drawn in tokens/s (its
+    samples/s times the records' tokens per sample), another's in samples/s beside it; the
+    ratios are the same in either unit."""
+    P.style()
+    gpt = dict(host_like.SETTING, experiment="tf_gpt2", workload="transformers")
+    rounds = pd.concat([host_like.rounds(n=6), host_like.rounds(n=6, setting=gpt)],
+                       ignore_index=True)
+    metrics = host_like.metrics().assign(tokens_per_sample=float("nan"))
+    metrics = pd.concat([metrics, metrics.assign(experiment="tf_gpt2", tokens_per_sample=1024)])
+    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds, metrics)
+    mnist, tokens = fig.axes[0], fig.axes[2]
+    assert mnist.get_ylabel().startswith("samples/s") and tokens.get_ylabel().startswith(
+        "tokens/s")
+    mine = rounds[rounds["experiment"] == "tf_gpt2"]
+    assert sorted(y for ln in tokens.get_lines() for y in ln.get_ydata()) == pytest.approx(
+        sorted(mine["throughput_samples_per_s"] * 1024))
+    assert [float(c.lines[0].get_ydata()[0]) for c in fig.axes[3].containers] == \
+        pytest.approx([float(c.lines[0].get_ydata()[0]) for c in fig.axes[1].containers])
+    assert figure_text.problems(fig) == []
+    two = metrics.assign(tokens_per_sample=lambda d: d["tokens_per_sample"].where(
+        d["repeat"] != 1, 512))
+    with pytest.raises(ValueError, match="'tf_gpt2'.*one sequence length"):
+        H.fig_interleaved(host_like.interleaved(rounds), rounds, two)
     P.plt.close("all")
 
 

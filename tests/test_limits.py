@@ -6,6 +6,7 @@ Planted where the old output was wrong."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tcbench import kernels as K
@@ -66,3 +67,76 @@ def test_a_busy_share_over_one_says_why_from_the_profile():
     assert "99% of its own wall time: the profiled steps ran longer than the timed" in slower
     assert "does not say" in K.busy_note(1.2)
     assert K.busy_note(0.9, 0.9) is None
+
+
+def _old_row(bound: bool) -> dict:
+    """An amp-bf16 cell from a record summarised before the rules (``OLD``, reclassified):
+    Tensor Core 40%, matrix kernels 45% at most, so other matrix kernels 5% at most and the
+    kernels of no matrix work 55% at least; ``bound`` False: the same shares, exact."""
+    ev = K.reclassified(OLD | ({} if bound else {"kernels_distinct": 3}))
+    return {"precision": "amp-bf16", "gpu_busy_share": 0.98, "compute_capability": 9.0,
+            **{k: ev.get(k) for k in ("tensor_core_share", "matmul_share",
+                                      "matmul_share_bound")}}
+
+
+OLD = {"profiled": True, "kernel_time_s": 10.0, "tensor_core_time_s": 4.0,
+       "tensor_core_share": 0.4, "matmul_time_s": 7.5, "matmul_share": 0.75,
+       "kernels_distinct": 12, "top_kernels": [
+           {"name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn", "time_s": 4.0,
+            "tensor_core": True, "class": "other_tensor_core"},
+           {"name": FUSED, "time_s": 3.0, "tensor_core": False, "class": "simt_matmul"},
+           {"name": "void at::native::vectorized_elementwise_kernel", "time_s": 2.0,
+            "tensor_core": False, "class": "other"}]}
+
+
+def test_an_older_records_shares_are_said_as_bounds_in_every_sentence():
+    """resnet50_fastest's limits read "of 68% in matrix kernels" and "61% of its matrix kernel
+    time ran on Tensor Cores" from a record whose matrix share is an upper bound: the matrix
+    share is at most, the Tensor Core part of it at least, the other matrix kernels at most
+    and the rest at least what they say; a record made under the rules says them plain."""
+    from tcbench.reports import evidence as E
+    from tcbench.reports import families as FA
+
+    old, new = _old_row(True), _old_row(False)
+    assert old["matmul_share_bound"] == "at most" and new["matmul_share_bound"] is None
+    text = E.brief(old, "amp-bf16")
+    assert "and at least 55% of its kernel time went to kernels that do no matrix work" in text
+    assert "at least 89% of its matrix kernel time ran on Tensor Cores" in text
+    assert "of at most 45% in matrix kernels" in text
+    assert "of at most 45% in matrix kernels" in E.evidence(old, "amp-bf16")
+    assert FA._kernels(old) == "40% / ≤5% / ≥55%"
+    plain = E.brief(new, "amp-bf16") + E.evidence(new, "amp-bf16") + FA._kernels(new)
+    assert not any(w in plain for w in ("at most", "at least", "≤", "≥"))
+    assert "of 45% in matrix kernels" in plain
+
+
+def test_an_older_records_matrix_share_is_a_bound_in_its_table_and_figure(tmp_path):
+    """The evidence table's matmul share column and the Tensor Core figure's outline showed an
+    older record's matrix share as measured: ≤ in the table with a note saying why, a dashed
+    outline in the figure with its legend entry; neither where no record is older."""
+    import matplotlib
+
+    import gpu_like
+    from tcbench import resultset as RS
+    from tcbench.render import plot as P
+    from tcbench.reports import figures as F
+    from tcbench.reports import tables as T
+
+    s = RS.read_raw(gpu_like.write(tmp_path) / "summary.csv")
+    sp = RS.read_raw(tmp_path / "speedup.csv")
+    mine = (s["experiment"] == "amp_recipe") & (s["precision"] == "amp-bf16")
+    old = s.assign(matmul_share_bound=np.where(mine, "at most", None))
+    for table, bounded in ((old, True), (s.assign(matmul_share_bound=None), False)):
+        t = T.evidence_table(T.Experiment(table, sp, "amp_recipe"))
+        col = t.columns.index("matmul share")
+        marked = [r[1] for r in t.rows if r[col].startswith("≤")]
+        assert marked == (["amp-bf16"] if bounded else [])
+        assert (D.BOUND_NOTE in t.notes) is bounded
+    P.style()
+    fig = F.fig_tensor_cores(F.experiment_rows(old[old["experiment"] == "amp_recipe"]),
+                             "amp_recipe")
+    dashed = {matplotlib.colors.to_hex(p.get_edgecolor()) for p in fig.axes[0].patches
+              if not p.get_fill() and p.get_linestyle() not in ("-", "solid")}
+    assert dashed == {P.PALETTE["amp-bf16"].lower()}
+    assert any("at most" in t.get_text() for t in fig.legends[0].get_texts())
+    P.plt.close("all")

@@ -163,3 +163,51 @@ def test_no_module_writes_a_status_word_of_its_own():
     wrong = {str(p.relative_to(PACKAGE)): found for p in sorted(PACKAGE.rglob("*.py"))
              if p.name != "vocabulary.py" and (found := status_literals(p.read_text()))}
     assert wrong == {}
+
+
+# the least CIE76 distance (ΔE*ab) between two modes' colours: about 2.3 is the smallest
+# difference a viewer notices side by side, a legend's swatch beside a bar needs far more;
+# Okabe-Ito's blue and sky blue (fp32 and fp8-rowwise before) are 26 apart, its vermilion and
+# orange (amp-fp16 and fp8-tensorwise before) 33
+LEAST_COLOUR_DISTANCE = 40.0
+
+
+def cie_lab(colour: str) -> tuple[float, float, float]:
+    """sRGB (any matplotlib colour) to CIE L*a*b* under D65."""
+    import matplotlib.colors
+
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+           for c in matplotlib.colors.to_rgb(colour)]
+    m = ((0.4124564, 0.3575761, 0.1804375), (0.2126729, 0.7151522, 0.0721750),
+         (0.0193339, 0.1191920, 0.9503041))
+    white = (0.95047, 1.0, 1.08883)
+    x, y, z = (sum(a * b for a, b in zip(row, lin)) / w for row, w in zip(m, white))
+
+    def f(t):
+        return t ** (1 / 3) if t > (6 / 29) ** 3 else t / (3 * (6 / 29) ** 2) + 4 / 29
+    return 116 * f(y) - 16, 500 * (f(x) - f(y)), 200 * (f(y) - f(z))
+
+
+def colour_distance(a: str, b: str) -> float:
+    return sum((p - q) ** 2 for p, q in zip(cie_lab(a), cie_lab(b))) ** 0.5
+
+
+def test_colour_distance_is_cie76():
+    """Reference values: white's L* is 100, black's 0, pure sRGB red's (53.24, 80.09, 67.20)."""
+    assert cie_lab("#FFFFFF") == pytest.approx((100, 0, 0), abs=0.01)
+    assert cie_lab("#000000") == pytest.approx((0, 0, 0), abs=0.01)
+    assert cie_lab("#FF0000") == pytest.approx((53.24, 80.09, 67.20), abs=0.02)
+    assert colour_distance("#0072B2", "#56B4E9") < LEAST_COLOUR_DISTANCE   # the old pair
+
+
+def test_every_two_modes_are_told_apart_by_colour():
+    """fp32 and fp8-rowwise, amp-fp16 and fp8-tensorwise once drew alike; each pair of modes
+    must now lie ``LEAST_COLOUR_DISTANCE`` apart, and neither be the grey or black that the
+    figures keep for intervals, run dots and not-judged cells."""
+    close = [(a.name, b.name, round(colour_distance(a.colour, b.colour), 1))
+             for i, a in enumerate(V.MODES) for b in V.MODES[i + 1:]
+             if colour_distance(a.colour, b.colour) < LEAST_COLOUR_DISTANCE]
+    assert close == []
+    for m in V.MODES:
+        _, a, b = cie_lab(m.colour)
+        assert (a * a + b * b) ** 0.5 > 10, f"{m.name}'s colour {m.colour} is a grey"

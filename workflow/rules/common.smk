@@ -514,7 +514,7 @@ def calibrate_launcher(wildcards):
 
 # The figures (figures.smk): where a set's figures go, and the report's labels of one figure:
 # its kind, and whether it was drawn (read from the file when the report is made; a figure with
-# nothing to show is a one-line note, tcbench.render.placeholder).
+# nothing to show is a note saying why, tcbench.render.placeholder).
 SET_FIGURES = "results/{run}/figures/"
 
 

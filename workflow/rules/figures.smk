@@ -2,8 +2,9 @@
 # that names it; and one job for the figures of the whole set (vocabulary.SET_FIGURES). PNGs go
 # into the report; PDF (fonts embedded) and SVG are for papers and slides. File names:
 # tcbench.vocabulary.figure_name and set_figure_name; the module writes exactly the paths it is
-# given. A figure with nothing to show is written as a one-line note saying why, marked in its
-# metadata; the report's "drawn" column reads the mark (tcbench.render.placeholder).
+# given. A figure with nothing to show is written as a note saying why (over the experiment's
+# cells and how many of their runs finished), marked in its metadata; the report's "drawn"
+# column reads the mark (tcbench.render.placeholder).
 rule figures:
     message:
         "figures of {wildcards.experiment}"

@@ -34,8 +34,8 @@ class Mode:
     ``tf32`` switches TF32 math on for fp32 matmuls and convolutions; ``min_capability`` is the
     lowest CUDA compute capability that runs it; ``fp8_recipe`` names torchao's float8 training
     recipe whose ``Float8Linear`` layers replace the model's ``nn.Linear`` layers (None: no FP8);
-    ``colour`` is its colour in every figure (Okabe-Ito, safe for every common colour-vision
-    deficiency)."""
+    ``colour``: its colour in every figure (Okabe-Ito and seaborn colorblind's brown: safe for
+    colour-vision deficiencies, every two modes >= 40 apart in CIE L*a*b*, no grey or black)."""
 
     name: str
     description: str
@@ -59,10 +59,10 @@ MODES: tuple[Mode, ...] = (
     # input and weight to float8 e4m3 around torch._scaled_mm (its output gradient to e5m2
     # tensorwise, e4m3 rowwise); everything else runs under bfloat16 autocast.
     Mode("fp8-tensorwise", "nn.Linear layers in float8 (torchao, one scale per tensor), "
-         "autocast to bfloat16 elsewhere, no scaler", "#E69F00",
+         "autocast to bfloat16 elsewhere, no scaler", "#F0E442",
          autocast="bfloat16", min_capability=(8, 9), fp8_recipe="tensorwise"),
     Mode("fp8-rowwise", "nn.Linear layers in float8 (torchao, one scale per row), "
-         "autocast to bfloat16 elsewhere, no scaler", "#56B4E9",
+         "autocast to bfloat16 elsewhere, no scaler", "#CA9161",
          autocast="bfloat16", min_capability=(8, 9), fp8_recipe="rowwise"),
 )
 PRECISIONS: tuple[str, ...] = tuple(m.name for m in MODES)

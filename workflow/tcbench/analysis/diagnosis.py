@@ -90,6 +90,30 @@ def kernel_shares(row) -> list[tuple[str, float]]:
     return sorted(kinds.items(), key=lambda kv: kv[1], reverse=True)
 
 
+# A record summarised before ``kernels.RULES`` may count fused Inductor kernels below its
+# listed ones as matrix work (``kernels.reclassified``): its matrix share is an upper bound,
+# and so are the shares read from it, each in its own direction.
+BOUND_SIGNS = {"matmul": "≤", "simt": "≤", "non_matrix": "≥", "tensor_fraction": "≥"}
+BOUND_WORDS = {"≤": "at most ", "≥": "at least "}
+BOUND_NOTE = ("≤ and ≥: the record was made before Inductor's fused kernels were told apart by "
+              "name, and counted those whose fused ops include a convolution as matrix work; "
+              "only its listed longest kernels can be counted again, so its matrix share is an "
+              "upper bound: the matmul and other-matrix shares are at most, the non-matrix "
+              "share at least what they say.")
+
+
+def matmul_bounded(row) -> bool:
+    """Whether the row's matrix share is an upper bound (``matmul_share_bound``)."""
+    return str(row.get("matmul_share_bound")) == "at most"
+
+
+def bound(row, kind: str, words: bool = False) -> str:
+    """What a share of ``kind`` (``BOUND_SIGNS``' keys) is in ``row``: "≤" or "≥" where the
+    matrix share is an upper bound, with ``words`` "at most " or "at least "; "" where exact."""
+    sign = BOUND_SIGNS.get(kind, "") if matmul_bounded(row) else ""
+    return BOUND_WORDS.get(sign, "") if words else sign
+
+
 def short(row, most: int = 2) -> str:
     """What limits a cell, short: the input or the host, or the ``most`` largest shares of its
     kernel time with their numbers ("non-matrix 71%, Tensor Core 29%", ``KERNEL_WORDS``), never
@@ -99,12 +123,8 @@ def short(row, most: int = 2) -> str:
     kind = bottleneck(row)
     if kind in (None, "input", "host"):
         return SHORT[kind]
-    bound = str(row.get("matmul_share_bound")) == "at most"
-    out = []
-    for k, v in kernel_shares(row)[:most]:
-        sign = {"simt": "≤", "non_matrix": "≥"}.get(k, "") if bound else ""
-        out.append(f"{KERNEL_WORDS[k]} {sign}{v:.0%}")
-    return ", ".join(out)
+    return ", ".join(f"{KERNEL_WORDS[k]} {bound(row, k)}{v:.0%}"
+                     for k, v in kernel_shares(row)[:most])
 
 
 def bottleneck(row) -> str | None:

@@ -43,3 +43,30 @@ def main_column(rows: pd.DataFrame) -> str:
     """The throughput a figure of these rows draws: tokens/s for a token workload (the unit its
     users compare), samples/s otherwise."""
     return TOKENS if counts_tokens(rows) else V.HEADLINE
+
+
+def per_sample(metrics: pd.DataFrame | None) -> dict[str, float]:
+    """Each token workload's experiment and its tokens per sample, from its per-process
+    records (metrics.csv): a sequence's length is no axis, so it is one number an experiment;
+    two are a set this cannot draw in one unit, and an error naming the experiment."""
+    if metrics is None or PER_SAMPLE not in metrics or "experiment" not in metrics:
+        return {}
+    per = metrics.assign(**{PER_SAMPLE: numeric(metrics[PER_SAMPLE])}).dropna(
+        subset=[PER_SAMPLE])
+    out = {}
+    for exp, values in per.groupby("experiment", sort=False, observed=True)[PER_SAMPLE]:
+        seen = sorted(set(values))
+        if len(seen) > 1:
+            raise ValueError(f"experiment {exp!r}: its records count {seen} tokens per sample; "
+                             f"one experiment trains on one sequence length (split it in two)")
+        out[str(exp)] = seen[0]
+    return out
+
+
+def with_tokens(rows: pd.DataFrame, metrics: pd.DataFrame | None) -> pd.DataFrame:
+    """Rows without a record's tokens per sample (an interleaved comparison's rounds) with
+    ``TOKENS`` beside samples/s for each experiment whose records count tokens (``per_sample``),
+    so that a figure draws them in the unit the rest of the outputs use (``main_column``)."""
+    per = rows["experiment"].astype(str).map(per_sample(metrics)) if len(rows) else \
+        pd.Series(dtype=float)
+    return add_tokens(rows.assign(**{PER_SAMPLE: per}))

@@ -109,11 +109,24 @@ def missing_text(row, absent: str = NO_RECORD) -> str:
     return "not measured" if status == V.OK or row.get("repeats_ok", 0) else status
 
 
+# a colour as light as fp8-tensorwise's yellow (relative luminance above this) fills a bar
+# well but is barely legible as text or a thin line on white: those take it darkened
+LIGHT, DARKENED = 0.5, 0.6
+
+
+def legible(colour: str) -> tuple:
+    """``colour`` as text or a thin line on white: itself, or darkened where it is light."""
+    rgb = np.array(mcolors.to_rgb(colour))
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    light = float(linear @ np.array([0.2126, 0.7152, 0.0722])) > LIGHT
+    return tuple(rgb * DARKENED) if light else tuple(rgb)
+
+
 def label_slot(ax, x: float, text: str, colour: str) -> None:
     """A vertical label standing on the x axis, in axes coordinates so it works on log axes."""
     trans = mtransforms.blended_transform_factory(ax.transData, ax.transAxes)
     ax.text(x, 0.02, text, transform=trans, rotation=90, ha="center", va="bottom",
-            fontsize=5.5, color=colour, clip_on=False)
+            fontsize=5.5, color=legible(colour), clip_on=False)
 
 
 def interval_kind(r, interval: str) -> str:

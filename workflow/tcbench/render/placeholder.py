@@ -1,7 +1,8 @@
 """A figure that has nothing to show is not drawn: its file (every format the workflow declares)
-is a one-line note saying why, marked as such in the file's own metadata, so that the report,
-a test or a reader's script can tell "not drawn, because ..." from a figure. Standard library
-only: the workflow reads the mark while it builds the report.
+is a note saying why (over what the experiment ran: ``render.status``), marked as such in the
+file's own metadata, so that the report, a test or a reader's script can tell "not drawn,
+because ..." from a figure. Standard library only: the workflow reads the mark while it builds
+the report.
 
 The mark: PNG text chunk ``Description``, SVG ``<dc:description>``, PDF ``/Subject``, each
 ``"not drawn: <reason>"``. ``render.plot.save_as`` writes it (``plot.NotDrawn``).

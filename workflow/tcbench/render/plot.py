@@ -9,8 +9,9 @@ figure imports one module:
   its interval (``tcbench.stats``) and its runs as dots, or a label saying why there is none;
 - ``legend``: the legend under the panels, in as many columns as fit.
 
-A figure with nothing to show is not drawn (``NotDrawn``): ``save_as`` writes a one-line note
-in its place, marked as such (``render.placeholder``).
+A figure with nothing to show is not drawn (``NotDrawn``): ``save_as`` writes a note in its
+place, marked as such (``render.placeholder``), over the experiment's cells and what became of
+their runs where it has them (``render.status``).
 
 Widths follow the two usual paper layouts: one column (3.5 in) for up to ``ONE_COLUMN_SLOTS``
 bars, two columns (7 in) beyond.
@@ -29,7 +30,7 @@ from matplotlib.lines import Line2D  # noqa: E402,F401
 from matplotlib.patches import Patch  # noqa: E402,F401
 
 from .. import vocabulary as V  # noqa: E402
-from . import placeholder  # noqa: E402
+from . import placeholder, status  # noqa: E402
 # the parts' tools, named here for the figures that import this module alone
 from .axes import (FEW_DECADES, LOG_NOTE, LOG_SPAN, Ticks, axes_width_in,  # noqa: E402,F401
                    log_ticks, ratio_lines, value_axis)
@@ -78,21 +79,30 @@ def new_figure(slots: int, width: str = "auto", height: float = HEIGHT_IN, **kw)
 
 
 class NotDrawn:
-    """A figure with nothing to show: not drawn. ``save_as`` writes, in its place, one line
+    """A figure with nothing to show: not drawn. ``save_as`` writes, in its place, a note
     that says what the figure would have shown and why it has nothing, marked in the file's
     metadata (``render.placeholder``), so that every result set has the same files and the
-    report says which are notes."""
+    report says which are notes. With ``cells`` (an experiment's summary rows) the note heads
+    what there is: each cell and how many of its runs finished (``render.status``)."""
 
-    def __init__(self, title: str, reason: str):
+    def __init__(self, title: str, reason: str, cells=None):
         self.title, self.reason = title, reason.rstrip(".")
+        self.cells = cells if cells is not None and len(cells) else None
 
     def __repr__(self) -> str:
         return f"NotDrawn({self.title!r}: {self.reason!r})"
 
+    def with_cells(self, cells) -> "NotDrawn":
+        return NotDrawn(self.title, self.reason, cells)
+
     def figure(self):
-        """The note as a figure: no axes, no frame, only the words."""
-        lines = wrapped(f"{self.title} — {placeholder.NOT_DRAWN}: {self.reason}.",
-                        ONE_COLUMN_IN - 0.1, 6.5)
+        """The note as a figure: above the cells' grid where there are cells, else alone
+        (no axes, no frame, only the words)."""
+        text = f"{self.title} — {placeholder.NOT_DRAWN}: {self.reason}."
+        if self.cells is not None:
+            width = status.width_in(self.cells, ONE_COLUMN_IN, TWO_COLUMN_IN)
+            return status.figure(wrapped(text, width - 0.1, 6.5), self.cells, width)
+        lines = wrapped(text, ONE_COLUMN_IN - 0.1, 6.5)
         fig = plt.figure(figsize=(ONE_COLUMN_IN, 0.12 + 0.13 * len(lines)))
         fig.text(0.02, 0.5, "\n".join(lines), ha="left", va="center", fontsize=6.5,
                  color="0.25")

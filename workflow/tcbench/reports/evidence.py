@@ -43,8 +43,15 @@ def busy_text(row) -> str:
 def _shares(row) -> str:
     tc, mm = row.get("tensor_core_share"), row.get("matmul_share")
     return f"{percent(tc)} of GPU kernel time ran in Tensor Core kernels" + (
-        f", of {percent(mm)} in matrix kernels (GEMMs, convolutions) on any unit"
+        f", of {diagnosis.bound(row, 'matmul', True)}{percent(mm)} in matrix kernels (GEMMs, "
+        f"convolutions) on any unit"
         if not missing(mm) else "")
+
+
+def _fraction(row, frac) -> str:
+    """The share of the matrix kernel time on Tensor Cores: at least that where the matrix
+    share it is of is an upper bound."""
+    return diagnosis.bound(row, "tensor_fraction", True) + percent(frac)
 
 
 def on_tensor_cores(row, what: str) -> str:
@@ -55,8 +62,9 @@ def on_tensor_cores(row, what: str) -> str:
     if diagnosis.matmuls_on_tensor_cores(row):
         return f"**Tensor Cores:** in {what}, the matrix work ran on Tensor Cores ({_shares(row)})."
     if frac is not None and frac >= 0.5:
-        return (f"**Tensor Cores:** in {what}, {percent(frac)} of the matrix kernel time ran on "
-                f"Tensor Cores, the rest in other matrix kernels ({OTHER_MATRIX}; {_shares(row)}).")
+        return (f"**Tensor Cores:** in {what}, {_fraction(row, frac)} of the matrix kernel "
+                f"time ran on Tensor Cores, the rest in other matrix kernels ({OTHER_MATRIX}; "
+                f"{_shares(row)}).")
     return f"**Tensor Cores:** in {what}, most matrix work did not run on Tensor Cores " \
            f"({_shares(row)})."
 
@@ -68,7 +76,7 @@ def _top(row) -> str:
 
 def _bound(row) -> str:
     """Why a matrix share is an upper bound, where it is (``kernels.reclassified``)."""
-    if str(row.get("matmul_share_bound")) != "at most":
+    if not diagnosis.matmul_bounded(row):
         return ""
     return (" (its record lists only its longest kernels; Inductor kernels among them whose "
             "fused ops include a convolution were counted as matrix work when it was made, "
@@ -79,9 +87,9 @@ def limit(row, kind) -> str:
     """What limits the step, with the numbers the rule read."""
     kinds = diagnosis.kernel_kinds(row) or {}
     tc, simt, non = (percent(kinds.get(k)) for k in ("tensor", "simt", "non_matrix"))
-    if str(row.get("matmul_share_bound")) == "at most" and simt != "–":
-        # fused kernels below the record's list may be counted as matrix work by their names
-        simt, non = f"at most {simt}", f"at least {non}"
+    if simt != "–":
+        simt, non = (diagnosis.bound(row, k, True) + v for k, v in (("simt", simt),
+                                                                      ("non_matrix", non)))
     busy = busy_text(row)
     return {
         "input": f"the input pipeline: the GPU waited for the next batch "
@@ -128,9 +136,13 @@ def fp8_split(row, what: str) -> str | None:
     if outside >= 0.005:
         s += f"; a further {percent(outside)} ran in Tensor Core kernels not listed"
     if mm - tc >= 0.005:
-        s += f"; {percent(mm - tc)} in other matrix kernels"
+        s += f"; {diagnosis.bound(row, 'simt', True)}{percent(mm - tc)} in other matrix kernels"
     rest = max(1 - mm - (scaling or 0.0), 0.0)
-    s += f"; the other kernels {'at most ' if partial else ''}{percent(rest)}"
+    # the scaling share a lower bound makes the rest an upper one, a matrix share that is an
+    # upper bound a lower one; both together leave it unbounded
+    also = diagnosis.bound(row, "non_matrix", True)
+    s += f"; the other kernels {('at most ' if not also else '') if partial else also}" \
+         f"{percent(rest)}"
     if partial:
         s += f" ({SPLIT_NOTE.format(percent(row.get('kernel_classes_coverage')))})"
     return s + "."
@@ -167,8 +179,8 @@ def _matrix_clause(row) -> str | None:
     if on_tc:
         return f"its matrix work ran on Tensor Cores ({_shares(row)})"
     if frac is not None and frac >= 0.5:
-        return (f"{percent(frac)} of its matrix kernel time ran on Tensor Cores, the rest in "
-                f"other matrix kernels ({OTHER_MATRIX}; {_shares(row)})")
+        return (f"{_fraction(row, frac)} of its matrix kernel time ran on Tensor Cores, the "
+                f"rest in other matrix kernels ({OTHER_MATRIX}; {_shares(row)})")
     return f"most of its matrix work did not run on Tensor Cores ({_shares(row)})"
 
 

@@ -15,8 +15,8 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import diagnosis as D
 from ..render.axes import Ticks, group_ticks
-from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, missing_text,
-                           present_precisions, slot_width, slot_x)
+from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, legible,
+                           missing_text, present_precisions, slot_width, slot_x)
 from ..render.legend import legend
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, new_figure, plt, set_title
 from .figure_cells import experiment_rows, groups_of
@@ -56,7 +56,10 @@ def _tensor_core_bars(ax, s, groups, precisions, plan) -> None:
         tc = float(r["tensor_core_share"])
         mm = float(r["matmul_share"]) if pd.notna(r["matmul_share"]) else tc
         ax.bar(x, max(mm - tc, 0), bottom=tc, width=w, color=_tint(V.PALETTE[p]), linewidth=0)
-        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=V.PALETTE[p], linewidth=0.9)
+        # dashed: an older record's matrix share, an upper bound (``diagnosis.BOUND_NOTE``)
+        ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=legible(V.PALETTE[p]),
+               linewidth=0.9,
+               linestyle="--" if D.matmul_bounded(r) else "-")
         _share_labels(ax, x, max(mm, tc), f"{tc:.0f}")
 
 
@@ -111,6 +114,9 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
         Patch(facecolor=grey, label="on Tensor Cores"),
         Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9,
               label="matrix kernels, any unit"),
+        *([Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9, linestyle="--",
+                 label="matrix kernels, at most (an older record's count)")]
+          if s.apply(D.matmul_bounded, axis=1).any() else []),
         Line2D([], [], color="#7a1f1f", lw=0.9, ls="--",
                label=f"host-bound below {V.HOST_BOUND_BUSY_SHARE:.0%}")])
     return fig

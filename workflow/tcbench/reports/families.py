@@ -43,7 +43,8 @@ def _kernels(row) -> str:
     kinds = diagnosis.kernel_kinds(row)
     if not kinds or "simt" not in kinds:
         return MISSING if not kinds else f"{percent(kinds['tensor'])} Tensor Cores"
-    return " / ".join(percent(kinds[k]) for k in ("tensor", "simt", "non_matrix"))
+    return " / ".join(diagnosis.bound(row, k) + percent(kinds[k])
+                      for k in ("tensor", "simt", "non_matrix"))
 
 
 def _busy(row) -> str:
@@ -75,8 +76,9 @@ def family_table(families: list[tuple[str, Answer]]) -> Table:
                      MISSING if fp32 is None else throughput_text(fp32), *cells, judged,
                      MISSING if j is None else memory_against(j, x.all), _kernels(r), _busy(r),
                      limits(r, x.all), MISSING if j is None else decided(j, x.all)])
+    bounded = any(diagnosis.matmul_bounded(a.findings.focus) for _, a in families)
     return Table("", cols, rows, align="ll" + "r" * (1 + len(modes)) + "lrrrll",
-                 notes=[KERNEL_NOTE])
+                 notes=[KERNEL_NOTE, *([diagnosis.BOUND_NOTE] if bounded else [])])
 
 
 def sentences(families: list[tuple[str, Answer]]) -> list[str]:
@@ -99,7 +101,8 @@ def sentences(families: list[tuple[str, Answer]]) -> list[str]:
             out.append(f"In {len(held)} of {len(families)} families, kernels that do no matrix "
                        f"work (which Tensor Cores do not run) take most of the judged mode's "
                        f"kernel time: " + ", ".join(
-                           f"{m} {percent(diagnosis.kernel_kinds(r)['non_matrix'])}"
+                           f"{m} {diagnosis.bound(r, 'non_matrix', True)}"
+                           f"{percent(diagnosis.kernel_kinds(r)['non_matrix'])}"
                            for m, r in held) + ".")
     gated = []
     for m, a in families:

@@ -3,8 +3,9 @@ records: one function per figure kind, all in the style of ``render.plot``, each
 module of its family; this module names them by kind (``KINDS``, ``SET_KINDS``) and is the
 command that draws them. No text overlaps other text, leaves the canvas or outruns its axes
 (tests/test_figures.py checks every figure).
-A figure with nothing to show is not drawn: its files are a one-line note saying why
-(``render.plot.NotDrawn``), which the report labels as such.
+A figure with nothing to show is not drawn: its files are a note saying why over the
+experiment's cells and how many of their runs finished (``render.plot.NotDrawn``,
+``render.status``), which the report labels as such.
 
     python -m tcbench.reports.figures --metrics M.csv --summary S.csv --speedup P.csv \\
         --experiment E --outputs figures/E_throughput.png figures/E_throughput.pdf ...
@@ -31,7 +32,7 @@ import pandas as pd
 from .. import cli
 from .. import resultset as RS
 from .. import vocabulary as V
-from ..render.plot import WIDTHS, save_as, style
+from ..render.plot import WIDTHS, NotDrawn, save_as, style
 from . import host_figures as H
 # the figure kinds' functions and the rows they are drawn from, named here too for the
 # callers that import this module alone
@@ -69,13 +70,16 @@ def build(metrics, summary, speedup, exp: str, width: str = "auto", kinds=None,
     f = frames(metrics, summary, speedup, exp)
     plan = Plan(f["metrics"], planned)
     runs = runs or Runs(metrics)
-    return {kind: KINDS[kind][1](f[KINDS[kind][0]], exp, width, plan, runs)
-            for kind in kinds or KINDS}
+    out = {kind: KINDS[kind][1](f[KINDS[kind][0]], exp, width, plan, runs)
+           for kind in kinds or KINDS}
+    # a figure with nothing of its kind still shows what the experiment ran
+    return {k: fig.with_cells(f["summary"]) if isinstance(fig, NotDrawn) else fig
+            for k, fig in out.items()}
 
 
 def build_set(metrics, interleaved=None, rounds=None, kinds=None) -> dict:
     """The figures of the whole set, by kind (``SET_KINDS``)."""
-    tables = {"host_bound": (metrics,), "interleaved": (interleaved, rounds)}
+    tables = {"host_bound": (metrics,), "interleaved": (interleaved, rounds, metrics)}
     return {kind: SET_KINDS[kind](*tables[kind]) for kind in kinds or SET_KINDS}
 
 

@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from .. import resultset as RS
 from .. import stats
 from .. import vocabulary as V
+from ..analysis import throughput as TP
 from ..render.plot import (HEIGHT_IN, INTERVAL_HANDLES, ONE_COLUMN_IN, PALETTE, RUN_MARK,
                            TWO_COLUMN_IN, WHISKERS, Line2D, NotDrawn, Patch, Ticks,
                            fitted_legend, plt, ratio_lines, value_axis, wrapped)
@@ -192,20 +193,22 @@ def _why_no_interleaved(interleaved, rounds) -> str | None:
 
 
 def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
-    """Each arm's throughput in every round of one setting, in the precision's colour; its
-    processes one after another, a thin line between them."""
+    """Each arm's throughput in every round of one setting, in the precision's colour and
+    the unit its workload counts (tokens/s for a token workload's: ``throughput.with_tokens``);
+    its processes one after another, a thin line between them."""
     g = g.assign(replicate=_replicate(g))
+    speed = TP.main_column(g)
     start = 0.0
     for _k, proc in g.groupby("replicate", sort=True):
         x0 = start - _numbers(proc, "round").min()
         for p in arms:
             a = proc[proc["precision"].astype(str) == p].sort_values("round")
-            ax.plot(x0 + _numbers(a, "round"), _numbers(a, "throughput_samples_per_s"),
+            ax.plot(x0 + _numbers(a, "round"), _numbers(a, speed),
                     color=PALETTE[p], lw=0.8, marker="o", markersize=1.8, zorder=3)
         if start:
             ax.axvline(start - 0.5, color="0.6", lw=0.6, zorder=1)
         start = x0 + _numbers(proc, "round").max() + 1
-    value_axis(ax, _numbers(g, "throughput_samples_per_s"), label=V.metric(V.HEADLINE).unit)
+    value_axis(ax, _numbers(g, speed), label=TP.unit(speed))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))    # rounds are whole
     several = g["replicate"].nunique() > 1
     ax.set_xlabel("round, processes one after another" if several
@@ -257,16 +260,18 @@ def _ratios_panel(ax, g: pd.DataFrame, mine: pd.DataFrame, arms: list[str]):
     return intervals, lines
 
 
-def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | None):
+def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | None,
+                    metrics: pd.DataFrame | None = None):
     """One row per setting compared interleaved: left, each arm's throughput in every round
-    (in the precision's colour, over the round number); right, per arm, its per-round ratios
+    (in the precision's colour, over the round number; in tokens/s for an experiment whose
+    records in ``metrics`` count tokens); right, per arm, its per-round ratios
     to its baseline (``arm_baseline``) as dots, with the median and its interval from
     interleaved.csv, and lines at 1× and at the "pays off" threshold."""
     title = INTERLEAVED_TITLE
     why = _why_no_interleaved(interleaved, rounds)
     if why:
         return NotDrawn(title, why)
-    rounds = RS.order(rounds)
+    rounds = TP.with_tokens(RS.order(rounds), metrics)
     ratios = RS.order(interleaved)
     groups = _setting_groups(rounds)
     # many settings: two a row, so that the figure stays a page or two tall

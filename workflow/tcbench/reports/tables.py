@@ -224,7 +224,8 @@ def evidence_table(e: Experiment) -> Table:
     for _, r in e.rows.iterrows():
         en = r.get("steady_energy_per_sample_j")
         cells = [setting_text(r, e.axes), str(r["precision"]),
-                 percent(r.get("tensor_core_share")), percent(r.get("matmul_share")),
+                 percent(r.get("tensor_core_share")),
+                 diagnosis.bound(r, "matmul") + percent(r.get("matmul_share")),
                  _busy_cell(r), percent(r.get("data_wait_share")),
                  percent(r.get("mfu"), 1), num(float(en) * 1e3) if not missing(en) else MISSING,
                  diagnosis.short(r, most=1) if r.get("repeats_ok") else MISSING]
@@ -245,7 +246,7 @@ def evidence_table(e: Experiment) -> Table:
              f"of kernel time with its number ("
              + ", ".join(w for k, w in diagnosis.KERNEL_WORDS.items()
                          if fp8 or k not in ("fp8_gemm", "other_tensor_core", "fp8_scaling"))
-             + "; ≤ and ≥ where a matrix share is an upper bound); "
+             + "); "
              f"{diagnosis.SHORT[None]} = {diagnosis.NAMES[None]} (tcbench.analysis.diagnosis)."]
     capped = [f"{setting_text(r, e.axes)}, {r['precision']}: " + note.split("; ", 1)[1]
               for _, r in e.rows.iterrows()
@@ -257,6 +258,8 @@ def evidence_table(e: Experiment) -> Table:
                      + "; ".join(capped) + ".")
     if fp8:
         notes.append(f"MFU of the FP8 cells: {V.FP8_MFU_COUNTING}.")
+    if e.rows.apply(diagnosis.matmul_bounded, axis=1).any():
+        notes.append(diagnosis.BOUND_NOTE)
     return Table(e.title("where the time goes"), cols, rows,
                  align="ll" + "r" * (len(cols) - 3) + "l", notes=notes,
                  label=f"tab:{e.run}:{e.name}:evidence")
