@@ -4,6 +4,9 @@
 # tcbench.vocabulary.figure_name and set_figure_name; the module writes exactly the paths it is
 # given. A figure with nothing to show is written as a one-line note saying why, marked in its
 # metadata; the report's "drawn" column reads the mark (tcbench.render.placeholder).
+include: "figures_helpers.smk"
+
+
 rule figures:
     message:
         "figures of {wildcards.experiment}"
@@ -36,10 +39,9 @@ rule figures:
     wildcard_constraints:
         experiment=alternatives(SET_EXPERIMENTS),
     params:
-        src=TCBENCH_SRC,
         planned=lambda wc: planned_cells(wc.run, wc.experiment),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
+        "python -m tcbench.reports.figures "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--experiment {wildcards.experiment:q} --outputs {output.png:q} {output.other:q} "
         "{params.planned:q} > {log:q} 2>&1"
@@ -80,7 +82,6 @@ rule set_figures:
     log:
         "logs/{run}/figures/set.log",
     params:
-        src=TCBENCH_SRC,
         # lists, so that :q quotes each word: the option and the path
         tables=lambda wc, input: [
             word
@@ -88,6 +89,6 @@ rule set_figures:
             for word in (f"--{name.replace('_', '-')}", input[name])
         ],
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
+        "python -m tcbench.reports.figures "
         "--metrics {input.metrics:q} {params.tables:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"

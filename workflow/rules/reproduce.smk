@@ -38,10 +38,9 @@ rule reproduce:
     log:
         f"logs/{RUN}/reproduce.log",
     params:
-        src=TCBENCH_SRC,
         rerun=lambda wildcards, output: str(Path(output.md).parent),
         reference=lambda wildcards, input: str(Path(input.reference[0]).parent),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.reproduce {params.rerun:q} "
+        "python -m tcbench.reports.reproduce {params.rerun:q} "
         "--reference {params.reference:q} --md {output.md:q} --csv {output.csv:q} "
         "--figures {output.png:q} {output.other:q} > {log:q} 2>&1"
