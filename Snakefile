@@ -49,9 +49,10 @@ include: "workflow/rules/reproduce.smk"
 include: "workflow/rules/capacity.smk"
 
 
-# What every job's shell is told (exported inside the job, in its container or not): the image
-# it runs in, and whether the config allowed a dirty tree. Snakemake's own environment is not
-# touched.
+# What every job's shell is told (exported inside the job, in its container or not): where the
+# package is (PYTHONPATH, the one for every rule), the image it runs in, and whether the config
+# allowed a dirty tree (JOB_ENV, common.smk). Snakemake's own environment is not touched; a
+# run: block would run in this process, which finds the package through the sys.path above.
 shell.prefix(environment.shell_prefix(JOB_ENV))
 
 

@@ -220,7 +220,7 @@ class Blocks:
     def container(self) -> str:
         """The study inside a real container against natively on the same GPU
         (results/bench/<run>/container: scripts/remote/container_check.sh and
-        scripts/bench/container_roofs.py): the job wall times, the matmul roofs and the
+        lab/bench/container_roofs.py): the job wall times, the matmul roofs and the
         reproduce check between the two sets."""
         bench = json.loads((self.dir.parent / "bench" / self.dir.name / "container" /
                             "roofs.json").read_text())

@@ -1,4 +1,4 @@
-"""The benchmark scripts under scripts/bench/ run on the CPU and write what they promise."""
+"""The benchmark scripts under lab/bench/ run on the CPU and write what they promise."""
 
 import csv
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "scripts" / "bench"
+BENCH = REPO / "lab" / "bench"
 
 
 @pytest.mark.slow

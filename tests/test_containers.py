@@ -407,6 +407,8 @@ def test_reading_the_workflow_leaves_snakemakes_environment_alone(workflow_copy,
     assert dict(os.environ) == before
     assert not [v for v in JOB_VARS if v in os.environ]
     assert f"TCBENCH_IMAGE={default_image()}" in prefix and "PYTHONUSERBASE=" in prefix
+    # the package, for every job inside its container too: exported by the job's shell
+    assert f"export PYTHONPATH={workflow_copy / 'workflow'} " in prefix
 
 
 @pytest.fixture(scope="session")

@@ -429,9 +429,10 @@ def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
     assert all((report / f"compare_{k}.rst").exists() for k in V.COMPARE_FIGURES)
     rules = (REPO / "workflow" / "rules" / "figures.smk").read_text()
     common = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    # the report's "drawn" label: the rule asks common.smk's helper, which reads the file's mark
+    helpers = (REPO / "workflow" / "rules" / "figures_helpers.smk").read_text()
+    # the report's "drawn" label: the rule asks its helper, which reads the file's mark
     assert "for kind in SET_FIGURE_KINDS" in rules and "drawn_label(" in rules
-    assert "placeholder.label(" in common
+    assert "placeholder.label(" in helpers
     # every kind, but on a CPU set those of what a CPU cannot measure
     assert "SET_FIGURE_KINDS = [k for k in V.SET_FIGURES if not (CPU_SET and k in " \
         "V.GPU_ONLY_SET_FIGURES)]" in common

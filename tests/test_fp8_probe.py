@@ -1,4 +1,4 @@
-"""scripts/remote/fp8_probe.py, the H200's FP8 probe, checked on the CPU: without CUDA it does
+"""lab/kernels/fp8_probe.py, the H200's FP8 probe, checked on the CPU: without CUDA it does
 nothing and says so; --cpu-smoke runs every part at toy sizes (FP8 emulated, no compile)."""
 
 import csv
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "remote" / "fp8_probe.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "lab" / "kernels" / "fp8_probe.py"
 
 
 @pytest.fixture(scope="module")

@@ -67,12 +67,14 @@ def test_every_shell_script_parses(name):
     ["study.sh"], ["study.sh", "config/config.yaml", "60"],
     ["study.sh", "--out", "{out}", "config/no-such-study.yaml", "60"],
     ["study.sh", "--out", "{out}", "config/config.yaml", "ten"],
-    ["checks.sh", "60", "server"], ["checks.sh", "--out", "{out}", "60", "everything"],
+    ["lab/bench/checks.sh", "60", "server"],
+    ["lab/bench/checks.sh", "--out", "{out}", "60", "everything"],
     ["plan.sh", "a"], ["plan.sh", "--out", "{out}", "e"], ["bundle.sh"]])
 def test_a_host_script_refuses_bad_arguments_before_it_does_anything(args, tmp_path):
     out = tmp_path / "out"
     argv = [a.replace("{out}", str(out)) for a in args]
-    proc = subprocess.run(["bash", str(REMOTE / argv[0]), *argv[1:]], capture_output=True,
+    script = REPO / argv[0] if "/" in argv[0] else REMOTE / argv[0]  # the lab's from the root
+    proc = subprocess.run(["bash", str(script), *argv[1:]], capture_output=True,
                           text=True, cwd=tmp_path, timeout=60)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "usage:" in proc.stderr or "no such config" in proc.stderr

@@ -18,7 +18,7 @@ case $part in
      # then the calibration and every config.yaml cell but the seed's slow DataLoader runs
      # (budget 440 s)
      mkdir -p results/bench/nvidia-h200 logs
-     CUDA_VISIBLE_DEVICES=1 PYTHONPATH=workflow timeout 200 python3 scripts/bench/host_fidelity.py \
+     CUDA_VISIBLE_DEVICES=1 PYTHONPATH=workflow timeout 200 python3 lab/bench/host_fidelity.py \
        --max-seconds 160 --out results/bench/nvidia-h200/host_fidelity > logs/host-fidelity.txt 2>&1 &
      PREFLIGHT=1 SKIP=mnist_seed study config/config.yaml 440
      wait ;;

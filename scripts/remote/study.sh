@@ -88,10 +88,10 @@ if [ "${PREFLIGHT:-0}" = 1 ]; then
     || exit 1
 fi
 if [ "${KERNELS:-0}" = 1 ]; then
-  timeout "$(left)" python3 scripts/remote/collect_kernels.py "$dest/kernel_names.csv" 2>&1 | tail -20
+  timeout "$(left)" python3 lab/kernels/collect_kernels.py "$dest/kernel_names.csv" 2>&1 | tail -20
 fi
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
-  timeout "$(left)" bash scripts/remote/ncu_crosscheck.sh "$dest/ncu_steps.csv"
+  timeout "$(left)" bash lab/kernels/ncu_crosscheck.sh "$dest/ncu_steps.csv"
 fi
 # every GPU of the host, one job each (tcbench.gpus pins each job to its own)
 gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}

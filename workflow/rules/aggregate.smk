@@ -2,6 +2,8 @@
 # and those other studies left there (config/fastest.yaml's beside config/config.yaml's), found
 # when the DAG is built. Every file aggregate reads is an input, passed to it by name, and every
 # table it writes an output, named by tcbench.vocabulary.SET_TABLES and passed to it by path.
+include: "aggregate_helpers.smk"
+
 SET_DIR = "results/{run}"
 
 
@@ -24,13 +26,12 @@ rule aggregate:
     log:
         "logs/{run}/aggregate.log",
     params:
-        src=TCBENCH_SRC,
         # lists, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
             ["--calibration", input.calibration] if input.calibration else []
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.aggregate --run {wildcards.run:q} "
+        "python -m tcbench.aggregate --run {wildcards.run:q} "
         "--records {input.records:q} {input.other_records:q} "
         "--benchmarks {input.benchmarks:q} {input.other_benchmarks:q} "
         "--metrics {output.metrics:q} --summary {output.summary:q} --speedup {output.speedup:q} "

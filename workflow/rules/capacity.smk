@@ -23,11 +23,10 @@ rule capacity_search:
         plan=lambda wc: capacity_study.search_json(
             CAPACITY, wc.workload, wc.precision, wc.run
         ),
-        src=TCBENCH_SRC,
     resources:
         gpu=1,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.capacity search --plan {params.plan:q} "
+        "python -m tcbench.capacity search --plan {params.plan:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
@@ -46,11 +45,10 @@ rule capacity_report:
     log:
         "logs/{run}/capacity_report.log",
     params:
-        src=TCBENCH_SRC,
         out=lambda wc, output: str(Path(output.csv).parent),
         figures=lambda wc, output: str(Path(output.figures[0]).parent),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.capacity report {input:q} "
+        "python -m tcbench.capacity report {input:q} "
         "--out {params.out:q} --figures {params.figures:q} > {log:q} 2>&1"
 
 

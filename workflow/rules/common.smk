@@ -1,17 +1,13 @@
 # The study matrix, resolved once at parse time (every bad value stops here, before any job),
-# and the helpers the rules share: which cells are this study's, which files of the result set
-# are someone else's, what a rule's outputs are for this study's run.
-import csv
-import functools
-import json
+# and the helpers shared across the rules: which cells are this study's, which files of the
+# result set are someone else's, what a rule's outputs are for this study's run. A helper that
+# serves one stage lives beside its rules, in <stage>_helpers.smk (launchers in train's, repeat
+# planning in repeats', the compared sets in compare's, figure labels in figures'): a file of
+# its own, since snakemake --lint wants a file's functions apart from its rules.
 import os
 import re
-import sys
 
-sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
-
-from tcbench import closing, environment, forkclient, matrix, sourcetree  # noqa: E402
-from tcbench.render import placeholder  # noqa: E402
+from tcbench import closing, environment, forkclient, matrix  # noqa: E402
 from tcbench import config as tcconfig  # noqa: E402
 from tcbench import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
@@ -76,8 +72,13 @@ SET_FIGURE_KINDS = [k for k in V.SET_FIGURES if not (CPU_SET and k in V.GPU_ONLY
 FIGURE_FORMATS = list(V.FIGURE_FORMATS)
 TABLE_FORMATS = list(V.TABLE_FORMATS)
 TCBENCH_SRC = str(Path(workflow.basedir) / "workflow")
-# exported in every job's shell (see the Snakefile); container.smk adds the image's
-JOB_ENV = {environment.ALLOW_DIRTY_ENV: "1"} if config["allow_dirty"] else {}
+# Exported in every job's shell (the Snakefile's shell prefix), inside its container or not:
+# where the package is (one PYTHONPATH for every rule), whether the config allowed a dirty tree,
+# and the process a fork server ends with (train.smk's launchers); container.smk adds the image's.
+JOB_ENV = {"PYTHONPATH": TCBENCH_SRC}
+if config["allow_dirty"]:
+    JOB_ENV[environment.ALLOW_DIRTY_ENV] = "1"
+JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
 
 
 def while_missing(paths):
@@ -97,13 +98,6 @@ def alternatives(values):
     return "|".join(map(re.escape, dict.fromkeys(values)))
 
 
-def wave_priority(wave):
-    """A measuring job's scheduling priority: repeat (or comparison replicate) k runs in wave
-    k, every cell's first before any second, so that a cell's repeats straddle the study's
-    drift instead of running back to back; repeats added later join the end."""
-    return tcrepeats.wave_priority(wave)
-
-
 # Only this study's result set is built; another set under results/ (say, committed from another
 # machine) is input data, never re-made from records this machine does not have.
 wildcard_constraints:
@@ -114,53 +108,28 @@ wildcard_constraints:
     ext="|".join(FIGURE_FORMATS),
 
 
-def job_of(wildcards):
-    key = f"{wildcards.experiment}/{wildcards.cell}"
-    if key not in JOBS and key not in EXTRA_JOBS:
-        raise WorkflowError(f"{key} is not a cell of this study's matrix")
-    return JOBS.get(key) or EXTRA_JOBS[key]
+def study_files(pattern, run):
+    """``pattern`` for every job of this study that is or will be run, in matrix order: the
+    initial repeats, and after an adaptive cell's last initial repeat those its looks added
+    (repeats.smk's plan)."""
+    if FOREIGN_SET:  # another device's records: the repeats it has, initial and added
+        return [f for job in [*JOBS.values(), *EXTRA_JOBS.values()]
+                if Path(expand(rules.train.output[0], run=run, experiment=job.experiment,
+                               cell=job.cell)[0]).exists()
+                for f in expand(pattern, run=run, experiment=job.experiment, cell=job.cell)]
+    out = []
+    for job in JOBS.values():
+        out += expand(pattern, run=run, experiment=job.experiment, cell=job.cell)
+        cell = ADAPTIVE.get(f"{job.experiment}/{job.group}")
+        if cell is not None and job.repeat == cell.initial:
+            out += record_files(pattern, run, cell, plan(run, cell.key)[0])[cell.initial:]
+    return out
 
 
-def job_spec(wildcards):
-    job = job_of(wildcards)
-    spec = job.spec(wildcards.run)
-    # an initial repeat's spec is as it was: its record says "initial"; an added repeat of
-    # another device's set was made there, and its record says why (no look here to ask)
-    if job.id in EXTRA_JOBS and ADAPTIVE:
-        spec["repeat_reason"] = added_repeat(wildcards.run, job)[1]
-    return json.dumps(spec, sort_keys=True)
-
-
-def job_inputs(wildcards):
-    return [ancient(p) for p in job_of(wildcards).inputs()]
-
-
-def comparison_of(wildcards):
-    key = f"{wildcards.experiment}/{wildcards.comparison}"
-    if key not in COMPARISONS:
-        raise WorkflowError(f"{key} is not an interleaved comparison of this study")
-    return COMPARISONS[key]
-
-
-def comparison_spec(wildcards):
-    return json.dumps(comparison_of(wildcards).spec(wildcards.run), sort_keys=True)
-
-
-def comparison_inputs(wildcards):
-    return [ancient(p) for p in comparison_of(wildcards).inputs()]
-
-
-def comparison_files(pattern, run):
-    """``pattern`` (the interleave rule's output) for every comparison process of this study,
-    and those other studies left in the result set (found when the DAG is built)."""
-    mine = [expand(pattern, run=run, experiment=c.experiment, comparison=c.name)[0]
-            for c in COMPARISONS.values()]
-    if FOREIGN_SET:
-        mine = [p for p in mine if Path(p).exists()]
-    found = glob_wildcards(pattern.replace("{run}", run))
-    others = expand(pattern, zip, run=[run] * len(found.experiment),
-                    experiment=found.experiment, comparison=found.comparison)
-    return [*mine, *sorted(p for p in others if p not in mine and not Path(p).name.startswith("."))]
+def extra_files(pattern, run):
+    """``pattern`` for every repeat an adaptive cell could be given (this study's files)."""
+    return [expand(pattern, run=run, experiment=j.experiment, cell=j.cell)[0]
+            for j in EXTRA_JOBS.values()]
 
 
 def for_each_job(pattern, run):
@@ -182,28 +151,17 @@ def others_in_set(pattern, run):
                   if p not in mine and not Path(p).name.startswith("."))
 
 
-STUDY_CONFIGS = Path(workflow.basedir) / "config"
-
-
-def planned_cells(run, experiment):
-    """The figures' --planned option: the cells (without the repeat) this study's matrix has
-    for ``experiment`` of its own set; for an experiment another study left in the set, the
-    plan of the one committed study config that has it and every cell it recorded
-    (``matrix.plan_of``); none where that is not known (its figures then say only that a cell
-    has no record)."""
-    if run != RUN:
-        return []
-    cells = list(dict.fromkeys(j.group for j in JOBS.values() if j.experiment == experiment))
-    if not cells:
-        found = glob_wildcards(f"results/{run}/records/{experiment}/{{cell}}.json").cell
-        recorded = {re.sub(r"_r\d+$", "", c) for c in found}
-        cells = matrix.plan_of(experiment, recorded, study_configs()) or []
-    return ["--planned", *cells] if cells else []
-
-
-@functools.lru_cache(maxsize=1)
-def study_configs():
-    return matrix.studies(STUDY_CONFIGS)
+def comparison_files(pattern, run):
+    """``pattern`` (the interleave rule's output) for every comparison process of this study,
+    and those other studies left in the result set (found when the DAG is built)."""
+    mine = [expand(pattern, run=run, experiment=c.experiment, comparison=c.name)[0]
+            for c in COMPARISONS.values()]
+    if FOREIGN_SET:
+        mine = [p for p in mine if Path(p).exists()]
+    found = glob_wildcards(pattern.replace("{run}", run))
+    others = expand(pattern, zip, run=[run] * len(found.experiment),
+                    experiment=found.experiment, comparison=found.comparison)
+    return [*mine, *sorted(p for p in others if p not in mine and not Path(p).name.startswith("."))]
 
 
 def experiments_in_set(run):
@@ -217,33 +175,6 @@ def experiments_in_set(run):
 
 
 SET_EXPERIMENTS = experiments_in_set(RUN)
-# the FP8 crossover study's experiments in the set (crossover.smk makes their map)
-CROSSOVER_EXPERIMENTS = [e for e in SET_EXPERIMENTS if e.startswith(V.CROSSOVER_PREFIX)]
-
-
-def crossover_records(wildcards):
-    """The crossover experiments' records: this study's (train makes them) and those that
-    other studies left in the set."""
-    pattern = rules.train.output[0]
-    return [p for p in [*study_files(pattern, wildcards.run),
-                        *others_in_set(pattern, wildcards.run)]
-            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
-
-
-def crossover_comparisons(wildcards):
-    """The crossover experiments' interleaved comparisons: this study's (rule interleave makes
-    them) and those other studies left in the set (comparison_files, as aggregate takes them)."""
-    return [p for p in comparison_files(rules.interleave.output[0], wildcards.run)
-            if Path(p).parent.name in CROSSOVER_EXPERIMENTS]
-
-
-def study_benchmarks(run):
-    """Snakemake's benchmark of each train job, where there is or will be one: a record made
-    elsewhere (copied in, or written before benchmarks existed) keeps its record without one,
-    rather than being trained again for the sake of a timing file."""
-    return [bench for record, bench in zip(study_files(rules.train.output[0], run),
-                                           study_files(rules.train.benchmark, run))
-            if Path(bench).exists() or not Path(record).exists()]
 
 
 def calibration_paths():
@@ -277,29 +208,6 @@ def all_targets():
     ]
 
 
-def measuring_checks(jobs):
-    """Why the jobs about to run must not start, or None. Only jobs that measure (those that
-    claim a GPU) are held to it: the GPU study needs an NVIDIA GPU where they run, and the code
-    its records will name."""
-    measuring = [job for job in jobs if "gpu" in job.rule.resources]
-    if measuring and FOREIGN_SET and not workflow.touch:
-        return (f"not starting {len(measuring)} measuring job(s): results/{RUN}/ is the result "
-                f"set of another device ({FOREIGN_SET}), whose missing records can only be "
-                f"measured there; to read it here, name only its reports (e.g. snakemake "
-                f"aggregate figures verdict) or point run: at this machine's own set")
-    if not measuring or not config["require_gpu"] or workflow.touch:
-        return None
-    if any(job.is_local for job in measuring) and not environment.nvidia_gpus():
-        return (
-            "config requires an NVIDIA GPU (require_gpu: true) and none is visible. "
-            "On a machine without a GPU run the CPU smoke study instead: "
-            "snakemake --cores 2 --configfile config/smoke.yaml; to compare committed result "
-            "sets only: snakemake compare --cores 1"
-        )
-    why = sourcetree.check_clean(config["allow_dirty"])
-    return f"not starting {len(measuring)} measuring job(s): {why}" if why else None
-
-
 def closing_message():
     """The run's last words (onsuccess): where the results are and what they say, and the
     command that builds the HTML report of what this run made."""
@@ -316,210 +224,3 @@ def closing_message():
         study=study,
         reproduction=f"{RESULTS}/{V.REPRODUCE_FILES['md']}" if "reproduce" in ran else None,
     )
-
-
-# The cross-GPU comparison (compare.smk): result sets named in config (results/<run>/metrics.csv)
-# and published references side by side in results/<compare.name>/.
-COMPARE = config["compare"]
-COMPARE_DIR = f"results/{COMPARE['name']}"
-# "auto" is this study's own result set, as in run: auto
-COMPARE_RUNS = list(dict.fromkeys(RUN if r == "auto" else r for r in COMPARE["runs"]))
-def compare_experiments():
-    """The experiments the comparison covers: the config's list, else this study's
-    experiments that some compared set or reference has (every one where this study's own set
-    is built here; only those its records have where it is another device's set)."""
-    if COMPARE.get("experiments"):
-        return COMPARE["experiments"]
-    if RUN in COMPARE_RUNS and not FOREIGN_SET:
-        return EXPERIMENTS
-    have = set()
-    for path in [*(f"results/{r}/{V.SET_TABLES['metrics']}" for r in COMPARE_RUNS),
-                 *COMPARE.get("references", [])]:
-        if Path(path).exists():
-            with open(path, newline="") as f:
-                have |= {row.get("experiment") for row in csv.DictReader(f)}
-    return [e for e in EXPERIMENTS if e in have]
-
-
-COMPARE_EXPERIMENTS = compare_experiments()
-COMPARE_KINDS = list(V.COMPARE_FIGURES)
-
-if COMPARE["name"] in {RUN, *COMPARE_RUNS}:
-    raise WorkflowError(
-        f"compare.name={COMPARE['name']!r} is also a result set's name; "
-        "choose another, the comparison would overwrite that set"
-    )
-
-
-def compare_metrics(wildcards):
-    """This study's own set is built if needed; any other set must already be there."""
-    paths = []
-    for run in COMPARE_RUNS:
-        path = expand(rules.aggregate.output.metrics, run=run)[0]
-        if run != RUN and not Path(path).exists():
-            raise WorkflowError(
-                f"compare.runs: {path} does not exist. Run that study on its machine and "
-                f"commit results/{run}/, or drop {run!r} from compare.runs."
-            )
-        paths.append(path)
-    return paths
-
-
-# Adaptive repeats (repeats.smk): which repeats a cell's looks asked for. Every helper that
-# reads a look goes through plan(), whose checkpoints.get makes a look that is not yet made.
-LOOKS = max((c.settings.looks for c in ADAPTIVE.values()), default=0)
-ADAPTIVE_GROUPS = [c.group for c in ADAPTIVE.values()]
-REPEATS_DIR = "results/{run}/repeats/{experiment}"
-
-
-def record_files(pattern, run, cell, n):
-    """``pattern`` (train's output or benchmark) for repeats 1..n of an adaptive cell."""
-    return [expand(pattern, run=run, experiment=cell.experiment, cell=cell.job(r).cell)[0]
-            for r in range(1, n + 1)]
-
-
-def plan(run, key, upto=None):
-    """How many repeats the looks 1..upto (all by default) ask the cell ``key`` for, for each
-    added repeat the look file that asked and its reason, and the look files read. A look not
-    yet made is made first: Snakemake re-evaluates whatever asked once the checkpoint is done."""
-    cell = ADAPTIVE[key]
-    n, added, paths = cell.initial, {}, []
-    for look in range(1, (cell.settings.looks if upto is None else upto) + 1):
-        path = checkpoints.repeats_look.get(run=run, experiment=cell.experiment,
-                                            group=cell.group, look=look).output[0]
-        said = json.loads(Path(path).read_text())
-        paths.append(path)
-        planned, settled = tcrepeats.after_look(said, cell.settings)
-        added |= {r: (path, said["reason"]) for r in range(n + 1, planned + 1)}
-        n = planned
-        if settled:
-            break
-    return n, added, paths
-
-
-def added_repeat(run, job):
-    """(look file, reason) of an added repeat; an error if no look asked for it."""
-    cell = ADAPTIVE[f"{job.experiment}/{job.group}"]
-    n, added, _ = plan(run, cell.key)
-    if job.repeat not in added:
-        raise WorkflowError(f"{job.id}: an adaptive repeat that {cell.key}'s looks did not ask "
-                            f"for (they planned {n} repeats); see {decision_file(run, cell)}")
-    return added[job.repeat]
-
-
-def added_repeat_input(wildcards):
-    """An added repeat's train job follows the look that asked for it."""
-    job = job_of(wildcards)
-    return [added_repeat(wildcards.run, job)[0]] if job.id in EXTRA_JOBS and ADAPTIVE else []
-
-
-def study_files(pattern, run):
-    """``pattern`` for every job of this study that is or will be run, in matrix order: the
-    initial repeats, and after an adaptive cell's last initial repeat those its looks added."""
-    if FOREIGN_SET:  # another device's records: the repeats it has, initial and added
-        return [f for job in [*JOBS.values(), *EXTRA_JOBS.values()]
-                if Path(expand(rules.train.output[0], run=run, experiment=job.experiment,
-                               cell=job.cell)[0]).exists()
-                for f in expand(pattern, run=run, experiment=job.experiment, cell=job.cell)]
-    out = []
-    for job in JOBS.values():
-        out += expand(pattern, run=run, experiment=job.experiment, cell=job.cell)
-        cell = ADAPTIVE.get(f"{job.experiment}/{job.group}")
-        if cell is not None and job.repeat == cell.initial:
-            out += record_files(pattern, run, cell, plan(run, cell.key)[0])[cell.initial:]
-    return out
-
-
-def extra_files(pattern, run):
-    """``pattern`` for every repeat an adaptive cell could be given (this study's files)."""
-    return [expand(pattern, run=run, experiment=j.experiment, cell=j.cell)[0]
-            for j in EXTRA_JOBS.values()]
-
-
-def decision_file(run, cell):
-    return expand(rules.repeats_decision.output[0], run=run, experiment=cell.experiment,
-                  group=cell.group)[0]
-
-
-def repeats_targets(run):
-    """Every adaptive cell's decision and the summary (nothing without adaptive cells)."""
-    if not ADAPTIVE:
-        return []
-    return [*(decision_file(run, c) for c in ADAPTIVE.values()),
-            *expand(rules.repeats_summary.output, run=run)]
-
-
-def adaptive_cell(wildcards):
-    return ADAPTIVE[f"{wildcards.experiment}/{wildcards.group}"]
-
-
-def repeats_args(wildcards):
-    """The rule's settings and the cell's name, as words for :q."""
-    cell = adaptive_cell(wildcards)
-    s = cell.settings
-    interleaved = any(c.experiment == cell.experiment for c in COMPARISONS.values())
-    return ["--target", s.target, "--max", s.max, "--looks", s.looks,
-            "--experiment", cell.experiment, "--cell", cell.group, "--n-initial", cell.initial,
-            *(["--interleaved"] if interleaved else [])]
-
-
-def look_records(wildcards):
-    """Look k reads the records that looks 1..k-1 asked for (look 1: the initial ones)."""
-    cell = adaptive_cell(wildcards)
-    n = plan(wildcards.run, cell.key, upto=int(wildcards.look) - 1)[0]
-    return record_files(rules.train.output[0], wildcards.run, cell, n)
-
-
-# How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
-# imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
-# serve them: jobs run by this Snakemake process on this host. Under --use-singularity too,
-# with a sandbox-folder image: the first job's container starts the server, which outlives that
-# job (Apptainer gives a container no PID namespace of its own unless asked), and every later
-# job, in a container from the same image with the same binds, reaches it through the socket
-# under the shared /tmp; its child runs in that first container (docs/job-cost.md). A SIF's
-# mount ends with the first container (CONTAINER_FORKS, container.smk), and a batch job
-# (--profile profiles/slurm) would start a server for one job alone: those, and
-# fresh_interpreter: true, get python -m tcbench.run. Asked when the jobs are made, once
-# Snakemake knows its executor (it does not while parsing).
-JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
-
-
-def job_launcher(wildcards=None):
-    forked = (not config["fresh_interpreter"] and workflow.local_exec
-              and not workflow.remote_exec and (CONTAINER_FORKS or not CONTAINERIZED))
-    return "tcbench.forkclient" if forked else "tcbench.run"
-
-
-# one torch.compile cache per result set: its jobs compile the same graphs
-COMPILE_CACHE = "resources/compile-cache/{run}"
-
-
-def interleave_launcher(wildcards):
-    """``python -m`` words for an interleaved comparison: forked like a training job where
-    those are, else fresh."""
-    if job_launcher() == "tcbench.forkclient":
-        return ["tcbench.forkclient", "--module", "tcbench.interleave"]
-    return ["tcbench.interleave"]
-
-
-def calibrate_launcher(wildcards):
-    """``python -m`` words for the calibration: forked like a training job where those are
-    (it would otherwise import torch for a measurement of a few seconds), by the same server
-    (the compile cache is in the environment the server is keyed by), else fresh."""
-    if job_launcher() == "tcbench.forkclient":
-        return ["tcbench.forkclient", "--module", "tcbench.calibrate",
-                "--compile-cache", COMPILE_CACHE.format(run=wildcards.run)]
-    return ["tcbench.calibrate"]
-
-
-# The figures (figures.smk): where a set's figures go, and the report's labels of one figure:
-# its kind, and whether it was drawn (read from the file when the report is made; a figure with
-# nothing to show is a note saying why, tcbench.render.placeholder).
-SET_FIGURES = "results/{run}/figures/"
-
-
-def drawn_label(kind, name):
-    return lambda wc: {
-        "figure": kind.replace("_", " "),
-        "drawn": placeholder.label(Path(SET_FIGURES.format(run=wc.run)) / name(wc)),
-    }

@@ -1,8 +1,9 @@
 # The cross-GPU comparison, `snakemake compare`: result sets named in config
 # (results/<run>/metrics.csv) and published references (config/reference/*.csv) side by side in
 # results/<compare.name>/. A set other than this study's own is read as committed data, never
-# rebuilt (see the run wildcard constraint and compare_metrics in common.smk). The module writes
+# rebuilt (see the run wildcard constraint and compare_metrics). The module writes
 # the file names of tcbench.vocabulary (COMPARE_FILES, table_name, figure_name) inside --out.
+include: "compare_helpers.smk"
 
 
 rule compare:
@@ -55,10 +56,9 @@ rule compare:
     log:
         f"logs/{COMPARE['name']}.log",
     params:
-        src=TCBENCH_SRC,
         out=lambda wildcards, output: str(Path(output.csv).parent),
         experiments=COMPARE_EXPERIMENTS,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.compare --metrics {input.metrics:q} "
+        "python -m tcbench.reports.compare --metrics {input.metrics:q} "
         "--references {input.references:q} --out {params.out:q} "
         "--experiments {params.experiments:q} > {log:q} 2>&1"

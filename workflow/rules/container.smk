@@ -26,7 +26,7 @@ if CONTAINERIZED:
 # Jobs can be forked from one server only in a sandbox folder: a SIF (and what Snakemake pulls
 # is one) is mounted by a squashfuse that Apptainer ends with the container that mounted it,
 # so a server outliving the first job's container would see an empty image
-# (common.smk's job_launcher). A local SIF is therefore unpacked once, by its digest, and its
+# (train.smk's job_launcher). A local SIF is therefore unpacked once, by its digest, and its
 # jobs run from that folder (their records name the SIF and its digest, and the folder as the
 # image file Apptainer ran); an image Snakemake pulls is a SIF it names only later: fresh jobs.
 RUN_IMAGE = config["container"]
@@ -53,7 +53,6 @@ rule image_python:
     log:
         f"logs/image_python/{tc_container.image_key(config['container'])}.log",
     params:
-        src=TCBENCH_SRC,
         image=config["container"],
         requirements=str(Path(workflow.basedir) / "containers" / "requirements.txt"),
         constraints=str(Path(workflow.basedir) / "containers" / "constraints.txt"),
@@ -61,7 +60,7 @@ rule image_python:
         user_base=lambda wildcards: IMAGE_PYTHON,
         manifest=lambda wildcards: IMAGE_PYTHON_MANIFEST,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.imagedeps "
+        "python -m tcbench.imagedeps "
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "
         "--user-base {params.user_base:q} --image {params.image:q} --out {params.manifest:q} "
         "> {log:q} 2>&1"

@@ -1,10 +1,11 @@
 # The FP8 crossover map (config/fp8_crossover.yaml): where FP8 starts to pay on this GPU, per
 # Linear width x tokens a step, beside the prediction from the set's calibration. Made for a
 # result set that holds experiments named V.CROSSOVER_PREFIX* (this study's or another's in the
-# same set), from their records and their interleaved comparisons (common.smk:
+# same set), from their records and their interleaved comparisons (crossover_helpers.smk:
 # CROSSOVER_EXPERIMENTS, crossover_records, crossover_comparisons: one comparison per shape
 # where the config asks for `interleave: {enabled: true}`), whose paired ratios decide the
 # ratios of their shapes; the module writes exactly the paths it is given.
+include: "crossover_helpers.smk"
 
 
 rule crossover:
@@ -29,13 +30,12 @@ rule crossover:
     log:
         "logs/{run}/crossover.log",
     params:
-        src=TCBENCH_SRC,
         # lists, so that :q quotes each word: the option and the path
         calibration=lambda wc, input: (
             ["--calibration", input.calibration] if input.calibration else []
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.crossover "
+        "python -m tcbench.reports.crossover "
         "--records {input.records:q} {params.calibration:q} --csv {output.csv:q} "
         "--md {output.md:q} --figures {output.png:q} {output.other:q} "
         "--comparisons {input.comparisons:q} > {log:q} 2>&1"

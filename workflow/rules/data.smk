@@ -9,8 +9,6 @@ rule mnist_format_random:
         while_missing(expand("resources/mnist-format-random/MNIST/raw/{f}", f=matrix.MNIST_RAW)),
     log:
         "logs/mnist_format_random.log",
-    params:
-        src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.idxfiles random-mnist "
+        "python -m tcbench.idxfiles random-mnist "
         "resources/mnist-format-random > {log:q} 2>&1"

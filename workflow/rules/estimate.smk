@@ -3,7 +3,9 @@
 # whose total never grows. Carried by Snakemake's own logger: a filter on its records (the job
 # counts' message gains the estimate; the step count's total becomes an upper bound that only
 # shrinks) and a handler that writes the progress line after Snakemake's.
+import json
 import logging
+import sys
 import time
 
 from tcbench import estimate as tcestimate

@@ -5,6 +5,9 @@
 # given. A figure with nothing to show is written as a note saying why (over the experiment's
 # cells and how many of their runs finished), marked in its metadata; the report's "drawn"
 # column reads the mark (tcbench.render.placeholder).
+include: "figures_helpers.smk"
+
+
 rule figures:
     message:
         "figures of {wildcards.experiment}"
@@ -37,10 +40,9 @@ rule figures:
     wildcard_constraints:
         experiment=alternatives(SET_EXPERIMENTS),
     params:
-        src=TCBENCH_SRC,
         planned=lambda wc: planned_cells(wc.run, wc.experiment),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
+        "python -m tcbench.reports.figures "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--experiment {wildcards.experiment:q} --outputs {output.png:q} {output.other:q} "
         "{params.planned:q} > {log:q} 2>&1"
@@ -81,7 +83,6 @@ rule set_figures:
     log:
         "logs/{run}/figures/set.log",
     params:
-        src=TCBENCH_SRC,
         # lists, so that :q quotes each word: the option and the path
         tables=lambda wc, input: [
             word
@@ -89,6 +90,6 @@ rule set_figures:
             for word in (f"--{name.replace('_', '-')}", input[name])
         ],
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.figures "
+        "python -m tcbench.reports.figures "
         "--metrics {input.metrics:q} {params.tables:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"

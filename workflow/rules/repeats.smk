@@ -5,7 +5,8 @@
 # reads them all and may add more, up to adaptive_repeats.max. The decision names the cell tight,
 # noisy or not-ok; repeats.csv lists every cell's. Without adaptive cells (adaptation off, or one
 # repeat, as in the smoke study) none of these rules is part of the DAG.
-# Its helpers (plan, study_files, ...) are in common.smk.
+# study_files (common.smk) lists the records the looks asked for, for the rules that read them.
+include: "repeats_helpers.smk"
 
 
 checkpoint repeats_look:
@@ -22,10 +23,9 @@ checkpoint repeats_look:
         group=alternatives(ADAPTIVE_GROUPS) or "(?!)",
         look="|".join(str(k) for k in range(1, LOOKS + 1)) or "(?!)",
     params:
-        src=TCBENCH_SRC,
         args=repeats_args,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.repeats look --records {input.records:q} "
+        "python -m tcbench.repeats look --records {input.records:q} "
         "--look {wildcards.look:q} {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -44,10 +44,9 @@ rule repeats_decision:
     wildcard_constraints:
         group=alternatives(ADAPTIVE_GROUPS) or "(?!)",
     params:
-        src=TCBENCH_SRC,
         args=repeats_args,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.repeats decide --records {input.records:q} "
+        "python -m tcbench.repeats decide --records {input.records:q} "
         "{params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -60,8 +59,6 @@ rule repeats_summary:
         "results/{run}/repeats.csv",
     log:
         "logs/{run}/repeats_summary.log",
-    params:
-        src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.repeats summary --decisions {input:q} "
+        "python -m tcbench.repeats summary --decisions {input:q} "
         "--out {output:q} > {log:q} 2>&1"

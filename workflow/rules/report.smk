@@ -15,10 +15,8 @@ rule set_tables:
         **{f"{name}_md": f"{SET_DIR}/{file}" for name, file in V.SET_VIEWS.items()},
     log:
         "logs/{run}/set_tables.log",
-    params:
-        src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "python -m tcbench.reports.tables "
         "--speedup {input.speedup:q} --best {input.best:q} "
         "--speedup-md {output.speedup_md:q} --best-md {output.best_md:q} > {log:q} 2>&1"
 
@@ -43,10 +41,8 @@ rule table:
         "logs/{run}/tables/{experiment}.log",
     wildcard_constraints:
         experiment=alternatives(SET_EXPERIMENTS),
-    params:
-        src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "python -m tcbench.reports.tables "
         "--summary {input.summary:q} --speedup {input.speedup:q} "
         "--experiment {wildcards.experiment:q} "
         "--md {output.md:q} --tex {output.tex:q} --html {output.html:q} > {log:q} 2>&1"
@@ -63,10 +59,8 @@ rule tables_combined:
         tex=f"{SET_DIR}/{V.COMBINED_STEM}.tex",
     log:
         "logs/{run}/tables_combined.log",
-    params:
-        src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.tables "
+        "python -m tcbench.reports.tables "
         "--summary {input.summary:q} --speedup {input.speedup:q} "
         "--combined-md {output.md:q} --combined-tex {output.tex:q} > {log:q} 2>&1"
 
@@ -100,10 +94,9 @@ rule overview_figure:
     log:
         "logs/{run}/figures/overview.log",
     params:
-        src=TCBENCH_SRC,
         crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.overview_figure "
+        "python -m tcbench.reports.overview_figure "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--interleaved {input.interleaved:q} {params.crossover:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
@@ -133,10 +126,9 @@ rule verdict:
     log:
         "logs/{run}/verdict.log",
     params:
-        src=TCBENCH_SRC,
         crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.verdict "
+        "python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--interleaved {input.interleaved:q} {params.crossover:q} "
         "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

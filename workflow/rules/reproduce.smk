@@ -39,13 +39,12 @@ rule reproduce:
     log:
         f"logs/{RUN}/reproduce.log",
     params:
-        src=TCBENCH_SRC,
         rerun=lambda wildcards, output: str(Path(output.md).parent),
         # each reference run's folder, once, in the order given
         reference=lambda wildcards, input: list(
             dict.fromkeys(str(Path(t).parent) for t in input.reference)
         ),
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.reports.reproduce {params.rerun:q} "
+        "python -m tcbench.reports.reproduce {params.rerun:q} "
         "--reference {params.reference:q} --md {output.md:q} --csv {output.csv:q} "
         "--figures {output.png:q} {output.other:q} > {log:q} 2>&1"

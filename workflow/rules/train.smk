@@ -1,3 +1,9 @@
+# The measuring rules: one job per cell of the study's matrix (train), one per interleaved
+# comparison process (interleave), and the device's matmul ceilings (calibrate). Their helpers
+# (how a job's process begins, which cell or comparison it is) are in train_helpers.smk.
+include: "train_helpers.smk"
+
+
 # One job per cell of this study's matrix. The constraints keep the rule to those cells: a
 # record of another study in the same result set (see others_in_set) is an input, never a job.
 rule train:
@@ -15,7 +21,6 @@ rule train:
         "results/{run}/benchmarks/train/{experiment}/{cell}.tsv"
     params:
         spec=job_spec,
-        src=TCBENCH_SRC,
         launcher=job_launcher,
         compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),  # shared by the set's jobs
     wildcard_constraints:
@@ -26,7 +31,7 @@ rule train:
     # round-robin: every cell's first repeat, then every second one, ... (added repeats last)
     priority: lambda wc: wave_priority(job_of(wc).repeat)
     shell:
-        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
+        "python -m {params.launcher:q} --spec {params.spec:q} "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -48,7 +53,6 @@ rule interleave:
         "results/{run}/benchmarks/interleave/{experiment}/{comparison}.tsv"
     params:
         spec=comparison_spec,
-        src=TCBENCH_SRC,
         launcher=interleave_launcher,
         compile_cache=lambda wc: COMPILE_CACHE.format(run=wc.run),
     wildcard_constraints:
@@ -58,7 +62,7 @@ rule interleave:
         gpu=1,
     priority: lambda wc: wave_priority(comparison_of(wc).replicate)
     shell:
-        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --spec {params.spec:q} "
+        "python -m {params.launcher:q} --spec {params.spec:q} "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -74,10 +78,9 @@ rule calibrate:
     params:
         size=config["calibrate"]["size"],
         iterations=config["calibrate"]["iterations"],
-        src=TCBENCH_SRC,
         launcher=calibrate_launcher,
     resources:
         gpu=1,
     shell:
-        "PYTHONPATH={params.src:q} python -m {params.launcher:q} --out {output:q} "
+        "python -m {params.launcher:q} --out {output:q} "
         "--size {params.size:q} --iterations {params.iterations:q} > {log:q} 2>&1"

@@ -1,8 +1,9 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """What a job pays for knowing where it runs: tcbench.gpus.pin and tcbench.environment.collect,
 piece by piece, each in fresh processes (a job is a fresh process), beside what the code before
 them did (nvidia-smi per question, git twice).
 
-    PYTHONPATH=workflow python3 scripts/remote/collect_cost.py OUT.json [--repeats 5]
+    PYTHONPATH=workflow python3 lab/bench/collect_cost.py OUT.json [--repeats 5]
 
 Runs on a GPU host (the pieces that need CUDA are measured there) and on a CPU (they are
 skipped). Each repeat is one fresh process, bounded at 120 s; the whole run takes about

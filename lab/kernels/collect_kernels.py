@@ -1,9 +1,10 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Collect real GPU kernel names per precision mode, with their Tensor Core classification.
 
 Run on a GPU machine; writes a CSV (mode, workload, kernel, time_us, calls, tensor_core, rule)
 that becomes tests/data/kernel_names.csv, the test corpus of tcbench.kernels.classify.
 
-    python3 scripts/remote/collect_kernels.py OUT.csv
+    python3 lab/kernels/collect_kernels.py OUT.csv
 """
 
 import csv

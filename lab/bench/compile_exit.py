@@ -1,9 +1,10 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """What a compiled job spends after its record is written, with tcbench.run's exit (its own
 processes killed first) and with the exit handlers alone (as before). Fresh processes, timed
 from outside; ``rest`` = wall - process start - the record's phases (writing the record and
 leaving the process).
 
-    python scripts/bench/compile_exit.py --out results/bench/nvidia-h200/compile_exit.json
+    python lab/bench/compile_exit.py --out results/bench/nvidia-h200/compile_exit.json
 """
 
 from __future__ import annotations

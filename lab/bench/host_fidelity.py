@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Does tcbench measure a host-bound step as a plain loop of a user's own would run it?
 
 The PyTorch AMP recipe's MLP (3 x Linear(4096, 4096), batch 512, 50 batches on the device),
@@ -20,8 +21,8 @@ harness added at a time (step events, the loss log, ``to_device`` on resident te
 disabled GradScaler's wrappers, tcbench's step function, its whole loop, the NVML thread),
 interleaved over rounds; each variant's cost per step in microseconds against the plain loop.
 
-    python scripts/bench/host_fidelity.py --out results/bench/nvidia-h200/host_fidelity
-    python scripts/bench/host_fidelity.py --device cpu --pairs 3 --out /tmp/hf   # a dry run
+    python lab/bench/host_fidelity.py --out results/bench/nvidia-h200/host_fidelity
+    python lab/bench/host_fidelity.py --device cpu --pairs 3 --out /tmp/hf   # a dry run
 
 Writes ``host_fidelity.json`` and ``host_fidelity.md`` under ``--out``.
 """

@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Does forking jobs from a preloaded interpreter change what they measure? A/B, fresh vs forked.
 
 For each cell (a GPU-bound one, ResNet-50, and a host-bound one, the PyTorch AMP recipe), N
@@ -12,8 +13,8 @@ Per job: wall (measured here, start to exit), the record's steady-state throughp
 warm-up and timed steps. Per cell: the throughput ratio forked / fresh with its interval
 (tcbench.stats.ratio: 95% CI for n >= 3), and the median fixed cost of each arm.
 
-    python scripts/bench/fork_ab.py --out results/bench/nvidia-h200/fork_ab --rounds 5
-    python scripts/bench/fork_ab.py --out /tmp/fork_ab --sizes cpu --rounds 3   # tiny, on a CPU
+    python lab/bench/fork_ab.py --out results/bench/nvidia-h200/fork_ab --rounds 5
+    python lab/bench/fork_ab.py --out /tmp/fork_ab --sizes cpu --rounds 3   # tiny, on a CPU
 
 Writes ``fork_ab.json`` (every job and the summaries) and ``fork_ab.md`` to ``--out``.
 """
@@ -95,7 +96,7 @@ def fmt(v, digits=3) -> str:
 
 
 def markdown(doc: dict) -> str:
-    lines = ["# Fresh vs forked jobs (scripts/bench/fork_ab.py)", "",
+    lines = ["# Fresh vs forked jobs (lab/bench/fork_ab.py)", "",
              f"{doc['device']}; {doc['rounds']} rounds per cell, arms alternating; sizes "
              f"`{doc['sizes']}`; server start (first forked job, not a round): "
              f"{fmt(doc['server_start_job_wall_s'], 2)} s.", "",

@@ -1,6 +1,7 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Summarise the kernel evidence collected on a GPU (collect_kernels.py + ncu_kernels.py).
 
-    python3 scripts/remote/summarise_kernel_evidence.py results/nvidia-h200/kernel-evidence
+    python3 lab/kernels/summarise_kernel_evidence.py results/nvidia-h200/kernel-evidence
 
 Prints a Markdown report: Tensor Core share of kernel time per (mode, workload) for one
 training step, by tcbench's kernel-name classifier; and, for every kernel Nsight Compute
@@ -39,7 +40,7 @@ for r in rows[head + 1:]:
     kern[(int(d["ID"]), d["Kernel Name"])][d["Metric Name"]] = int(d["Metric Value"].replace(",", ""))
 agree = 0
 print("\n## Classifier vs Nsight Compute (`ncu --clock-control none`), every kernel of "
-      "scripts/remote/ncu_kernels.py\n")
+      "lab/kernels/ncu_kernels.py\n")
 print("| # | kernel | classifier | matrix-MMA pipe cycles | all tensor-pipe cycles |")
 print("|---|---|---|---|---|")
 for (i, name), m in sorted(kern.items()):

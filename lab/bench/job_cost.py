@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """What does one training job cost beyond its measured steps? Fresh ``python -m tcbench.run``
 processes, timed from outside, against what their records say they measured.
 
@@ -13,9 +14,9 @@ kernels and counts FLOPs, the others name it; each repeat its own seed). Per pro
               interpreter's start (process_start_to_main_s) and the rest (record writing,
               interpreter exit), which together make up the wall time
 
-    python scripts/bench/job_cost.py --config config/smoke.yaml --repeats 2 \\
+    python lab/bench/job_cost.py --config config/smoke.yaml --repeats 2 \\
         --out results/bench/cpu-<model>
-    python scripts/bench/job_cost.py --config config/config.yaml --repeats 2 \\
+    python lab/bench/job_cost.py --config config/config.yaml --repeats 2 \\
         --experiments amp_recipe,digits --out results/bench/nvidia-h200 --name config-a \\
         --max-seconds 60
 

@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Which CPU should a host-bound job's training thread run on? A probe of the host's noise.
 
 host_fidelity.py found the recipe's plain loop (tf32, batch 512) bimodal between processes on an
@@ -8,8 +9,8 @@ round by round so that a drift of the host hits every variant alike, and prints 
 samples/s, with the host's topology and interrupt counts per CPU (CPU 0 takes most interrupts
 on many VMs).
 
-    python scripts/bench/placement_probe.py --out results/bench/nvidia-h200/placement_probe
-    python scripts/bench/placement_probe.py --device cpu --rounds 2 --out /tmp/pp   # dry run
+    python lab/bench/placement_probe.py --out results/bench/nvidia-h200/placement_probe
+    python lab/bench/placement_probe.py --device cpu --rounds 2 --out /tmp/pp   # dry run
 
 Writes ``placement_probe.json`` and ``placement_probe.md`` under ``--out``.
 """

@@ -1,9 +1,10 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """One training step of a workload under one precision mode, bracketed by
 cudaProfilerStart/Stop so that `ncu --profile-from-start off` measures exactly that step.
 
     ncu --profile-from-start off --clock-control none --csv \
         --metrics gpu__time_duration.sum,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum \
-        python3 scripts/remote/ncu_step.py resnet50 amp-bf16 32
+        python3 lab/kernels/ncu_step.py resnet50 amp-bf16 32
 """
 
 import sys

@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """A handful of GEMMs and convolutions per precision mode, for Nsight Compute to count
 tensor-pipe activity on: run under `ncu --clock-control none --metrics ...` (as
 ncu_crosscheck.sh runs ncu_step.py).

@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """FP8 on this GPU, measured: the kernels torchao's float8 training launches, and the FP8 roof.
 
 (a) The recipe MLP (3 x Linear(4096, 4096), ReLU, MSELoss, SGD) trained under each FP8 mode (and
@@ -10,7 +11,7 @@
     per-row scales, bf16 out) next to bf16, fp16, tf32 and fp32; and the kernels each FP8
     product runs.
 
-    python3 scripts/remote/fp8_probe.py --out OUT_DIR [--batch-size 8192] [--budget-s 75]
+    python3 lab/kernels/fp8_probe.py --out OUT_DIR [--batch-size 8192] [--budget-s 75]
 
 Writes OUT_DIR/fp8_kernels.csv (mode, workload, kernel, time_us, calls, tensor_core, rule) and
 OUT_DIR/fp8_probe.json (versions, device, ceilings, step times, FP8 conversion, shares); prints

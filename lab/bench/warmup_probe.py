@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """What the first ResNet-50 training step spends its 13-17 s on, and what cutting it costs.
 
 Each variant runs in a fresh process (so nothing is cached between them): CUDA context, model
@@ -6,7 +7,7 @@ cuDNN picks its algorithms: autotuning off, on (PyTorch's default limit of 10 al
 convolution), or on with a lower limit; the steady-state throughput says whether a cheaper
 warm-up costs speed.
 
-    python scripts/bench/warmup_probe.py --out DIR [--batch 256] [--steps 30] [--max-seconds 240]
+    python lab/bench/warmup_probe.py --out DIR [--batch 256] [--steps 30] [--max-seconds 240]
 
 Writes DIR/warmup_probe.json and prints a table. On a CPU it runs ResNet-18 on tiny images so
 the script itself can be tested; the numbers then mean nothing.

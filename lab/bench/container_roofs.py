@@ -1,3 +1,4 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Does a container change what the GPU does? The calibration's matmul roofs inside and outside.
 
 The calibration (python -m tcbench.calibrate: 8192-wide matmuls per precision, the median of 20
@@ -11,7 +12,7 @@ mean with a 95% t interval on the log ratios (tcbench.stats.replicated_ratio: th
 level that varies). Optionally the two result sets' job wall times (Snakemake's benchmark
 files), to say what a containerised job costs beyond its measurement.
 
-    python scripts/bench/container_roofs.py results/bench/nvidia-h200/container \
+    python lab/bench/container_roofs.py results/bench/nvidia-h200/container \
         --sets results/nvidia-h200-container results/nvidia-h200-container-native
 
 Writes ``roofs.md`` and ``roofs.json`` into the first argument.

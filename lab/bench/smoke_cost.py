@@ -1,9 +1,10 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Where a workflow run's seconds went, from its Snakemake log and its records: the wall time
 from Snakemake's start to its first job, each rule's jobs (count, wall summed, the longest),
 the spans of the training and the reporting stages, and per training job its wall time
 (Snakemake's benchmark) beside the harness's phases.
 
-    python scripts/bench/smoke_cost.py --log .snakemake/log/<run>.snakemake.log \
+    python lab/bench/smoke_cost.py --log .snakemake/log/<run>.snakemake.log \
         --results results/cpu-amd-epyc --out results/bench/cpu-amd-epyc/smoke-cost-<when>.md
 
 The log's clock has one-second resolution, so a job's wall here is good to about a second;

@@ -1,6 +1,7 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Does the training thread's core matter? Cores compared interleaved, in one process.
 
-    python scripts/bench/core_ab.py --out DIR [--precisions tf32,amp-bf16] [--rounds 60]
+    python lab/bench/core_ab.py --out DIR [--precisions tf32,amp-bf16] [--rounds 60]
 
 The PyTorch AMP recipe (batch 512) built once per precision mode in one process (as
 ``tcbench.interleave`` builds its arms); then, in each round, every (mode, core) pair runs one

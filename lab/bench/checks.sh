@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 # The harness's own checks on a GPU host (no study), bounded in time, packed into DIR/checks.tgz
 # (bench outputs, the fork server's own logs, host facts):
 #
-#   scripts/remote/checks.sh --out DIR SECONDS [STEP ...]
+#   lab/bench/checks.sh --out DIR SECONDS [STEP ...]
 #
 #   server    start the fork server by hand: it prints `serving` or `not serving: why`
-#   probe     the training thread's speed on several CPUs (scripts/bench/placement_probe.py)
-#   fork_ab   fresh against forked jobs: throughput ratio and fixed cost (scripts/bench/fork_ab.py)
-#   fidelity  tcbench against a plain training loop (scripts/bench/host_fidelity.py)
+#   probe     the training thread's speed on several CPUs (lab/bench/placement_probe.py)
+#   fork_ab   fresh against forked jobs: throughput ratio and fixed cost (lab/bench/fork_ab.py)
+#   fidelity  tcbench against a plain training loop (lab/bench/host_fidelity.py)
 #
 # On an H200 host the first three take about 340 s, fidelity 160 s more; as with study.sh, give
 # the batch job or remote command at least 60 s more than SECONDS.
 set -uo pipefail
-usage="usage: scripts/remote/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity ...]"
+usage="usage: lab/bench/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity ...]"
 if [ "${1:-}" != --out ] || [ $# -lt 3 ]; then echo "$usage" >&2; exit 2; fi
 dest=$(realpath -m "$2"); budget=$3; shift 3
 case $budget in ''|*[!0-9]*) echo "checks.sh: SECONDS=$budget is not a whole number; $usage" >&2; exit 2 ;; esac
@@ -41,14 +42,14 @@ for step in "$@"; do
       echo "exit $?" >> "$B/server_by_hand.txt"
       cat "$B/server_by_hand.txt" ;;
     probe)
-      timeout $(( $(left) < 100 ? $(left) : 100 )) python3 scripts/bench/placement_probe.py \
+      timeout $(( $(left) < 100 ? $(left) : 100 )) python3 lab/bench/placement_probe.py \
         --rounds 3 --max-seconds 60 --out "$B/placement_probe" 2>&1 | tail -12 ;;
     fork_ab)
-      timeout $(( $(left) - 10 )) python3 scripts/bench/fork_ab.py --rounds 4 \
+      timeout $(( $(left) - 10 )) python3 lab/bench/fork_ab.py --rounds 4 \
         --out "$B/fork_ab" --work "${TMPDIR:-/tmp}/fork_ab_work" 2>&1 | tail -25
       cp -r "${TMPDIR:-/tmp}"/fork_ab_work/*.log "$B/fork_ab/" 2>/dev/null ;;
     fidelity)
-      python3 scripts/bench/host_fidelity.py --pairs 12 --max-seconds $(( $(left) - 40 )) \
+      python3 lab/bench/host_fidelity.py --pairs 12 --max-seconds $(( $(left) - 40 )) \
         --out "$B/host_fidelity" 2>&1 | tail -12 ;;
   esac
 done

@@ -1,8 +1,9 @@
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Host-bound cells decided, on one GPU: the training core, the interleaved comparison and the
 cure (CUDA graphs), measured with tcbench's own jobs on the PyTorch AMP recipe (batch 512).
 
-    python scripts/bench/host_bound.py run --out DIR [--max-seconds 450]     # on the GPU host
-    python scripts/bench/host_bound.py report DIR                           # anywhere
+    python lab/bench/host_bound.py run --out DIR [--max-seconds 450]     # on the GPU host
+    python lab/bench/host_bound.py report DIR                           # anywhere
 
 ``run`` makes, in this order (each part is skipped once ``--max-seconds`` is spent, so what
 ran comes back whole):
@@ -16,7 +17,7 @@ ran comes back whole):
 3. **graphs**: the recipe with its training step captured as a CUDA graph (``cuda_graphs: on``,
    ``fused_optimizer: on``, so amp-fp16's GradScaler stays on the GPU), 3 repeats of each mode,
    and the four graphed modes interleaved;
-4. **ablation**: ``scripts/bench/host_fidelity.py --ablate``: the plain loop with one piece of
+4. **ablation**: ``lab/bench/host_fidelity.py --ablate``: the plain loop with one piece of
    tcbench's harness added at a time, interleaved in one process (one NVML sampler beside its
    variant's steps).
 
@@ -142,7 +143,7 @@ def run(out: Path, max_seconds: float, parts=PARTS) -> None:
     if "ablation" in parts:
         print(f"4. ablation ({left:.0f} s left)", flush=True)
     if "ablation" in parts and left > 100 and "device" not in EXTRA:
-        subprocess.call([sys.executable, str(ROOT / "scripts/bench/host_fidelity.py"),
+        subprocess.call([sys.executable, str(ROOT / "lab/bench/host_fidelity.py"),
                          "--pairs", "0", "--ablate", "12", "--precisions", "tf32,amp-bf16",
                          "--out", str(out / "ablation")], cwd=ROOT)
     print(f"done in {time.monotonic() - t0:.0f} s", flush=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
+# Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 # Nsight Compute cross-check of the kernel classifier: one training step per (workload, mode),
 # every kernel's duration and matrix-MMA tensor-pipe cycles, into the CSV file named:
-#   scripts/remote/ncu_crosscheck.sh CSV
+#   lab/kernels/ncu_crosscheck.sh CSV
 set -uo pipefail
 csv=$1; : > "$csv"
 m=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.sum
@@ -10,5 +11,5 @@ for run in "mnist_cnn fp32 512" "mnist_cnn tf32 512" "mnist_cnn amp-bf16 512" "m
   set -- $run
   echo "# $run" >> "$csv"
   timeout 150 ncu --profile-from-start off --clock-control none --csv --metrics "$m" \
-    python3 scripts/remote/ncu_step.py $run >> "$csv" 2>/dev/null || echo "# failed: $run" >> "$csv"
+    python3 lab/kernels/ncu_step.py $run >> "$csv" 2>/dev/null || echo "# failed: $run" >> "$csv"
 done
