@@ -1,10 +1,10 @@
-"""The matmul ceilings per mode (tcbench.calibrate): every mode of the vocabulary, each measured
+"""The matmul ceilings per mode (tcbench.job.calibrate): every mode of the vocabulary, each measured
 in its own precision, FP8 with torch._scaled_mm."""
 
 import pytest
 import torch
 
-from tcbench import calibrate as C
+from tcbench.job import calibrate as C
 from tcbench import vocabulary as V
 
 CPU = torch.device("cpu")
@@ -26,7 +26,7 @@ def test_one_row_per_mode_in_vocabulary_order_on_the_cpu():
 def test_a_new_mode_is_calibrated_without_touching_calibrate(monkeypatch):
     extra = V.Mode("amp-bf16-again", "the same as amp-bf16", "#000000", autocast="bfloat16")
     monkeypatch.setattr(V, "MODES", (*V.MODES, extra))
-    from tcbench import precision as P
+    from tcbench.job import precision as P
     monkeypatch.setitem(P.MODES, extra.name, P.Precision(extra))
     monkeypatch.setattr(V, "mode", lambda name: next(m for m in V.MODES if m.name == name))
     rows = C.measure(32, 1, CPU)

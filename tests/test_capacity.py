@@ -15,9 +15,9 @@ import yaml
 from conftest import REPO, snakemake
 from tcbench import atomic
 from tcbench import capacity as C
-from tcbench import config as tcconfig
+from tcbench.launch import config as tcconfig
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run as tr
 from tcbench.vocabulary import ConfigError
 
 TINY = {"workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8]}

@@ -16,7 +16,7 @@ import yaml
 from conftest import snakemake
 from tcbench import aggregate
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run as tr
 
 SRC = str(Path(tr.__file__).resolve().parents[1])
 PARAMS = {"in_size": 16, "out_size": 16, "num_batches": 3, "epochs": 1, "warmup_steps": 1}

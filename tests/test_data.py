@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from tcbench import data as D
+from tcbench.data import loaders as D
 
 
 def small_mnist(root, n_train=64, n_test=16, seed=1):
@@ -30,12 +30,12 @@ def test_random_mnist_has_mnist_sizes(tmp_path):
 
 
 def test_the_data_rule_writes_mnist_files_without_torch(tmp_path):
-    """python -m tcbench.idxfiles random-mnist, as the data rule runs it: the files, and no
+    """python -m tcbench.data.idxfiles random-mnist, as the data rule runs it: the files, and no
     torch import (it runs beside the study's first training job on a small machine)."""
     import subprocess
     import sys
 
-    code = ("import sys; from tcbench import idxfiles; "
+    code = ("import sys; from tcbench.data import idxfiles; "
             "idxfiles.main(['random-mnist', sys.argv[1]]); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
     raw = tmp_path / "MNIST" / "raw"

@@ -1,5 +1,5 @@
 """When the energy counter gives an energy figure (tcbench.energy), how the sampler reads power
-(tcbench.telemetry), and that every table takes energy only from records that pass."""
+(tcbench.measure.telemetry), and that every table takes energy only from records that pass."""
 
 import copy
 import time
@@ -13,7 +13,7 @@ from tcbench import aggregate as A
 from tcbench import energy as E
 from tcbench import record as R
 from tcbench import resultset as RS
-from tcbench import telemetry as T
+from tcbench.measure import telemetry as T
 
 
 # ------------------------------------------------------------------------------ a fake NVML

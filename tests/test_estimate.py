@@ -1,4 +1,4 @@
-"""How long a study takes (tcbench.estimate): jobs priced from planted benchmark files and
+"""How long a study takes (tcbench.launch.estimate): jobs priced from planted benchmark files and
 records, interleaved processes scaled by their rounds, the device named whose measurements price
 them, the adaptive repeats' worst case with the line that turns them off, and a progress line
 whose total never grows while its share never falls."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import estimate as E
-from tcbench import matrix as M
-from tcbench import repeats as RP
+from tcbench.launch import estimate as E
+from tcbench.launch import matrix as M
+from tcbench.launch import repeats as RP
 
 PARAMS = {"seed": 0, "in_size": 16, "epochs": 1}
 

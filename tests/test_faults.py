@@ -3,7 +3,7 @@ loss -> status diverged with its step; the rest of the matrix goes on and the ta
 mark the cell; a record is never half-written.
 
 On a CPU out-of-memory errors come from fault injection (TCBENCH_INJECT_FAULT, test-only:
-tests/faultinject.py, which tcbench.run does not import) or from the simulated memory budget; on
+tests/faultinject.py, which tcbench.job.run does not import) or from the simulated memory budget; on
 a GPU (test marked ``gpu``) from a real allocator cap.
 """
 
@@ -23,15 +23,16 @@ import yaml
 
 import faultinject
 from conftest import fault_env, snakemake
-from tcbench import aggregate, memlimit
+from tcbench import aggregate
+from tcbench.job import memlimit
 from tcbench.render import plot
 from tcbench.reports import figures
 from tcbench import atomic
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run as tr
 
 SRC = str(Path(tr.__file__).resolve().parents[1])  # the workflow/ folder: tcbench's parent
-FAULT_RUN = [sys.executable, faultinject.__file__, "-m", "tcbench.run"]  # tcbench.run + faults
+FAULT_RUN = [sys.executable, faultinject.__file__, "-m", "tcbench.job.run"]  # the job + faults
 TINY_PARAMS = {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1, "warmup_steps": 1}
 
 
@@ -179,7 +180,7 @@ def test_real_oom_on_the_gpu(tmp_path):
             "precision": "fp32", "batch_size": 256, "memory_limit_bytes": 2**30,
             "params": {"steps": 2, "warmup_steps": 1, "profile_steps": 0, "distinct_batches": 1}}
     out = tmp_path / "rec.json"
-    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+    proc = subprocess.run([sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
                            "--out", str(out)], capture_output=True, text=True, timeout=600,
                           env={k: v for k, v in os.environ.items()
                                if k != "TCBENCH_INJECT_FAULT"} | {"PYTHONPATH": SRC})

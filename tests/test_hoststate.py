@@ -3,7 +3,7 @@ switches, and interrupt and steal time read from /proc/stat."""
 
 import pytest
 
-from tcbench import hoststate as H
+from tcbench.host import hoststate as H
 
 STAT_A = """cpu  100 0 50 1000 0 10 5 2 0 0
 cpu0 60 0 30 500 0 8 4 2 0 0
@@ -58,7 +58,8 @@ def test_the_probe_measures_a_positive_rate():
 
 
 def test_a_job_records_the_hosts_state_over_its_timed_window():
-    from tcbench import record as R, run
+    from tcbench import record as R
+    from tcbench.job import run
 
     rec = run.run_job({"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
                        "device": "cpu", "params": {"in_size": 16, "out_size": 16,

@@ -1,4 +1,4 @@
-"""The interleaved comparison (tcbench.interleave): every precision arm of one setting in one
+"""The interleaved comparison (tcbench.job.interleave): every precision arm of one setting in one
 process, alternated in rounds; its ratios come from its own per-round numbers."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from tcbench import interleave as IL, matrix as M, record as R, stats
+from tcbench.job import interleave as IL
+from tcbench.launch import matrix as M
+from tcbench import record as R, stats
 from tcbench.analysis import interleaved as A
 from tcbench.vocabulary import ConfigError
 
@@ -99,7 +101,7 @@ def test_bad_settings_are_named_before_anything_runs():
 
 
 def test_the_matrix_makes_replicated_comparisons_per_setting_of_an_experiment_that_asks():
-    from tcbench import config as C
+    from tcbench.launch import config as C
 
     cfg = C.check({"require_gpu": False, "repeats": 2, "experiments": [
         {"name": "r", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],

@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from tcbench import config as tcconfig
-from tcbench import matrix as M
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix as M
 
 REPO_CONFIGS = ["config/config.yaml", "config/smoke.yaml", "config/fastest.yaml",
                 "config/multigpu.yaml"]
@@ -96,7 +96,7 @@ def test_auto_run_is_a_device_slug():
 
 
 def test_device_in_a_run_name_is_this_machines_slug(monkeypatch):
-    from tcbench import environment
+    from tcbench.host import environment
 
     monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
     assert M.resolve_run(tcconfig.check({"run": "smoke-{device}", "experiments": [exp()]})) \
@@ -108,7 +108,7 @@ def test_device_in_a_run_name_is_this_machines_slug(monkeypatch):
 
 def test_the_smoke_study_and_the_gpu_study_never_share_a_set(monkeypatch):
     from conftest import REPO
-    from tcbench import environment
+    from tcbench.host import environment
 
     monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
     runs = {name: M.resolve_run(tcconfig.check(yaml.safe_load((REPO / "config" / name)

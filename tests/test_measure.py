@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from tcbench import measure as M
-from tcbench import telemetry as T
+from tcbench.measure import core as M
+from tcbench.measure import telemetry as T
 from tcbench.workloads.amp_recipe import make_model
 
 

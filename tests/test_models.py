@@ -16,12 +16,12 @@ import torch
 import yaml
 
 from conftest import REPO, snakemake
-from tcbench import imagefolder as IF
-from tcbench import matrix
+from tcbench.data import imagefolder as IF
+from tcbench.launch import matrix
 from tcbench import record as R
-from tcbench import run
+from tcbench.job import run
 from tcbench import workloads as W
-from tcbench.matrix import ConfigError
+from tcbench.launch.matrix import ConfigError
 from tcbench.workloads import classify as C
 from tcbench.workloads import timm_models, torchvision_models
 
@@ -416,7 +416,7 @@ def test_the_documented_config_expands(tmp_path, monkeypatch):
     check and gives the cells it promises."""
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my_model.py").write_text(blocks("python")[0])
@@ -444,7 +444,7 @@ def test_zoo_study_expands_to_what_its_header_says():
     pytest.importorskip("timm")
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     cfg = yaml.safe_load((REPO / "config" / "zoo.yaml").read_text())
     tcconfig.check(copy.deepcopy(cfg))

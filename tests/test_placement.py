@@ -4,7 +4,7 @@ naming the set, its host and its neighbours; cpu_placement: os leaves the proces
 import os
 import threading
 
-from tcbench import gpus, placement as PL
+from tcbench.host import gpus, placement as PL
 
 
 def test_slices_per_gpu_are_disjoint_and_prefer_the_gpus_own_cpus():
@@ -53,7 +53,7 @@ def test_a_cpu_jobs_training_thread_keeps_the_whole_set_for_its_intra_op_threads
 
 
 def test_a_cpu_job_records_the_whole_set_as_its_training_cpus(tmp_path):
-    from tcbench import run
+    from tcbench.job import run
 
     rec = run.run_job({"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
                        "device": "cpu", "params": {"in_size": 16, "out_size": 16,

@@ -3,7 +3,7 @@ import sys
 import pytest
 import torch
 
-from tcbench import precision as P
+from tcbench.job import precision as P
 
 CPU = torch.device("cpu")
 
@@ -197,7 +197,7 @@ def test_fp8_cell_on_the_cpu_is_an_unsupported_record(tmp_path):
     import json
 
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
 
     out = tmp_path / "r.json"
     spec = {"workload": "digits", "precision": "fp8-tensorwise", "batch_size": 64,
@@ -213,7 +213,7 @@ def test_fp8_cell_without_a_convertible_layer_is_unsupported_after_build(monkeyp
     model is built, and a record, not a crash. (The device check is bypassed: this is a CPU.)"""
     pytest.importorskip("torchao.float8")
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
 
     monkeypatch.setattr(P.Precision, "supported", lambda self, device: (True, None))
     spec = {"workload": "resnet50", "precision": "fp8-rowwise", "batch_size": 2,
@@ -230,12 +230,12 @@ def test_fp8_cell_without_a_convertible_layer_is_unsupported_after_build(monkeyp
 
 
 def test_fp8_cell_trains_the_converted_layers_and_records_them(monkeypatch):
-    """The hook in tcbench.run end to end. torch._scaled_mm also runs on the CPU (emulated, no
+    """The hook in tcbench.job.run end to end. torch._scaled_mm also runs on the CPU (emulated, no
     Tensor Cores), so with the device check bypassed an FP8 cell trains here: the optimiser
     must move the converted layers' weights, and the record must say what ran."""
     pytest.importorskip("torchao.float8")
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
     from tcbench.workloads import amp_recipe
 
     monkeypatch.setattr(P.Precision, "supported", lambda self, device: (True, None))

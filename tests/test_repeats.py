@@ -1,5 +1,5 @@
-"""Repeats until the interval is tight (tcbench.repeats): the rule on fixture records, the cells
-that adapt, and the workflow giving a wide cell real extra repeat jobs."""
+"""Repeats until the interval is tight (tcbench.launch.repeats): the rule on fixture records,
+the cells that adapt, and the workflow giving a wide cell real extra repeat jobs."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import yaml
 from scipy.stats import t as student_t
 
 from conftest import copy_workflow, never_backwards, progress, snakemake
-from tcbench import config as tcconfig
-from tcbench import matrix as M
-from tcbench import repeats as RP
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix as M
+from tcbench.launch import repeats as RP
 from tcbench import stats
 from tcbench.vocabulary import ConfigError
 

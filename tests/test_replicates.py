@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tcbench import interleave as IL
+from tcbench.job import interleave as IL
 from tcbench import record as R
 from tcbench import stats
 from tcbench import vocabulary as V

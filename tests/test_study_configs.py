@@ -10,8 +10,8 @@ import yaml
 from snakemake.utils import update_config
 
 from conftest import REPO
-from tcbench import config as tcconfig
-from tcbench import matrix as M
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix as M
 from tcbench import vocabulary as V
 
 # the zoo expands by trying every model's forward pass (seconds each on a CPU): slow

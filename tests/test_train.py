@@ -6,9 +6,9 @@ import time
 import pytest
 import torch
 
-from tcbench import measure as M
-from tcbench import precision as P
-from tcbench import train as T
+from tcbench.measure import core as M
+from tcbench.job import precision as P
+from tcbench.job import train as T
 from tcbench import workloads as W
 
 CPU = torch.device("cpu")

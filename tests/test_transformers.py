@@ -12,9 +12,9 @@ import torch
 import yaml
 
 from conftest import REPO
-from tcbench import matrix
+from tcbench.launch import matrix
 from tcbench import record as R
-from tcbench import run
+from tcbench.job import run
 from tcbench import workloads as W
 
 pytest.importorskip("transformers")
@@ -85,7 +85,7 @@ def test_gpt2_conv1d_becomes_the_equal_linear():
 
 def test_fp8_converts_the_blocks_and_names_the_lm_head_it_keeps():
     pytest.importorskip("torchao")
-    from tcbench import precision as P
+    from tcbench.job import precision as P
 
     params = W.resolve_params("transformers", GPT2 | TINY)
     w = W.build("transformers", params, 16, torch.device("cpu"))
@@ -134,7 +134,7 @@ def test_the_study_config_expands_to_what_its_header_says():
     recipes, compiled, three repeats."""
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     text = (REPO / "config" / "transformers.yaml").read_text()
     config = yaml.safe_load(text)

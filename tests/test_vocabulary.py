@@ -89,7 +89,7 @@ def test_fp8_recipe_enum_is_the_modes_recipes():
 
 def test_compile_cache_outcome_is_one_rule():
     """The job writes it and the reader of older records derives it, both from here."""
-    from tcbench import harness
+    from tcbench.job import harness
     assert harness.compile_cache_outcome is V.compile_cache_outcome
     assert V.compile_cache_outcome({"fxgraph_cache_hit": 3}) == "hit"
     assert V.compile_cache_outcome({"fxgraph_cache_miss": 2, "fxgraph_cache_bypass": 1}) == "miss"

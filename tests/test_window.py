@@ -4,7 +4,7 @@ extension bounded, the seed's long schedule never lengthened."""
 import numpy as np
 import pytest
 
-from tcbench import window as Wn
+from tcbench.measure import window as Wn
 from tcbench import workloads as W
 
 

@@ -14,7 +14,7 @@ from torch.profiler import ProfilerActivity, profile
 from torchvision.models import resnet50
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
+from tcbench.job import precision as P  # noqa: E402
 from tcbench.kernels import classify  # noqa: E402
 from tcbench.workloads.mnist_cnn import Net  # noqa: E402
 

@@ -5,7 +5,7 @@
     (``precision.prepare``, bf16 autocast); after warm-up, a few steps under torch.profiler:
     every GPU kernel with its time, calls and tcbench's Tensor Core classification, and the
     median step time. The kernel names become test cases of tcbench.kernels.classify.
-(b) The matmul ceilings, as the calibrate job measures them (tcbench.calibrate.measure:
+(b) The matmul ceilings, as the calibrate job measures them (tcbench.job.calibrate.measure:
     8192^3, CUDA events, median after warm-up): fp8 (torch._scaled_mm, e4m3, per-tensor and
     per-row scales, bf16 out) next to bf16, fp16, tf32 and fp32; and the kernels each FP8
     product runs.
@@ -35,9 +35,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow"))
-from tcbench import calibrate as C  # noqa: E402
-from tcbench import precision as P  # noqa: E402
-from tcbench import train as T  # noqa: E402
+from tcbench.job import calibrate as C  # noqa: E402
+from tcbench.job import precision as P  # noqa: E402
+from tcbench.job import train as T  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.kernels import classify  # noqa: E402
 from tcbench.workloads.amp_recipe import make_model  # noqa: E402

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
-from tcbench.calibrate import product  # noqa: E402
+from tcbench.job import precision as P  # noqa: E402
+from tcbench.job.calibrate import product  # noqa: E402
 
 device = torch.device("cuda")
 a = torch.randn(2048, 2048, device=device)

@@ -11,8 +11,8 @@ import sys
 import torch
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
-from tcbench import train as T  # noqa: E402
+from tcbench.job import precision as P  # noqa: E402
+from tcbench.job import train as T  # noqa: E402
 from tcbench import workloads as W  # noqa: E402
 
 name, mode_name, bs = sys.argv[1], sys.argv[2], int(sys.argv[3])

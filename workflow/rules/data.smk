@@ -12,5 +12,5 @@ rule mnist_format_random:
     params:
         src=TCBENCH_SRC,
     shell:
-        "PYTHONPATH={params.src:q} python -m tcbench.idxfiles random-mnist "
+        "PYTHONPATH={params.src:q} python -m tcbench.data.idxfiles random-mnist "
         "resources/mnist-format-random > {log:q} 2>&1"
