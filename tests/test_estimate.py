@@ -36,8 +36,8 @@ def train(folder, key, seconds, precision="fp32", bs=8, **params):
 
 def job(experiment="exp", precision="fp32", bs=8, repeat=1, **params):
     p = PARAMS | {"seed": repeat - 1} | params
-    return M.Job(experiment, f"{precision}_bs{bs}_r{repeat}", "amp_recipe", precision, bs,
-                 repeat, tuple(sorted(p.items())))
+    return M.Cell(experiment, f"{precision}_bs{bs}_r{repeat}", "amp_recipe", precision, bs,
+                  repeat, tuple(sorted(p.items())))
 
 
 def comparison(rounds=20, segment_s=0.1, replicate=1):

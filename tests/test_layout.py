@@ -187,6 +187,33 @@ def test_the_folder_rules_say_no_to_an_upward_import():
     assert _job_half_may_import("capacity.report", "render.table")         # the one crossing
 
 
+# the two shared abbreviations, one meaning each across the package; measure.core reads as measure
+ALIASES = {("vocabulary", "V"), ("record", "R"), ("core", "measure")}
+
+
+def module_aliases(name: str, path: Path, known: dict) -> list[str]:
+    """``module as alias`` for each tcbench module ``name`` imports under another name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                targets = _resolve(name, path, ast.ImportFrom(node.module, [a], node.level),
+                                   known)
+                leaf = targets[0].rpartition(".")[2] if targets else ""
+                if a.asname and targets and leaf == a.name and a.asname != leaf \
+                        and (leaf, a.asname) not in ALIASES:
+                    out.append(f"{name}: {leaf} as {a.asname}")
+    return out
+
+
+def test_the_job_half_imports_a_module_by_its_name():
+    """``graphs``, not ``G`` (which was gpus elsewhere): a name says what it is."""
+    known = modules()
+    wrong = [w for name, path in known.items() if unit(name) in JOB
+             for w in module_aliases(name, path, known)]
+    assert wrong == []
+
+
 def test_every_module_is_in_one_half():
     """A unit in neither list escapes the checks above (a reporting module importing it would
     pass unseen); one in both is in no one half."""

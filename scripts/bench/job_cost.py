@@ -52,7 +52,7 @@ COLUMNS = ("cell", "repeat", "status", "wall_s", "warmup_s", "steady_s", "fixed_
 
 
 def config_jobs(path: Path, repeats: int, experiments: list[str] | None,
-                cells: int) -> list[matrix.Job]:
+                cells: int) -> list[matrix.Cell]:
     """Repeats 1..``repeats`` of the first ``cells`` cells of each experiment of the config."""
     import yaml
 

@@ -10,7 +10,7 @@ from tcbench.launch import estimate as tcestimate
 
 
 def measuring_of(job):
-    """The matrix's Job or Comparison that a job of the DAG runs; None for any other job."""
+    """The matrix's Cell or Comparison that a job of the DAG runs; None for any other job."""
     w = job.wildcards
     if job.rule.name == "train":
         key = f"{w.experiment}/{w.cell}"

@@ -58,7 +58,7 @@ class Task:
 
 
 def task(job) -> Task:
-    """The Task of a ``tcbench.launch.matrix`` Job or Comparison."""
+    """The Task of a ``tcbench.launch.matrix`` Cell or Comparison."""
     if hasattr(job, "precisions"):
         chosen = dict(job.interleave)
         return Task("interleave", job.id, job.workload, tuple(job.precisions), job.batch_size,

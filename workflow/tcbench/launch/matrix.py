@@ -29,7 +29,9 @@ MNIST_RAW = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-
 
 
 @dataclass(frozen=True)
-class Job:
+class Cell:
+    """One cell of the study in one repeat: one training job, its own process and record."""
+
     experiment: str
     cell: str
     workload: str
@@ -47,7 +49,7 @@ class Job:
         """The cell's name without its repeat (what the repeats of one cell share)."""
         return self.cell[: -len(f"_r{self.repeat}")]
 
-    def again(self, repeat: int) -> "Job":
+    def again(self, repeat: int) -> "Cell":
         """Repeat ``repeat`` of the same cell: its own process and seed (seed + r - 1), as
         the initial repeats have (tcbench.launch.repeats adds such repeats to a wide cell)."""
         params = dict(self.params)
@@ -112,8 +114,8 @@ class Comparison:
                 "interleave": dict(self.interleave)}
 
     def inputs(self) -> list[str]:
-        return Job(self.experiment, "", self.workload, self.precisions[0], self.batch_size, 1,
-                   self.params).inputs()
+        return Cell(self.experiment, "", self.workload, self.precisions[0], self.batch_size, 1,
+                    self.params).inputs()
 
 
 # Independent comparison processes per setting: three give a 95% interval across processes
@@ -132,12 +134,12 @@ def check_replicates(k) -> None:
                          "default) or 1")
 
 
-def setting_of(job: Job) -> str:
+def setting_of(cell: Cell) -> str:
     """A cell's setting: its name without the precision and the repeat."""
-    return job.group[len(job.precision) + 1:]
+    return cell.group[len(cell.precision) + 1:]
 
 
-def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
+def comparisons(config: dict, cells: dict[str, Cell]) -> dict[str, Comparison]:
     """The interleaved comparison processes of the study: for each experiment with
     ``interleave.enabled``, ``interleave.replicates`` per setting that has two or more
     precisions (built from its first repeats' jobs, reseeded per replicate). A bad
@@ -156,10 +158,10 @@ def comparisons(config: dict, jobs: dict[str, Job]) -> dict[str, Comparison]:
             check_replicates(replicates)
         except ValueError as exc:
             raise ConfigError(f"experiments[{i}] ({name}).{exc}") from None
-        firsts: dict[str, list[Job]] = {}
-        for job in jobs.values():
-            if job.experiment == name and job.repeat == 1:
-                firsts.setdefault(setting_of(job), []).append(job)
+        firsts: dict[str, list[Cell]] = {}
+        for cell in cells.values():
+            if cell.experiment == name and cell.repeat == 1:
+                firsts.setdefault(setting_of(cell), []).append(cell)
         for setting, js in firsts.items():
             if len(js) < 2:
                 continue
@@ -250,16 +252,17 @@ def studies(folder: Path) -> dict[str, dict]:
     return out
 
 
-def expand(config: dict) -> dict[str, Job]:
-    """Every job of the study, keyed by ``experiment/cell``, in config order.
+def expand(config: dict) -> dict[str, Cell]:
+    """Every cell of the study (one training job each), keyed by ``experiment/cell``, in config
+    order.
 
     ``config`` has been through ``tcbench.launch.config.check`` (types, enums, ranges and
-    defaults are the schema's); what is checked here is what the schema cannot say: experiment names used
-    twice, a parameter set both in ``params`` and in ``axes``, workload parameters (the
+    defaults are the schema's); what is checked here is what the schema cannot say: experiment
+    names used twice, a parameter set both in ``params`` and in ``axes``, workload parameters (the
     workload's own rules), an ``exclude`` that matches no cell, and a study left empty."""
     from .. import workloads
 
-    jobs: dict[str, Job] = {}
+    cells: dict[str, Cell] = {}
     seen_names: set[str] = set()
     for i, exp in enumerate(config["experiments"]):
         name = exp.get("name", exp["workload"])
@@ -295,18 +298,18 @@ def expand(config: dict) -> dict[str, Job]:
                 # Each repeat its own seed, the same for every precision: repeats are
                 # independent runs, and precisions compare paired by seed.
                 seeded = resolved | {"seed": resolved["seed"] + rep - 1}
-                job = Job(name, cell_name(precision, bs, axis_values, rep), workload, precision,
-                          bs, rep, tuple(sorted(seeded.items())))
-                if job.id in jobs:
-                    raise ConfigError(f"{where}: job {job.id} appears twice")
-                jobs[job.id] = job
+                cell = Cell(name, cell_name(precision, bs, axis_values, rep), workload, precision,
+                            bs, rep, tuple(sorted(seeded.items())))
+                if cell.id in cells:
+                    raise ConfigError(f"{where}: job {cell.id} appears twice")
+                cells[cell.id] = cell
         for j, count in enumerate(excluded):
             if not count:  # a typo in an exclude would otherwise run the cells it meant to drop
                 raise ConfigError(f"{where}.exclude[{j}]={exp['exclude'][j]!r}: matches "
                                   f"no cell of {name} (its precisions, batch_sizes and axes)")
-    if not jobs:
+    if not cells:
         raise ConfigError("experiments: every cell is excluded; the study is empty")
-    return jobs
+    return cells
 
 
 def resolve_run(config: dict) -> str:

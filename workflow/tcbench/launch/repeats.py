@@ -79,7 +79,7 @@ class Cell:
     experiment: str
     group: str  # the cell's name without its repeat, e.g. tf32_bs512
     initial: int
-    first: object  # tcbench.launch.matrix.Job of repeat 1
+    first: object  # tcbench.launch.matrix.Cell of repeat 1
     settings: Settings  # the config's adaptive_repeats, the experiment's own over it
 
     @property
