@@ -2,16 +2,18 @@
 
 A step bound by kernel-launch overhead (a small MLP, a CNN at a small batch) runs at the speed
 of the CPU thread that launches its kernels; captured once as a CUDA graph and replayed, the
-whole step is one launch, and the GPU's own speed shows. ``step`` builds the training step a
-job asks for: the eager step (``tcbench.job.train``), with the workload's optimiser in its fused
-implementation where ``fused_optimizer: on``, captured as a graph where ``cuda_graphs: on``.
+whole step is one launch, and the GPU's own speed shows. ``plan`` decides the training step a
+job asks for, and what its record says of it: the eager step (``tcbench.job.train``), with the
+workload's optimiser in its fused implementation where ``fused_optimizer: on``, captured as a
+graph where ``cuda_graphs: on``; ``step`` builds it. The job writes the record.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from .. import vocabulary as V
 from ..workloads import Workload
 from .precision import Precision
 from .train import eager_step
@@ -107,26 +109,34 @@ class GraphedStep:
         return self.loss
 
 
-def step(model, w: Workload, precision: Precision, device, scaler, params: dict, example,
-         record: dict, entering=lambda phase: None):
-    """The job's training step, or None where the cell cannot run (its record then says why):
-    eager, with a fused optimiser (``fused_optimizer: on``), captured as a CUDA graph
-    (``cuda_graphs: on``). ``example``: a batch on the device, for the capture."""
+@dataclass(frozen=True)
+class Plan:
+    """Which step a job builds, decided before anything is captured: the CUDA-graph facts for
+    the record (None where the fused optimiser failed first) and why the cell cannot run (None:
+    it can)."""
+    cuda_graphs: dict | None
+    unsupported: str | None = None
+
+
+def plan(w: Workload, precision: Precision, device, params: dict) -> Plan:
+    """The step the job asks for: with the workload's optimiser swapped for its fused
+    implementation where ``fused_optimizer: on``, captured as a CUDA graph where ``cuda_graphs:
+    on`` and the device and optimiser allow it."""
     if params["fused_optimizer"] == "on":
         try:
             w.optimizer = fused(w.optimizer)
         except ValueError as exc:
-            record |= {"status": V.UNSUPPORTED, "status_reason": str(exc)}
-            return None
-    graphs = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
-    record["precision_flags"]["cuda_graphs"] = graphs
-    if not graphs["requested"]:
-        return eager_step(model, w, scaler, precision, device)
+            return Plan(None, str(exc))
+    facts = {"requested": params["cuda_graphs"] == "on", "captured": False, "reason": None}
+    if not facts["requested"]:
+        return Plan(facts)
     ok, reason = graphs_supported(w, precision, device)
-    if not ok:
-        record |= {"status": V.UNSUPPORTED, "status_reason": f"cuda_graphs=on: {reason}"}
-        return None
-    entering("capturing a CUDA graph")
-    captured = GraphedStep(model, w, precision, device, example(), scaler)
-    graphs["captured"] = True
-    return captured
+    return Plan(facts, None if ok else f"cuda_graphs=on: {reason}")
+
+
+def step(chosen: Plan, model, w: Workload, precision: Precision, device, scaler, example):
+    """The training step ``chosen`` (a plan without an ``unsupported`` reason): eager, or
+    captured as a CUDA graph (``example``: a batch on the device, for the capture)."""
+    if not chosen.cuda_graphs["requested"]:
+        return eager_step(model, w, scaler, precision, device)
+    return GraphedStep(model, w, precision, device, example(), scaler)

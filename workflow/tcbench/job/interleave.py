@@ -131,9 +131,7 @@ class Arm:
         import torch
 
         torch.manual_seed(job.params["seed"])   # replicate k: the seed of the cell's repeat k
-        job.channels_last = job.params["memory_format"] == "channels_last"
-        job.record["precision_flags"] = self.flags()
-        w, step = job.prepare()
+        w, step = job.prepare(flags=self.flags())
         if step is None:
             self.status, self.reason = job.record["status"], job.record["status_reason"]
             return
@@ -142,7 +140,7 @@ class Arm:
 
     def flags(self) -> dict:
         """This arm's process-wide backend flags (TF32 on or off), set now."""
-        return self.job.mode.apply(self.job.params["cudnn_benchmark"] == "on")
+        return self.job.apply_flags()
 
     @property
     def ok(self) -> bool:

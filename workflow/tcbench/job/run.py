@@ -57,6 +57,7 @@ class Job:
         self.timer = measure.StepTimer(self.device)
         self.budget = memlimit.Budget(spec.get("memory_limit_bytes"), self.device)
         self.phase = "building"
+        self.channels_last = self.params["memory_format"] == "channels_last"
         self._evidence = evidence
         self.where = None          # the placement, once placed (tcbench.host.placement)
         self.narrow = lambda: None  # ends widen_for_compile's window, where one was opened
@@ -91,6 +92,10 @@ class Job:
             return self._evidence
         return self.params["evidence_repeats"] == "all" or self.spec["repeat"] == 1
 
+    def apply_flags(self) -> dict:
+        """Set the mode's process-wide backend flags (TF32 on or off) now; the flags set."""
+        return self.mode.apply(self.params["cudnn_benchmark"] == "on")
+
     def enter(self, phase: str) -> None:
         self.phase = phase
 
@@ -118,7 +123,7 @@ class Job:
 
         self.phases.mark("imports")
         torch.manual_seed(self.params["seed"])
-        flags = self.mode.apply(self.params["cudnn_benchmark"] == "on")
+        flags = self.apply_flags()
         self.record["precision_flags"] = flags | {
             "autocast_dtype": str(self.mode.autocast_dtype).replace("torch.", "")
             if self.mode.autocast_dtype else None,
@@ -152,15 +157,19 @@ class Job:
         return workloads.build(self.spec["workload"], self.params, self.spec["batch_size"],
                                self.device)
 
-    def prepare(self):
+    def prepare(self, flags: dict | None = None):
         """Build the workload and its training step (precision, memory format, compile, CUDA
-        graph); (workload, step), or (workload, None) where the cell cannot run."""
+        graph); (workload, step), or (workload, None) where the cell cannot run (the record says
+        why). ``flags``: the precision flags the record starts with, where the job has not
+        recorded its own (an interleaved comparison's arm)."""
         import torch
 
         from ..measure import core as measure
         from . import graphs, train
 
         params, device, record = self.params, self.device, self.record
+        if flags is not None:
+            record["precision_flags"] = flags
         w = self.build()
         record["data"] = w.data
         record["model"] = w.model_info  # what was built: name, source, parameter count
@@ -188,13 +197,19 @@ class Job:
             w.model, mode=None if params["compile"] == "default" else params["compile"])
         self.budget.watch(w.model)
         self.scaler = self.mode.scaler(device)
-        step = graphs.step(model, w, self.mode, device, self.scaler, params,
-                           lambda: train.to_device(w.example_batch, device, False,
-                                                   self.channels_last),
-                           record, self.enter)
-        if step is None:
+        chosen = graphs.plan(w, self.mode, device, params)
+        if chosen.cuda_graphs is not None:
+            record["precision_flags"]["cuda_graphs"] = chosen.cuda_graphs
+        if chosen.unsupported:
+            record |= {"status": V.UNSUPPORTED, "status_reason": chosen.unsupported}
             return w, None
-        captured = record["precision_flags"]["cuda_graphs"]["captured"]
+        captured = chosen.cuda_graphs["requested"]   # captured, or the capture raised
+        if captured:
+            self.enter("capturing a CUDA graph")
+        step = graphs.step(chosen, model, w, self.mode, device, self.scaler,
+                           lambda: train.to_device(w.example_batch, device, False,
+                                                   self.channels_last))
+        record["precision_flags"]["cuda_graphs"]["captured"] = captured
         self.phases.mark("capturing_cuda_graph" if captured else "building")
         return w, step
 
@@ -205,7 +220,6 @@ class Job:
         from . import train
 
         params, device = self.params, self.device
-        self.channels_last = params["memory_format"] == "channels_last"
         w, step = self.prepare()
         if step is None:
             return
@@ -233,8 +247,8 @@ class Job:
             self.enter("measuring")
             self.narrow()   # a schedule shorter than its warm-up never reached the boundary
             compiled.start()
-            timed = self.fill_window(loop, sampler, window.resolve(params, device.type))
-            host.stop()   # after fill_window's last synchronisation: the window has ended
+            timed = loop.fill(window.resolve(params, device.type), sampler.resume)
+            host.stop()   # after the fill's last synchronisation: the window has ended
             compiled.stop()
         if params["compile"] != "off":
             timed = window.with_compilations(timed, compiled.inside)
@@ -245,28 +259,6 @@ class Job:
         self.enter("profiling")
         self.record["tensor_cores"] = self.profile(step, w)
         self.phases.mark("profiling")
-
-    def fill_window(self, loop, sampler, win) -> dict:
-        """Measurement steps until the timed window is long enough and steady
-        (tcbench.measure.window). Reading the step times synchronises: only between rounds,
-        never inside one."""
-        import numpy as np
-
-        from ..measure import window
-
-        def step_s():
-            wait, comp = self.timer.intervals()
-            return np.concatenate([(wait + comp)[loop.warmup:], loop.chunks.step_s()])
-
-        def more(n):
-            if not loop.chunks.steps:   # after step_s's synchronisation: evaluation is over
-                sampler.resume()
-            loop.more(n)
-
-        def diverged():
-            return loop.log.first_nonfinite_step() is not None or loop.chunks.nonfinite()
-
-        return window.fill(step_s, more, win, diverged)
 
     def record_metrics(self, loop, clock, memory, sampler, timed: dict, held_out: dict):
         from ..measure import core as measure

@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from ..measure import window
 from ..measure.core import StepTimer, warmup_count
 from ..workloads import Workload
 from .precision import Precision
@@ -272,6 +273,25 @@ class Loop:
                 if left == 0:
                     break
             chunks.close(loss)   # a pass's last, partial chunk (nothing if just closed)
+
+    def fill(self, win: window.Window, resume) -> dict:
+        """Measurement steps until the timed window ``win`` is long enough and steady
+        (tcbench.measure.window); ``resume()`` before the first of them (the evaluation between
+        is over). Reading the step times synchronises: only between rounds, never inside one."""
+
+        def step_s():
+            wait, comp = self.timer.intervals()
+            return np.concatenate([(wait + comp)[self.warmup:], self.chunks.step_s()])
+
+        def more(n):
+            if not self.chunks.steps:   # after step_s's synchronisation: evaluation is over
+                resume()
+            self.more(n)
+
+        def diverged():
+            return self.log.first_nonfinite_step() is not None or self.chunks.nonfinite()
+
+        return window.fill(step_s, more, win, diverged)
 
 
 def train(w: Workload, step, device: torch.device, timer: StepTimer,
