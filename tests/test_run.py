@@ -137,10 +137,10 @@ def tiny(repeat=1, **params):
 
 def test_first_repeat_carries_the_cells_evidence_the_others_name_it(monkeypatch):
     from tcbench.measure import core as measure
-    from tcbench.job import profiling as TC
+    from tcbench.job import profiling
 
     profiled = []
-    monkeypatch.setattr(TC, "profile_kernels",
+    monkeypatch.setattr(profiling, "profile_kernels",
                         lambda step, n, device: profiled.append(n) or {"profiled": False,
                                                                        "profile_note": "cpu"})
     counted = []
@@ -329,11 +329,11 @@ def test_a_shape_first_met_after_the_warm_up_compiles_inside_the_window_and_is_f
 def test_measurement_steps_follow_evaluation_and_leave_the_seeds_numbers_alone(monkeypatch):
     """A window longer than the schedule: measurement steps after it, held-out evaluation
     between the two, total_time_s and the samples those of the schedule alone."""
-    from tcbench.job import train as T
+    from tcbench.job import train
 
     order = []
-    more = T.Loop.more
-    monkeypatch.setattr(T.Loop, "more", lambda self, n: (order.append("more"), more(self, n)))
+    more = train.Loop.more
+    monkeypatch.setattr(train.Loop, "more", lambda self, n: (order.append("more"), more(self, n)))
     build = run.Job.build
 
     def build_and_watch(self):
