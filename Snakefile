@@ -12,8 +12,8 @@ configfile: "config/config.yaml"
 
 
 sys.path.insert(0, str(Path(workflow.basedir) / "workflow"))
-from tcbench import config as tcconfig  # noqa: E402
-from tcbench import environment  # noqa: E402
+from tcbench.launch import config as tcconfig  # noqa: E402
+from tcbench.host import environment  # noqa: E402
 
 
 

@@ -25,7 +25,7 @@ if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
     echo "multigpu_check: CUDA_VISIBLE_DEVICES is set; unset it so tcbench can pin each job" >&2
     exit 2
 fi
-PREFIX=${1:-$("$PY" -c 'from tcbench.environment import device_slug; print(device_slug())')-multigpu}
+PREFIX=${1:-$("$PY" -c 'from tcbench.host.environment import device_slug; print(device_slug())')-multigpu}
 # private lock directory: no stale claim of another run can make a job wait
 TCBENCH_GPU_LOCK_DIR=$(mktemp -d)
 export TCBENCH_GPU_LOCK_DIR
@@ -35,7 +35,7 @@ trap 'rm -rf "$TCBENCH_GPU_LOCK_DIR"' EXIT
 warm='{"workload": "resnet50", "precision": "amp-bf16", "batch_size": 64, "params": {"steps": 5, "warmup_steps": 2, "profile_steps": 0, "image_size": 64}}'
 [ "${TCBENCH_MULTIGPU_WARMUP:-1}" = 0 ] ||  # 0: skip it (trying the script out without GPUs)
 for i in 0 1; do
-    CUDA_VISIBLE_DEVICES=$i "$PY" -m tcbench.run --spec "$warm" \
+    CUDA_VISIBLE_DEVICES=$i "$PY" -m tcbench.job.run --spec "$warm" \
         --out "$TCBENCH_GPU_LOCK_DIR/warm$i.json" >/dev/null &
 done
 wait

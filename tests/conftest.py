@@ -20,7 +20,7 @@ def smoke_jobs() -> int:
     """How many jobs config/smoke.yaml expands to: the count the end-to-end tests expect."""
     import yaml
 
-    from tcbench import config as tcconfig, matrix
+    from tcbench.launch import config as tcconfig, matrix
 
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     return len(matrix.expand(tcconfig.check(cfg)))
@@ -122,7 +122,7 @@ def never_backwards(pairs: list[tuple[int, int]]) -> bool:
 
 def fault_env(workdir: Path, faults: str) -> dict:
     """Environment for a Snakemake run whose training jobs get ``faults`` injected: a ``python``
-    first on PATH that starts ``tcbench.run`` with the test-only fault hook
+    first on PATH that starts ``tcbench.job.run`` with the test-only fault hook
     (tests/faultinject.py; the production job path never imports it)."""
     import faultinject
 
@@ -132,10 +132,10 @@ def fault_env(workdir: Path, faults: str) -> dict:
 
 @pytest.fixture(scope="session")
 def tiny_record(tmp_path_factory) -> dict:
-    """A real record of a tiny amp_recipe job on the CPU, written by ``tcbench.run``."""
+    """A real record of a tiny amp_recipe job on the CPU, written by ``tcbench.job.run``."""
     import json
 
-    from tcbench import run
+    from tcbench.job import run
 
     out = tmp_path_factory.mktemp("tiny") / "r.json"
     spec = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,

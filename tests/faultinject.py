@@ -1,4 +1,4 @@
-"""Fault injection, for the test suite only: tcbench.run knows nothing of it.
+"""Fault injection, for the test suite only: tcbench.job.run knows nothing of it.
 
 ``TCBENCH_INJECT_FAULT`` holds ``;``-separated entries ``KIND@N[:PATTERN]``: at the N-th forward
 pass (from 0) of every job whose ``experiment/cell`` matches the glob ``PATTERN`` (every job
@@ -7,13 +7,13 @@ output into NaNs / infinities, and ``stall`` prints ``injected stall ... (pid P)
 sleeps, so that a test can kill the job mid-run. A malformed entry is an error, not ignored.
 
 Three ways in:
-- in the test process: ``install(monkeypatch)`` wraps ``tcbench.run.Job.build`` so that every
+- in the test process: ``install(monkeypatch)`` wraps ``tcbench.job.run.Job.build`` so that every
   job's model gets the hook (undone after the test);
-- one job: ``python tests/faultinject.py -m tcbench.run --spec ... --out ...``;
+- one job: ``python tests/faultinject.py -m tcbench.job.run --spec ... --out ...``;
 - a whole Snakemake run: ``python_wrapper(folder)`` writes a ``python`` that does the above for
-  ``python -m tcbench.run`` and ``python -m tcbench.forkclient`` (as a fresh tcbench.run: the
-  fork server's modules carry no hook) and is the real interpreter otherwise; put the folder
-  first on PATH.
+  ``python -m tcbench.job.run`` and ``python -m tcbench.launch.forkclient`` (as a fresh
+  tcbench.job.run: the fork server's modules carry no hook) and is the real interpreter
+  otherwise; put the folder first on PATH.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def fault_hook(job_id: str):
             if kind in ("nan", "inf"):
                 output = output * float(kind)
             if kind == "stall":
-                print(f"tcbench.run: injected stall at forward {n} (pid {os.getpid()})",
+                print(f"tcbench.job.run: injected stall at forward {n} (pid {os.getpid()})",
                       file=sys.stderr, flush=True)
                 time.sleep(600)  # long enough to be killed; bounded if nobody does
         return output
@@ -73,7 +73,7 @@ def fault_hook(job_id: str):
 
 def install(monkeypatch=None) -> None:
     """Every job built from now on (in this process) gets its faults' hook on its model."""
-    from tcbench import run
+    from tcbench.job import run
 
     build = run.Job.build
 
@@ -91,15 +91,15 @@ def install(monkeypatch=None) -> None:
 
 
 WRAPPER = """#!/bin/sh
-# python for the fault-injection tests: tcbench.run jobs get the fault hook, the rest is python
-if [ "$1" = "-m" ] && [ "$2" = "tcbench.run" ]; then
+# python for the fault-injection tests: tcbench.job.run jobs get the fault hook, the rest is python
+if [ "$1" = "-m" ] && [ "$2" = "tcbench.job.run" ]; then
     exec {python} {script} "$@"
 fi
-# a forked job (tcbench.forkclient takes run's arguments) would run the server's unhooked
-# modules: it runs here as a fresh, hooked tcbench.run instead
-if [ "$1" = "-m" ] && [ "$2" = "tcbench.forkclient" ]; then
+# a forked job (tcbench.launch.forkclient takes run's arguments) would run the server's unhooked
+# modules: it runs here as a fresh, hooked tcbench.job.run instead
+if [ "$1" = "-m" ] && [ "$2" = "tcbench.launch.forkclient" ]; then
     shift 2
-    exec {python} {script} -m tcbench.run "$@"
+    exec {python} {script} -m tcbench.job.run "$@"
 fi
 exec {python} "$@"
 """
@@ -116,9 +116,9 @@ def python_wrapper(folder: Path) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:2] != ["-m", "tcbench.run"]:
-        raise SystemExit("usage: python faultinject.py -m tcbench.run ARGS...")
-    from tcbench import run
+    if argv[:2] != ["-m", "tcbench.job.run"]:
+        raise SystemExit("usage: python faultinject.py -m tcbench.job.run ARGS...")
+    from tcbench.job import run
 
     install()
     return run.main(argv[2:])

@@ -60,7 +60,7 @@ def apptainer_run(tmp_path_factory):
 @pytest.mark.slow
 def test_every_record_was_made_in_the_image(apptainer_run):
     wd, sif = apptainer_run
-    from tcbench import config as tcconfig, matrix
+    from tcbench.launch import config as tcconfig, matrix
 
     cfg = tcconfig.check(yaml.safe_load((wd / "config" / "smoke.yaml").read_text()))
     jobs = matrix.expand(cfg)

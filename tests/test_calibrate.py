@@ -1,17 +1,17 @@
-"""The matmul ceilings per mode (tcbench.calibrate): every mode of the vocabulary, each measured
+"""The matmul ceilings per mode (tcbench.job.calibrate): every mode of the vocabulary, each measured
 in its own precision, FP8 with torch._scaled_mm."""
 
 import pytest
 import torch
 
-from tcbench import calibrate as C
+from tcbench.job import calibrate
 from tcbench import vocabulary as V
 
 CPU = torch.device("cpu")
 
 
 def test_one_row_per_mode_in_vocabulary_order_on_the_cpu():
-    rows = C.measure(64, 2, CPU)
+    rows = calibrate.measure(64, 2, CPU)
     assert list(rows) == list(V.PRECISIONS)
     for spec in V.MODES:
         row = rows[spec.name]
@@ -26,10 +26,10 @@ def test_one_row_per_mode_in_vocabulary_order_on_the_cpu():
 def test_a_new_mode_is_calibrated_without_touching_calibrate(monkeypatch):
     extra = V.Mode("amp-bf16-again", "the same as amp-bf16", "#000000", autocast="bfloat16")
     monkeypatch.setattr(V, "MODES", (*V.MODES, extra))
-    from tcbench import precision as P
-    monkeypatch.setitem(P.MODES, extra.name, P.Precision(extra))
+    from tcbench.job import precision
+    monkeypatch.setitem(precision.MODES, extra.name, precision.Precision(extra))
     monkeypatch.setattr(V, "mode", lambda name: next(m for m in V.MODES if m.name == name))
-    rows = C.measure(32, 1, CPU)
+    rows = calibrate.measure(32, 1, CPU)
     assert rows["amp-bf16-again"]["status"] == "ok"
     assert rows["amp-bf16-again"]["dtype"] == "bfloat16"
 
@@ -48,7 +48,7 @@ def test_fp8_product_is_a_scaled_e4m3_matmul(name, scale_shapes):
         return real(a, b, **kw)
     spec = V.mode(name)
     g = torch.Generator().manual_seed(0)
-    matmul, what = C.product(spec, 16, CPU, g)
+    matmul, what = calibrate.product(spec, 16, CPU, g)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(torch, "_scaled_mm", spy)
         out = matmul()

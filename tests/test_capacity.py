@@ -15,9 +15,9 @@ import yaml
 from conftest import REPO, snakemake
 from tcbench import atomic
 from tcbench import capacity as C
-from tcbench import config as tcconfig
+from tcbench.launch import config as tcconfig
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run
 from tcbench.vocabulary import ConfigError
 
 TINY = {"workload": "amp_recipe", "precisions": ["fp32"], "batch_sizes": [8]}
@@ -143,7 +143,7 @@ def test_plan_one_search_per_workload_and_precision():
     assert list(plan) == ["amp_recipe/fp32", "amp_recipe/amp-bf16", "resnet50/fp32",
                           "resnet50/amp-bf16"]
     spec = C.probe_spec(plan["resnet50/fp32"], 512)
-    p = tr.parse_spec(spec)["params"]
+    p = run.parse_spec(spec)["params"]
     assert (p["image_size"], p["steps"], p["warmup_steps"], p["distinct_batches"],
             p["profile_steps"]) == (64, 2, 1, 1, 0)
     assert spec["experiment"] == "capacity" and spec["cell"] == "resnet50_fp32_bs512"
@@ -247,7 +247,7 @@ def simulated_peak(precision: str, bs: int) -> int:
     """The simulated memory of one probe, measured directly (no search): the known answer."""
     s = C.plan(tcconfig.check(copy.deepcopy(CONFIG)), "cap")[f"amp_recipe/{precision}"]
     spec = C.probe_spec(s, bs) | {"memory_limit_bytes": 10**12}
-    return tr.run_job(spec)["metrics"]["simulated_peak_bytes"]
+    return run.run_job(spec)["metrics"]["simulated_peak_bytes"]
 
 
 @pytest.mark.slow

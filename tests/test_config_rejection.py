@@ -14,8 +14,9 @@ import pytest
 import yaml
 
 from conftest import snakemake
-from tcbench import capacity, matrix
-from tcbench import config as tcconfig
+from tcbench import capacity, cli
+from tcbench.launch import matrix
+from tcbench.launch import config as tcconfig
 from tcbench.vocabulary import ConfigError
 
 BASE = {
@@ -239,4 +240,4 @@ def test_each_mistake_is_one_line_of_its_own():
     ("turbo", ["dataloader", "gpu-resident", "synthetic"], ""),                  # nothing close
 ])
 def test_a_name_not_known_gets_the_known_ones_closest_to_it(value, known, hint):
-    assert tcconfig.suggestion(value, known) == hint
+    assert cli.suggestion(value, known) == hint

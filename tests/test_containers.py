@@ -21,7 +21,9 @@ import pytest
 import yaml
 
 from conftest import REPO, copy_workflow, smoke_jobs, snakemake, tracked_files
-from tcbench import atomic, container, environment, imagedeps, matrix, sourcetree
+from tcbench import atomic
+from tcbench.host import container, environment, imagedeps, sourcetree
+from tcbench.launch import matrix
 
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 FAKE_APPTAINER = REPO / "tests" / "fake_apptainer"
@@ -440,7 +442,7 @@ def test_every_job_runs_in_the_image_with_gpus_visible(container_run):
     out = (wd.parent / "snakemake.out").read_text()
     jobs = int(re.search(r"^total\s+(\d+)", out, re.M).group(1))
     assert len(records) == smoke_jobs() and len(execs) == jobs - 1 > len(records) + 3
-    assert "python -m tcbench.imagedeps" in execs[0][-1]
+    assert "python -m tcbench.host.imagedeps" in execs[0][-1]
     for argv in execs:
         image_at = argv.index(str(sif))
         opts, cmd = argv[1:image_at], argv[image_at + 1:]

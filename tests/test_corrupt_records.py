@@ -16,18 +16,18 @@ import yaml
 from conftest import snakemake
 from tcbench import aggregate
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run
 
-SRC = str(Path(tr.__file__).resolve().parents[1])
+SRC = str(Path(run.__file__).resolve().parents[1])
 PARAMS = {"in_size": 16, "out_size": 16, "num_batches": 3, "epochs": 1, "warmup_steps": 1}
 CELLS = ("fp32_bs8_r1", "amp-bf16_bs8_r1")
 
 
 @pytest.fixture(scope="module")
 def good_records() -> dict[str, dict]:
-    return {cell: tr.run_job({"run": "corrupt", "experiment": "tiny", "cell": cell,
-                              "workload": "amp_recipe", "precision": cell.split("_")[0],
-                              "batch_size": 8, "params": PARAMS}) for cell in CELLS}
+    return {cell: run.run_job({"run": "corrupt", "experiment": "tiny", "cell": cell,
+                               "workload": "amp_recipe", "precision": cell.split("_")[0],
+                               "batch_size": 8, "params": PARAMS}) for cell in CELLS}
 
 
 def write_records(folder: Path, records: dict[str, dict]) -> list[Path]:

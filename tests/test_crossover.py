@@ -13,7 +13,8 @@ import yaml
 
 import figure_text
 from conftest import REPO
-from tcbench import calibrate, matrix
+from tcbench.job import calibrate
+from tcbench.launch import matrix
 from tcbench.analysis import crossover as X
 from tcbench.render import numbers as N
 from tcbench.reports import crossover as M
@@ -307,9 +308,9 @@ CPU_COMPARISON = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
 def cpu_comparison():
     """A real interleaved comparison of the recipe MLP's three modes on the CPU: FP8
     unsupported, so fewer than two arms ran and it has no rounds."""
-    from tcbench import interleave as IL
+    from tcbench.job import interleave
 
-    return IL.compare(json.loads(json.dumps(CPU_COMPARISON)))
+    return interleave.compare(json.loads(json.dumps(CPU_COMPARISON)))
 
 
 def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experiment=None,

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import atomic, environment, sourcetree
+from tcbench import atomic
+from tcbench.host import environment, sourcetree
 
 pytestmark = pytest.mark.skipif(not shutil.which("git"), reason="needs git")
 
@@ -29,7 +30,7 @@ def repo(tmp_path, monkeypatch) -> Path:
     for var in SHIPPED_VARS:
         monkeypatch.delenv(var, raising=False)
     root = tmp_path / "repo"
-    for rel, text in {"workflow/tcbench/run.py": "print('run')\n", "Snakefile": "# rules\n",
+    for rel, text in {"workflow/tcbench/job/run.py": "print('run')\n", "Snakefile": "# rules\n",
                       "config/config.yaml": "run: auto\n",
                       "results/gpu/metrics.csv": "a,b\n1,2\n"}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -47,11 +48,11 @@ def test_a_clean_checkout_is_clean_with_gits_word(repo):
 
 
 def test_modified_code_is_dirty_and_named(repo):
-    (repo / "workflow/tcbench/run.py").write_text("print('changed')\n")
+    (repo / "workflow/tcbench/job/run.py").write_text("print('changed')\n")
     (repo / "config/config.yaml").unlink()
     info = sourcetree.git_info(repo)
     assert info["git_dirty"] is True
-    assert info["git_dirty_files"] == ["config/config.yaml", "workflow/tcbench/run.py"]
+    assert info["git_dirty_files"] == ["config/config.yaml", "workflow/tcbench/job/run.py"]
 
 
 def test_results_written_by_the_study_are_not_code(repo):
@@ -78,7 +79,7 @@ def test_one_git_call_per_record(repo, monkeypatch):
 def stale_copy(repo: Path) -> tuple[Path, str]:
     """What a remote machine gets: the tree at a newer commit, with the .git of an old one."""
     old = git(repo, "rev-parse", "HEAD")
-    (repo / "workflow/tcbench/run.py").write_text("print('newer')\n")
+    (repo / "workflow/tcbench/job/run.py").write_text("print('newer')\n")
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "newer")
     new = git(repo, "rev-parse", "HEAD")
     atomic.write_json(repo / sourcetree.MANIFEST, sourcetree.tree_manifest(repo))
@@ -104,11 +105,11 @@ def test_a_manifest_proves_the_copy_is_the_shipped_commit(repo, monkeypatch):
     monkeypatch.setenv("TCBENCH_GIT_COMMIT", new)
     assert sourcetree.git_info(copy) == {"git_commit": new, "git_dirty": False,
                                           "git_dirty_files": [], "git_source": "manifest"}
-    (copy / "workflow/tcbench/run.py").write_text("print('edited on the device')\n")
+    (copy / "workflow/tcbench/job/run.py").write_text("print('edited on the device')\n")
     (copy / "workflow/tcbench/extra.py").write_text("X = 1\n")
     info = sourcetree.git_info(copy)
     assert info["git_dirty"] is True and info["git_source"] == "manifest"
-    assert info["git_dirty_files"] == ["workflow/tcbench/extra.py", "workflow/tcbench/run.py"]
+    assert info["git_dirty_files"] == ["workflow/tcbench/extra.py", "workflow/tcbench/job/run.py"]
 
 
 def test_a_manifest_of_another_commit_proves_nothing(repo, monkeypatch):
@@ -131,7 +132,7 @@ def test_the_manifest_command(repo, monkeypatch, capsys):
     doc = json.loads(out.read_text())
     head = git(repo, "rev-parse", "HEAD")
     assert doc["commit"] == head and doc["dirty_when_written"] == []
-    assert set(doc["files"]) == {"workflow/tcbench/run.py", "Snakefile", "config/config.yaml"}
+    assert set(doc["files"]) == {"workflow/tcbench/job/run.py", "Snakefile", "config/config.yaml"}
     assert doc["files"]["Snakefile"] == git(repo, "rev-parse", "HEAD:Snakefile")
     assert f"export TCBENCH_GIT_COMMIT={head}" in capsys.readouterr().out
 

@@ -1,4 +1,4 @@
-"""How long a study takes (tcbench.estimate): jobs priced from planted benchmark files and
+"""How long a study takes (tcbench.launch.estimate): jobs priced from planted benchmark files and
 records, interleaved processes scaled by their rounds, the device named whose measurements price
 them, the adaptive repeats' worst case with the line that turns them off, and a progress line
 whose total never grows while its share never falls."""
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import estimate as E
-from tcbench import matrix as M
-from tcbench import repeats as RP
+from tcbench.launch import estimate
+from tcbench.launch import matrix
+from tcbench.launch import repeats
 
 PARAMS = {"seed": 0, "in_size": 16, "epochs": 1}
 
@@ -36,15 +36,15 @@ def train(folder, key, seconds, precision="fp32", bs=8, **params):
 
 def job(experiment="exp", precision="fp32", bs=8, repeat=1, **params):
     p = PARAMS | {"seed": repeat - 1} | params
-    return M.Job(experiment, f"{precision}_bs{bs}_r{repeat}", "amp_recipe", precision, bs,
-                 repeat, tuple(sorted(p.items())))
+    return matrix.Cell(experiment, f"{precision}_bs{bs}_r{repeat}", "amp_recipe", precision, bs,
+                       repeat, tuple(sorted(p.items())))
 
 
 def comparison(rounds=20, segment_s=0.1, replicate=1):
-    return M.Comparison("exp", "bs8", "amp_recipe", 8, ("fp32", "amp-bf16"),
-                        tuple(sorted(PARAMS.items())),
-                        tuple(sorted({"rounds": rounds, "segment_s": segment_s}.items())),
-                        replicate)
+    return matrix.Comparison("exp", "bs8", "amp_recipe", 8, ("fp32", "amp-bf16"),
+                             tuple(sorted(PARAMS.items())),
+                             tuple(sorted({"rounds": rounds, "segment_s": segment_s}.items())),
+                             replicate)
 
 
 def test_a_job_is_priced_by_the_jobs_measured_like_it(tmp_path):
@@ -53,21 +53,21 @@ def test_a_job_is_priced_by_the_jobs_measured_like_it(tmp_path):
     for r, s in enumerate((10.0, 12.0, 30.0), 1):
         train(tmp_path, f"other_name/fp32_bs8_r{r}", s, seed=r - 1)
     train(tmp_path, "other_name/fp32_bs16_r1", 99.0, bs=16)
-    book = E.Book("dev", True, [tmp_path], E.measured(tmp_path))
-    assert book.price(E.task(job(repeat=5))) == 12.0
-    assert book.price(E.task(job(new_knob=3))) == 12.0
-    assert book.price(E.task(job(epochs=3))) is None
-    assert book.price(E.task(job(precision="amp-bf16"))) is None
-    assert E.seconds(tmp_path / "benchmarks/train/other_name/fp32_bs16_r1.tsv") == 99.0
+    book = estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path))
+    assert book.price(estimate.task(job(repeat=5))) == 12.0
+    assert book.price(estimate.task(job(new_knob=3))) == 12.0
+    assert book.price(estimate.task(job(epochs=3))) is None
+    assert book.price(estimate.task(job(precision="amp-bf16"))) is None
+    assert estimate.seconds(tmp_path / "benchmarks/train/other_name/fp32_bs16_r1.tsv") == 99.0
 
 
 def test_a_model_is_priced_at_another_setting_where_none_is_alike(tmp_path):
     train(tmp_path, "zoo/fp32_bs8_resnet18_r1", 40.0, model="resnet18",
           memory_format="channels_last")
-    book = E.Book("dev", True, [tmp_path], E.measured(tmp_path))
-    assert book.price(E.task(job(model="resnet18", memory_format="contiguous"))) == 40.0
-    assert book.price(E.task(job(model="vit_b_16", memory_format="contiguous"))) is None
-    assert book.price(E.task(job(memory_format="contiguous"))) is None   # no model to go by
+    book = estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path))
+    assert book.price(estimate.task(job(model="resnet18", memory_format="contiguous"))) == 40.0
+    assert book.price(estimate.task(job(model="vit_b_16", memory_format="contiguous"))) is None
+    assert book.price(estimate.task(job(memory_format="contiguous"))) is None   # no model to go by
 
 
 def test_an_interleaved_process_is_scaled_to_its_rounds(tmp_path):
@@ -77,11 +77,11 @@ def test_an_interleaved_process_is_scaled_to_its_rounds(tmp_path):
         "workload": "amp_recipe", "batch_size": 8, "precisions": ["fp32", "amp-bf16"],
         "params": PARAMS, "protocol": {"rounds": 60, "segment_s": 0.1},
         "harness": {"phases_s": {"building": 1.0, "measurement_steps": 24.0}}})
-    book = E.Book("dev", True, [tmp_path], E.measured(tmp_path))
-    assert book.price(E.task(comparison(rounds=20, replicate=3))) == pytest.approx(14.0)
-    assert book.price(E.task(comparison(rounds=20, segment_s=0.2))) == pytest.approx(22.0)
-    assert book.price(E.task(comparison(rounds=60))) == pytest.approx(30.0)
-    lines = E.summary([E.task(comparison())], [], book)
+    book = estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path))
+    assert book.price(estimate.task(comparison(rounds=20, replicate=3))) == pytest.approx(14.0)
+    assert book.price(estimate.task(comparison(rounds=20, segment_s=0.2))) == pytest.approx(22.0)
+    assert book.price(estimate.task(comparison(rounds=60))) == pytest.approx(30.0)
+    lines = estimate.summary([estimate.task(comparison())], [], book)
     assert lines[-1] == ("  its interleaved comparisons measured in processes of 60 rounds, "
                          "their rounds' time scaled to 20 rounds")
 
@@ -90,12 +90,12 @@ def test_this_devices_measurements_first_else_the_device_that_prices_most(tmp_pa
     results = tmp_path / "results"
     train(results / "nvidia-h200", "exp/fp32_bs8_r1", 6.0)
     train(results / "bench" / "cpu-amd-epyc" / "smoke", "exp/fp32_bs8_r1", 60.0, epochs=2)
-    shelf = E.books(results, "smoke-cpu-amd-epyc", "cpu-amd-epyc")
+    shelf = estimate.books(results, "smoke-cpu-amd-epyc", "cpu-amd-epyc")
     assert [(b.device, b.here) for b in shelf] == [("cpu-amd-epyc", True),
                                                    ("nvidia-h200", False)]
-    here, there = E.choose([E.task(job())], shelf)
-    assert here.price(E.task(job())) is None and there.device == "nvidia-h200"
-    lines = E.estimate([E.task(job())], [], shelf, "", others=4)
+    here, there = estimate.choose([estimate.task(job())], shelf)
+    assert here.price(estimate.task(job())) is None and there.device == "nvidia-h200"
+    lines = estimate.estimate([estimate.task(job())], [], shelf, "", others=4)
     assert lines[1:] == [
         "  1 measuring job(s) to run",
         "  this device (cpu-amd-epyc) has measured none of them: its time is unknown until "
@@ -104,23 +104,24 @@ def test_this_devices_measurements_first_else_the_device_that_prices_most(tmp_pa
         "  plus 4 job(s) not timed (calibration, tables, figures, verdict)"]
     # measured here: priced here, and no other device is asked
     train(results / "smoke-cpu-amd-epyc", "exp/fp32_bs8_r1", 50.0)
-    shelf = E.books(results, "smoke-cpu-amd-epyc", "cpu-amd-epyc")
-    assert E.choose([E.task(job())], shelf)[1] is None
-    assert E.estimate([E.task(job())], [], shelf, "", others=0)[2] == \
+    shelf = estimate.books(results, "smoke-cpu-amd-epyc", "cpu-amd-epyc")
+    assert estimate.choose([estimate.task(job())], shelf)[1] is None
+    assert estimate.estimate([estimate.task(job())], [], shelf, "", others=0)[2] == \
         f"  on this device ({results / 'smoke-cpu-amd-epyc'}/, {results}/bench/cpu-amd-epyc/" \
         f"smoke/): about 50 s"
-    assert E.device_of("smoke-cpu-amd-epyc") == "cpu-amd-epyc" and E.device_of("mine") is None
-    assert E.device_of("nvidia-h200") == "nvidia-h200"
+    assert estimate.device_of("smoke-cpu-amd-epyc") == "cpu-amd-epyc"
+    assert estimate.device_of("mine") is None
+    assert estimate.device_of("nvidia-h200") == "nvidia-h200"
 
 
 def test_the_adaptive_repeats_worst_case_says_why_and_how_to_turn_it_off(tmp_path):
     train(tmp_path / "mine", "exp/fp32_bs8_r1", 60.0)
-    shelf = E.books(tmp_path, "mine", "cpu-x")
-    cell = RP.Cell("exp", "fp32_bs8", 3, job(), RP.Settings(0.02, 10, 2))
-    firm = [E.task(job(repeat=r)) for r in (1, 2, 3)]
-    extra = [E.task(cell.job(r)) for r in range(4, 11)]
-    lines = E.estimate([*firm, E.task(job(epochs=9))], extra, shelf, E.adaptive_words([cell]),
-                       others=0)
+    shelf = estimate.books(tmp_path, "mine", "cpu-x")
+    cell = repeats.Cell("exp", "fp32_bs8", 3, job(), repeats.Settings(0.02, 10, 2))
+    firm = [estimate.task(job(repeat=r)) for r in (1, 2, 3)]
+    extra = [estimate.task(cell.job(r)) for r in range(4, 11)]
+    lines = estimate.estimate([*firm, estimate.task(job(epochs=9))], extra, shelf,
+                              estimate.adaptive_words([cell]), others=0)
     assert lines[1:] == [
         "  4 measuring job(s) to run; the adaptive repeats may add up to 7 more (1 cell(s) "
         "still wider than ±2% after 3 repeats get more, up to 10 a cell); `adaptive_repeats: "
@@ -131,13 +132,13 @@ def test_the_adaptive_repeats_worst_case_says_why_and_how_to_turn_it_off(tmp_pat
 
 
 def test_the_bound_of_a_cells_repeats_follows_its_looks():
-    cell = RP.Cell("exp", "fp32_bs8", 3, job(), RP.Settings(0.02, 10, 2))
-    assert RP.bound([], cell) == (10, 2)                                     # no look yet
-    assert RP.bound([{"n_planned": 6, "more": True}], cell) == (10, 2)       # look 2 may add
-    assert RP.bound([{"n_planned": 6, "more": True},
-                     {"n_planned": 7, "more": True}], cell) == (7, 2)        # the last look
-    assert RP.bound([{"n_planned": 3, "more": False}], cell) == (3, 1)       # tight at once
-    assert RP.bound([{"n_planned": 12, "more": True}], cell) == (10, 1)      # at the cap
+    cell = repeats.Cell("exp", "fp32_bs8", 3, job(), repeats.Settings(0.02, 10, 2))
+    assert repeats.bound([], cell) == (10, 2)                                     # no look yet
+    assert repeats.bound([{"n_planned": 6, "more": True}], cell) == (10, 2)       # look 2 may add
+    assert repeats.bound([{"n_planned": 6, "more": True},
+                          {"n_planned": 7, "more": True}], cell) == (7, 2)        # the last look
+    assert repeats.bound([{"n_planned": 3, "more": False}], cell) == (3, 1)       # tight at once
+    assert repeats.bound([{"n_planned": 12, "more": True}], cell) == (10, 1)      # at the cap
 
 
 def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
@@ -145,8 +146,8 @@ def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
     a look that settles its cell drops the rest; time left scales with the jobs done so far
     against their estimates."""
     train(tmp_path, "exp/fp32_bs8_r1", 10.0)
-    clock = E.Clock(E.Book("dev", True, [tmp_path], E.measured(tmp_path)))
-    t = [E.task(job(repeat=r)) for r in range(1, 11)]
+    clock = estimate.Clock(estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path)))
+    t = [estimate.task(job(repeat=r)) for r in range(1, 11)]
     steps = [  # (done with measured seconds, pending, optional)
         ([], t[:3], t[3:]),
         ([(t[0], 20.0)], t[1:3], t[3:]),
@@ -163,10 +164,10 @@ def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
     assert clock.line(*steps[-1]) is None         # nothing new: no line
     # a job like none of this run's: the book's estimate, scaled as this run's jobs were to it
     train(tmp_path, "exp2/fp32_bs8_r1", 5.0, epochs=2)
-    clock = E.Clock(E.Book("dev", True, [tmp_path], E.measured(tmp_path)))
-    assert clock.line(steps[2][0], [E.task(job(epochs=2))], []).endswith("about 10 s left")
-    assert clock.line(steps[1][0], [E.task(job(epochs=2))], []).endswith("about 5 s left")
-    assert clock.line([], [E.task(job(epochs=7))], []) == \
+    clock = estimate.Clock(estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path)))
+    assert clock.line(steps[2][0], [estimate.task(job(epochs=2))], []).endswith("about 10 s left")
+    assert clock.line(steps[1][0], [estimate.task(job(epochs=2))], []).endswith("about 5 s left")
+    assert clock.line([], [estimate.task(job(epochs=7))], []) == \
         "Progress: 0 of at most 1 measuring jobs done (0%); 1 job(s) to come like none " \
         "measured yet"
     # Snakemake's step count: its total grows when a look adds jobs; the bound does not
@@ -176,7 +177,7 @@ def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
 
 
 def test_durations_read_as_a_person_says_them():
-    assert [E.duration(s) for s in (4.4, 89, 600, 5399, 7500)] == [
+    assert [estimate.duration(s) for s in (4.4, 89, 600, 5399, 7500)] == [
         "4 s", "89 s", "10 min", "90 min", "2 h 05 min"]
 
 

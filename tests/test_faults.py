@@ -3,7 +3,7 @@ loss -> status diverged with its step; the rest of the matrix goes on and the ta
 mark the cell; a record is never half-written.
 
 On a CPU out-of-memory errors come from fault injection (TCBENCH_INJECT_FAULT, test-only:
-tests/faultinject.py, which tcbench.run does not import) or from the simulated memory budget; on
+tests/faultinject.py, which tcbench.job.run does not import) or from the simulated memory budget; on
 a GPU (test marked ``gpu``) from a real allocator cap.
 """
 
@@ -23,15 +23,16 @@ import yaml
 
 import faultinject
 from conftest import fault_env, snakemake
-from tcbench import aggregate, memlimit
+from tcbench import aggregate
+from tcbench.job import memlimit
 from tcbench.render import plot
 from tcbench.reports import figures
 from tcbench import atomic
 from tcbench import record as R
-from tcbench import run as tr
+from tcbench.job import run
 
-SRC = str(Path(tr.__file__).resolve().parents[1])  # the workflow/ folder: tcbench's parent
-FAULT_RUN = [sys.executable, faultinject.__file__, "-m", "tcbench.run"]  # tcbench.run + faults
+SRC = str(Path(run.__file__).resolve().parents[1])  # the workflow/ folder: tcbench's parent
+FAULT_RUN = [sys.executable, faultinject.__file__, "-m", "tcbench.job.run"]  # the job + faults
 TINY_PARAMS = {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1, "warmup_steps": 1}
 
 
@@ -64,7 +65,7 @@ def test_oom_is_a_record_with_the_memory_in_use(tmp_path, monkeypatch):
     """The job's entry point: exit 0, a schema-valid oom record."""
     monkeypatch.setenv("TCBENCH_INJECT_FAULT", "oom@2:tiny/*")
     out = tmp_path / "rec.json"
-    assert tr.main(["--spec", json.dumps(tiny_spec()), "--out", str(out)]) == 0
+    assert run.main(["--spec", json.dumps(tiny_spec()), "--out", str(out)]) == 0
     said_oom_with_the_memory_in_use(R.read(out))
 
 
@@ -92,16 +93,16 @@ def said_oom_with_the_memory_in_use(r: dict) -> None:
 
 def test_injection_targets_only_the_named_cell(monkeypatch):
     monkeypatch.setenv("TCBENCH_INJECT_FAULT", "oom@0:other/*")
-    assert tr.run_job(tiny_spec())["status"] == "ok"
+    assert run.run_job(tiny_spec())["status"] == "ok"
 
 
 def test_oom_while_building_is_a_record(monkeypatch):
-    from tcbench import workloads as W
+    from tcbench import workloads
 
     def build(*a, **k):
         raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-    monkeypatch.setattr(W, "build", build)
-    r = tr.run_job(tiny_spec())
+    monkeypatch.setattr(workloads, "build", build)
+    r = run.run_job(tiny_spec())
     R.validate(r)
     assert r["status"] == "oom"
     assert r["error"]["phase"] == "building" and r["error"]["step"] is None
@@ -110,29 +111,29 @@ def test_oom_while_building_is_a_record(monkeypatch):
 @pytest.mark.parametrize("message", ["CUDA error: out of memory",
                                      "CUDNN_STATUS_ALLOC_FAILED", "CUBLAS_STATUS_ALLOC_FAILED"])
 def test_allocation_failures_outside_the_allocator_count_as_oom(message):
-    assert tr.is_oom(RuntimeError(message))
+    assert run.is_oom(RuntimeError(message))
 
 
 def test_other_errors_are_not_taken_for_oom(monkeypatch):
-    assert not tr.is_oom(RuntimeError("CUDNN_STATUS_NOT_SUPPORTED"))
-    assert not tr.is_oom(ValueError("out of memory"))
-    from tcbench import workloads as W
+    assert not run.is_oom(RuntimeError("CUDNN_STATUS_NOT_SUPPORTED"))
+    assert not run.is_oom(ValueError("out of memory"))
+    from tcbench import workloads
 
     def build(*a, **k):
         raise RuntimeError("an ordinary bug")
-    monkeypatch.setattr(W, "build", build)
+    monkeypatch.setattr(workloads, "build", build)
     with pytest.raises(RuntimeError, match="ordinary bug"):
-        tr.run_job(tiny_spec())
+        run.run_job(tiny_spec())
 
 
 def test_simulated_budget_on_cpu():
-    ok = tr.run_job(tiny_spec(memory_limit_bytes=10**9))
+    ok = run.run_job(tiny_spec(memory_limit_bytes=10**9))
     assert ok["status"] == "ok"
     m = ok["metrics"]
     assert m["memory_limit_kind"] == memlimit.SIMULATED_KIND
     assert 0 < m["simulated_peak_bytes"] < 10**9
     # Just below what the run needed: the same run no longer fits.
-    r = tr.run_job(tiny_spec(memory_limit_bytes=m["simulated_peak_bytes"] - 1))
+    r = run.run_job(tiny_spec(memory_limit_bytes=m["simulated_peak_bytes"] - 1))
     R.validate(r)
     assert r["status"] == "oom"
     assert r["error"]["memory_limit_bytes"] == m["simulated_peak_bytes"] - 1
@@ -140,7 +141,7 @@ def test_simulated_budget_on_cpu():
 
 
 def test_simulated_budget_grows_with_the_batch():
-    peaks = [tr.run_job(tiny_spec(batch_size=b, memory_limit_bytes=10**9))["metrics"]
+    peaks = [run.run_job(tiny_spec(batch_size=b, memory_limit_bytes=10**9))["metrics"]
              ["simulated_peak_bytes"] for b in (8, 16, 32)]
     assert peaks[0] < peaks[1] < peaks[2]
     assert peaks[2] - peaks[1] == 2 * (peaks[1] - peaks[0])  # activations scale with the batch
@@ -149,7 +150,7 @@ def test_simulated_budget_grows_with_the_batch():
 @pytest.mark.parametrize("bad", [0, -5, 1.5, True, "1GB"])
 def test_memory_limit_must_be_a_positive_integer(bad):
     with pytest.raises(ValueError, match="memory_limit_bytes"):
-        tr.parse_spec(tiny_spec(memory_limit_bytes=bad))
+        run.parse_spec(tiny_spec(memory_limit_bytes=bad))
 
 
 def test_cuda_budget_caps_the_allocator(monkeypatch):
@@ -179,7 +180,7 @@ def test_real_oom_on_the_gpu(tmp_path):
             "precision": "fp32", "batch_size": 256, "memory_limit_bytes": 2**30,
             "params": {"steps": 2, "warmup_steps": 1, "profile_steps": 0, "distinct_batches": 1}}
     out = tmp_path / "rec.json"
-    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+    proc = subprocess.run([sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
                            "--out", str(out)], capture_output=True, text=True, timeout=600,
                           env={k: v for k, v in os.environ.items()
                                if k != "TCBENCH_INJECT_FAULT"} | {"PYTHONPATH": SRC})
@@ -197,7 +198,7 @@ def test_real_oom_on_the_gpu(tmp_path):
 @pytest.mark.parametrize("kind", ["nan", "inf"])
 def test_nonfinite_loss_is_diverged_with_its_step(monkeypatch, kind):
     monkeypatch.setenv("TCBENCH_INJECT_FAULT", f"{kind}@2")
-    r = tr.run_job(tiny_spec())
+    r = run.run_job(tiny_spec())
     R.validate(R._clean(r))
     assert r["status"] == "diverged"
     assert not math.isfinite(r["metrics"]["loss_curve"][-1][1])  # the loss the record is about
@@ -207,7 +208,7 @@ def test_nonfinite_loss_is_diverged_with_its_step(monkeypatch, kind):
 
 # ------------------------------------------------------------------------- atomic records
 def test_a_record_is_never_half_written(tmp_path, monkeypatch):
-    record = tr.run_job(tiny_spec())
+    record = run.run_job(tiny_spec())
     path = tmp_path / "records" / "tiny" / "fp32_bs8_r1.json"
     R.write(record, path)
     before = path.read_bytes()
@@ -283,9 +284,9 @@ def test_matrix_goes_on_and_tables_and_figures_mark_the_cells(workflow_copy):
 def test_aggregate_keeps_an_oom_row(tmp_path, monkeypatch):
     """The same without Snakemake: an oom record is a row, never dropped."""
     recs = tmp_path / "records" / "tiny"
-    R.write(tr.run_job(tiny_spec()), recs / "fp32_bs8_r1.json")
+    R.write(run.run_job(tiny_spec()), recs / "fp32_bs8_r1.json")
     monkeypatch.setenv("TCBENCH_INJECT_FAULT", "oom@0")
-    R.write(tr.run_job(tiny_spec(cell="amp-bf16_bs8_r1", precision="amp-bf16")),
+    R.write(run.run_job(tiny_spec(cell="amp-bf16_bs8_r1", precision="amp-bf16")),
             recs / "amp-bf16_bs8_r1.json")
     out = aggregate.aggregate(tmp_path / "records", tmp_path)
     assert list(out["metrics"]["status"]) == ["ok", "oom"]

@@ -1,6 +1,7 @@
-"""Jobs forked from a preloaded interpreter (tcbench.forkclient / tcbench.forkserver), with real
-processes: a job, failing jobs, killed jobs and clients, a stale socket, changed source, two
-workflows at once, and a forked child's torch state against a fresh process's."""
+"""Jobs forked from a preloaded interpreter (tcbench.launch.forkclient /
+tcbench.launch.forkserver), with real processes: a job, failing jobs, killed jobs and clients, a
+stale socket, changed source, two workflows at once, and a forked child's torch state against a
+fresh process's."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import forkclient, record as R
+from tcbench.launch import forkclient
+from tcbench import record as R
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "workflow"
@@ -69,7 +71,7 @@ def env_for(tmp: Path, owner_pid: int, src: Path = SRC, **extra) -> dict:
                   forkclient.OWNER_ENV: str(owner_pid), forkclient.IDLE_ENV: "600"} | extra
 
 
-def client(spec, out: Path, env: dict, module="tcbench.forkclient", **kw):
+def client(spec, out: Path, env: dict, module="tcbench.launch.forkclient", **kw):
     return subprocess.run([sys.executable, "-m", module, "--spec", json.dumps(spec),
                            "--out", str(out)], env=env, capture_output=True, text=True,
                           cwd=out.parent, **kw)
@@ -104,7 +106,7 @@ def owner():
 def start_long(tmp: Path, env: dict, name="long"):
     """A client running a long job, and its child's and server's pids once it has forked."""
     err = (tmp / f"{name}.err").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "tcbench.forkclient", "--spec",
+    proc = subprocess.Popen([sys.executable, "-m", "tcbench.launch.forkclient", "--spec",
                              json.dumps(LONG), "--out", str(tmp / f"{name}.json")],
                             env=env, stdout=err, stderr=err, cwd=tmp)
     wait_until(lambda: FORKED.search((tmp / f"{name}.err").read_text()), "the fork")
@@ -120,7 +122,7 @@ def test_the_server_key_follows_source_environment_and_owner(tmp_path, monkeypat
     shutil.copytree(SRC / "tcbench", src, ignore=shutil.ignore_patterns("__pycache__"))
     before = forkclient.source_digest(src)
     assert forkclient.source_digest(src) == before
-    (src / "run.py").write_text((src / "run.py").read_text() + "\n")
+    (src / "job" / "run.py").write_text((src / "job" / "run.py").read_text() + "\n")
     assert forkclient.source_digest(src) != before
 
     env = {k: v for k, v in os.environ.items()
@@ -170,7 +172,7 @@ def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
     assert "torch._dynamo" in procs[0]["preloaded"] and procs[1]["server_age_s"] > 0
     assert alive(procs[0]["server_pid"])
     # the same job as a fresh interpreter says that
-    fresh = client(TINY, tmp_path / "c.json", env, module="tcbench.run")
+    fresh = client(TINY, tmp_path / "c.json", env, module="tcbench.job.run")
     assert fresh.returncode == 0, fresh.stderr
     assert R.read(tmp_path / "c.json")["harness"]["process"] == {"start": "fresh_interpreter"}
     # the server ends with its owner, and takes its socket with it
@@ -182,17 +184,17 @@ def test_a_job_is_forked_and_its_record_says_so(tmp_path, owner):
 
 @pytest.mark.slow
 def test_the_calibration_is_forked_by_the_training_jobs_server(tmp_path, owner):
-    """--module tcbench.calibrate: the same server as the set's training jobs (the client takes
+    """--module tcbench.job.calibrate: the same server as the set's training jobs (the client takes
     --compile-cache for the key and keeps it from the calibration), its file as a fresh one
     writes it; a module outside ENTRIES is refused."""
     env = env_for(tmp_path, owner.pid)
     cache = ["--compile-cache", str(tmp_path / "cache")]
-    job = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--spec", json.dumps(TINY),
-                          "--out", str(tmp_path / "a.json"), *cache], env=env,
-                         capture_output=True, text=True, cwd=tmp_path)
+    job = subprocess.run([sys.executable, "-m", "tcbench.launch.forkclient",
+                          "--spec", json.dumps(TINY), "--out", str(tmp_path / "a.json"), *cache],
+                         env=env, capture_output=True, text=True, cwd=tmp_path)
     assert job.returncode == 0, job.stderr
-    cal = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--module",
-                          "tcbench.calibrate", *cache, "--out", str(tmp_path / "cal.json"),
+    cal = subprocess.run([sys.executable, "-m", "tcbench.launch.forkclient", "--module",
+                          "tcbench.job.calibrate", *cache, "--out", str(tmp_path / "cal.json"),
                           "--size", "64", "--iterations", "2"], env=env, capture_output=True,
                          text=True, cwd=tmp_path)
     assert cal.returncode == 0, cal.stderr
@@ -200,10 +202,11 @@ def test_the_calibration_is_forked_by_the_training_jobs_server(tmp_path, owner):
     assert int(FORKED.search(cal.stderr).group(2)) == server
     said = json.loads((tmp_path / "cal.json").read_text())
     assert said["kind"] == "calibration" and said["modes"]["fp32"]["status"] == "ok"
-    bad = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--module", "os",
+    bad = subprocess.run([sys.executable, "-m", "tcbench.launch.forkclient", "--module", "os",
                           "--out", str(tmp_path / "x.json")], env=env, capture_output=True,
                          text=True, cwd=tmp_path)
-    assert bad.returncode == 2 and "choose one of tcbench.run, tcbench.calibrate" in bad.stderr
+    assert bad.returncode == 2
+    assert "choose one of tcbench.job.run, tcbench.job.calibrate" in bad.stderr
 
 
 @pytest.mark.slow
@@ -213,11 +216,11 @@ def test_failing_jobs_exit_as_a_fresh_process_would(tmp_path, owner):
     assert bad.returncode == 2 and "lacks 'precision'" in bad.stderr
     # a bug (here: the spec file is a folder) is exit 1 with its traceback, no record
     (tmp_path / "folder").mkdir()
-    bug = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--spec-file",
+    bug = subprocess.run([sys.executable, "-m", "tcbench.launch.forkclient", "--spec-file",
                           str(tmp_path / "folder"), "--out", str(tmp_path / "y.json")],
                          env=env, capture_output=True, text=True)
     assert bug.returncode == 1 and "IsADirectoryError" in bug.stderr
-    usage = subprocess.run([sys.executable, "-m", "tcbench.forkclient", "--bogus"], env=env,
+    usage = subprocess.run([sys.executable, "-m", "tcbench.launch.forkclient", "--bogus"], env=env,
                            capture_output=True, text=True)
     assert usage.returncode == 2 and "usage:" in usage.stderr
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()
@@ -252,7 +255,7 @@ def test_a_server_killed_mid_job_costs_that_job_a_fresh_rerun_not_its_record(tmp
     env = env_for(tmp_path, owner.pid)
     medium = TINY | {"params": TINY["params"] | {"min_timed_s": 3.0}}   # ~3 s of training
     err = (tmp_path / "m.err").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "tcbench.forkclient", "--spec",
+    proc = subprocess.Popen([sys.executable, "-m", "tcbench.launch.forkclient", "--spec",
                              json.dumps(medium), "--out", str(tmp_path / "m.json")],
                             env=env, stdout=err, stderr=err, cwd=tmp_path)
     wait_until(lambda: FORKED.search((tmp_path / "m.err").read_text()), "the fork")
@@ -274,7 +277,7 @@ def test_a_stale_socket_and_changed_source_get_a_new_server(tmp_path, owner):
     for part in ("tcbench", "schemas"):
         shutil.copytree(SRC / part, src / part, ignore=shutil.ignore_patterns("__pycache__"))
     env = env_for(tmp_path, owner.pid, src=src)
-    key = subprocess.run([sys.executable, "-c", "from tcbench import forkclient as C; "
+    key = subprocess.run([sys.executable, "-c", "from tcbench.launch import forkclient as C; "
                           "print(C.server_key())"], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     (tmp_path / "rt").mkdir(mode=0o700)
@@ -323,7 +326,7 @@ def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
                        "distinct_batches": 1, "profile_steps": 1}}
     out = tmp_path / "state.jsonl"
     env = env_for(tmp_path, owner.pid, PROBE_OUT=str(out))
-    for module in ("tcbench.run", "tcbench.forkclient", "tcbench.forkclient"):
+    for module in ("tcbench.job.run", "tcbench.launch.forkclient", "tcbench.launch.forkclient"):
         proc = client(spec, tmp_path / "r.json", env, module=module)
         assert proc.returncode == 0, proc.stderr
     calls = {}  # every call of model() in each job's process, by pid
@@ -346,9 +349,9 @@ def test_a_forked_childs_torch_state_is_a_fresh_processs(tmp_path, owner):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("extra, launcher", [((), "-m tcbench.forkclient "),
+@pytest.mark.parametrize("extra, launcher", [((), "-m tcbench.launch.forkclient "),
                                              (("--config", "fresh_interpreter=true"),
-                                              "-m tcbench.run ")])
+                                              "-m tcbench.job.run ")])
 def test_the_train_rule_forks_unless_told_not_to(workflow_copy, extra, launcher):
     from conftest import snakemake
 
@@ -369,11 +372,11 @@ def test_the_smoke_studys_jobs_are_forked_from_one_server(smoke_run):
 def test_a_job_ends_the_processes_it_started_when_it_exits(tmp_path):
     """exit_now kills what the job started (Inductor's compile-worker sidecar, say) rather than
     letting an exit handler wait for it: none of them outlives the job."""
-    code = ("import subprocess, sys, time; from tcbench import run\n"
+    code = ("import subprocess, sys, time; from tcbench.job import run\n"
             "inner = 'import subprocess, sys, time; subprocess.Popen([sys.executable, \"-c\", "
             "\"import time; time.sleep(600)\"]); time.sleep(600)'\n"
             "subprocess.Popen([sys.executable, '-c', inner])\n"
-            "from tcbench.process import descendants\n"
+            "from tcbench.host.process import descendants\n"
             "while len(descendants()) < 2: time.sleep(0.05)\n"
             "print(' '.join(map(str, descendants())), flush=True)\n"
             "run.exit_now(0)\n")
@@ -394,7 +397,7 @@ def test_a_server_that_will_not_start_is_tried_once_per_workflow(tmp_path, monke
 
     def refusing(sock_path, log):
         started.append(sock_path)
-        log.write_text("tcbench.forkserver: not serving: 3 threads are running\n")
+        log.write_text("tcbench.launch.forkserver: not serving: 3 threads are running\n")
         return subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
 
     monkeypatch.setattr(forkclient, "spawn_server", refusing)

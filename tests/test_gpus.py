@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import environment, gpus as G
+from tcbench.host import environment, gpus as G
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE = [G.Gpu(0, "GPU-00000000-aaaa-0000-0000-000000000000"),
@@ -44,11 +44,11 @@ def env_with(bin_dir: Path, lock_dir: Path, **extra) -> dict:
                   "PYTHONPATH": str(REPO / "workflow"), G.LOCK_DIR_ENV: str(lock_dir)} | extra
 
 
-# A job stand-in: pins like tcbench.run does, reports what it got, then holds the GPU until
+# A job stand-in: pins like tcbench.job.run does, reports what it got, then holds the GPU until
 # its stdin closes (or it is killed).
 HOLDER = textwrap.dedent("""\
     import json, os, sys
-    from tcbench import gpus
+    from tcbench.host import gpus
     claim = gpus.pin()
     report = {"pid": os.getpid(), "cvd": os.environ.get("CUDA_VISIBLE_DEVICES"),
               "index": claim.gpu.index if claim else None}
@@ -179,15 +179,15 @@ def test_concurrent_jobs_get_distinct_gpus_and_a_killed_holder_frees_its_gpu(tmp
 
 def test_gpu_identity_is_the_physical_index():
     # CUDA calls the one visible device 0; the record names the physical device 1
-    ident = environment.gpu_identity(FAKE[1].uuid, 0, gpus=FAKE)
+    ident = environment.gpu_identity(FAKE[1].uuid, 0, devices=FAKE)
     assert ident["gpu_index"] == 1
     # unknown to nvidia-smi: CUDA's index is the best there is
-    assert environment.gpu_identity("GPU-elsewhere", 3, gpus=FAKE)["gpu_index"] == 3
+    assert environment.gpu_identity("GPU-elsewhere", 3, devices=FAKE)["gpu_index"] == 3
 
 
 @pytest.mark.slow
 def test_run_pins_before_training_and_records_scheduler(tmp_path):
-    """tcbench.run claims a GPU (a fake one: torch still trains on the CPU), records which
+    """tcbench.job.run claims a GPU (a fake one: torch still trains on the CPU), records which
     device CUDA was limited to and the SLURM job id, and leaves the GPU free on exit."""
     locks = tmp_path / "locks"
     env = env_with(fake_nvidia_smi(tmp_path / "bin"), locks, SLURM_JOB_ID="4242",
@@ -196,7 +196,7 @@ def test_run_pins_before_training_and_records_scheduler(tmp_path):
             "params": {"in_size": 16, "out_size": 16, "num_batches": 2, "epochs": 1,
                        "warmup_steps": 1, "profile_steps": 1}}
     out = tmp_path / "record.json"
-    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+    proc = subprocess.run([sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
                            "--out", str(out)], env=env, capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr

@@ -3,7 +3,7 @@ switches, and interrupt and steal time read from /proc/stat."""
 
 import pytest
 
-from tcbench import hoststate as H
+from tcbench.host import hoststate
 
 STAT_A = """cpu  100 0 50 1000 0 10 5 2 0 0
 cpu0 60 0 30 500 0 8 4 2 0 0
@@ -18,19 +18,19 @@ intr 22345
 
 
 def test_proc_stat_lines_are_read_per_cpu_in_ticks():
-    got = H.read_stat(STAT_A)
+    got = hoststate.read_stat(STAT_A)
     assert set(got) == {"cpu", "cpu0", "cpu1"}
     assert got["cpu0"]["irq"] == 8 and got["cpu0"]["softirq"] == 4 and got["cpu0"]["steal"] == 2
 
 
 def test_the_window_reports_the_training_cpus_and_the_hosts_interrupt_and_steal_seconds(
         monkeypatch):
-    stats = iter([H.read_stat(STAT_A), H.read_stat(STAT_B)])
+    stats = iter([hoststate.read_stat(STAT_A), hoststate.read_stat(STAT_B)])
     speeds = iter([300e3, 200e3])
-    monkeypatch.setattr(H, "read_stat", lambda text=None: next(stats))
-    monkeypatch.setattr(H, "probe", lambda ops: next(speeds))
-    monkeypatch.setattr(H, "_ticks_per_s", lambda: 100.0)
-    w = H.Window(training_cpu=0, ops=500)
+    monkeypatch.setattr(hoststate, "read_stat", lambda text=None: next(stats))
+    monkeypatch.setattr(hoststate, "probe", lambda ops: next(speeds))
+    monkeypatch.setattr(hoststate, "_ticks_per_s", lambda: 100.0)
+    w = hoststate.Window(training_cpu=0, ops=500)
     w.start()
     w.stop()
     r = w.result()
@@ -45,7 +45,7 @@ def test_the_window_reports_the_training_cpus_and_the_hosts_interrupt_and_steal_
 
 
 def test_a_window_never_started_or_stopped_says_nothing():
-    w = H.Window(training_cpu=None, ops=10)
+    w = hoststate.Window(training_cpu=None, ops=10)
     assert w.result() is None
     w.start()
     assert w.result() is None
@@ -54,11 +54,12 @@ def test_a_window_never_started_or_stopped_says_nothing():
 
 
 def test_the_probe_measures_a_positive_rate():
-    assert H.probe(200) > 0
+    assert hoststate.probe(200) > 0
 
 
 def test_a_job_records_the_hosts_state_over_its_timed_window():
-    from tcbench import record as R, run
+    from tcbench import record as R
+    from tcbench.job import run
 
     rec = run.run_job({"workload": "amp_recipe", "precision": "fp32", "batch_size": 8,
                        "device": "cpu", "params": {"in_size": 16, "out_size": 16,

@@ -1,4 +1,4 @@
-"""The interleaved comparison (tcbench.interleave): every precision arm of one setting in one
+"""The interleaved comparison (tcbench.job.interleave): every precision arm of one setting in one
 process, alternated in rounds; its ratios come from its own per-round numbers."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from tcbench import interleave as IL, matrix as M, record as R, stats
+from tcbench.job import interleave
+from tcbench.launch import matrix
+from tcbench import record as R, stats
 from tcbench.analysis import interleaved as A
 from tcbench.vocabulary import ConfigError
 
@@ -21,7 +23,7 @@ TINY = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
 
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
-    record = IL.compare(json.loads(json.dumps(TINY)))
+    record = interleave.compare(json.loads(json.dumps(TINY)))
     path = tmp_path_factory.mktemp("il") / "bs16.json"
     R.write(record, path, R.INTERLEAVED)     # schema-valid, as the job writes it
     return R.read(path, R.INTERLEAVED) | {"_path": str(path)}
@@ -46,7 +48,7 @@ def test_the_arms_alternate_in_rotated_rounds_and_an_unsupported_arm_says_why(co
 def test_its_log_says_how_far_it_got(capsys):
     """Each arm's warm-up and every tenth round (and the last) are logged as they finish, so a
     comparison stopped at a time limit says where."""
-    IL.compare(json.loads(json.dumps(TINY)))
+    interleave.compare(json.loads(json.dumps(TINY)))
     out = capsys.readouterr().out
     assert "fp32 warmed: " in out and "amp-bf16 warmed: " in out and "tf32 warmed" not in out
     assert out.index("amp-bf16 warmed") < out.index("round 4/4") and "round 4/4 (" in out
@@ -89,26 +91,26 @@ def test_drift_that_hits_both_arms_of_a_round_cancels_in_the_paired_ratio():
 
 def test_bad_settings_are_named_before_anything_runs():
     with pytest.raises(ValueError, match="rounds=2 must be within 3"):
-        IL.settings({"rounds": 2})
+        interleave.settings({"rounds": 2})
     with pytest.raises(ValueError, match="unknown setting"):
-        IL.settings({"round": 5})
+        interleave.settings({"round": 5})
     with pytest.raises(ValueError, match="two or more distinct"):
-        IL.parse(TINY | {"precisions": ["fp32"]})
+        interleave.parse(TINY | {"precisions": ["fp32"]})
     with pytest.raises(ValueError, match="precision"):
-        IL.parse(TINY | {"precisions": ["fp32", "fp64"]})
+        interleave.parse(TINY | {"precisions": ["fp32", "fp64"]})
 
 
 def test_the_matrix_makes_replicated_comparisons_per_setting_of_an_experiment_that_asks():
-    from tcbench import config as C
+    from tcbench.launch import config
 
-    cfg = C.check({"require_gpu": False, "repeats": 2, "experiments": [
+    cfg = config.check({"require_gpu": False, "repeats": 2, "experiments": [
         {"name": "r", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],
          "batch_sizes": [8, 16], "params": {"in_size": 8, "out_size": 8},
          "interleave": {"enabled": True, "rounds": 5}},
         {"name": "plain", "workload": "amp_recipe", "precisions": ["fp32", "amp-bf16"],
          "batch_sizes": [8]}]})
-    jobs = M.expand(cfg)
-    found = M.comparisons(cfg, jobs)
+    jobs = matrix.expand(cfg)
+    found = matrix.comparisons(cfg, jobs)
     # three independent processes a setting by default, replicate k seeded as repeat k
     assert sorted(found) == [f"r/bs{b}_r{k}" for b in (16, 8) for k in (1, 2, 3)]
     spec = found["r/bs8_r1"].spec("x")
@@ -118,22 +120,22 @@ def test_the_matrix_makes_replicated_comparisons_per_setting_of_an_experiment_th
         dict(jobs["r/fp32_bs8_r2"].params)["seed"]
     assert found["r/bs8_r3"].replicate == 3 and "replicates" not in spec["interleave"]
     assert found["r/bs8_r3"].path("x") == "results/x/interleaved/r/bs8_r3.json"
-    assert IL.parse(spec)["cells"][0]["repeat"] == 1
-    assert IL.parse(found["r/bs8_r3"].spec("x"))["cells"][0]["cell"].endswith("_r3")
+    assert interleave.parse(spec)["cells"][0]["repeat"] == 1
+    assert interleave.parse(found["r/bs8_r3"].spec("x"))["cells"][0]["cell"].endswith("_r3")
     one = json.loads(json.dumps(cfg))
     one["experiments"][0]["interleave"]["replicates"] = 1
-    assert sorted(M.comparisons(C.check(one), jobs)) == ["r/bs16_r1", "r/bs8_r1"]
+    assert sorted(matrix.comparisons(config.check(one), jobs)) == ["r/bs16_r1", "r/bs8_r1"]
     two = json.loads(json.dumps(cfg))
     two["experiments"][0]["interleave"]["replicates"] = 2   # neither level's interval: refused
     with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: replicates=2 .*use 3"):
-        M.comparisons(C.check(two), jobs)
+        matrix.comparisons(config.check(two), jobs)
     bad = json.loads(json.dumps(cfg))
     bad["experiments"][0]["interleave"]["segment_s"] = 0        # the schema says it
     with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave\.segment_s=0"):
-        C.check(bad)
+        config.check(bad)
     bad["experiments"][0]["interleave"]["segment_s"] = 100      # the comparison's own limit
     with pytest.raises(ConfigError, match=r"experiments\[0\] \(r\)\.interleave: segment_s=100"):
-        M.comparisons(C.check(bad), jobs)
+        matrix.comparisons(config.check(bad), jobs)
 
 
 @pytest.mark.slow  # about 10 s: builds a transformers model per arm
@@ -148,7 +150,7 @@ def test_a_transformer_interleaves_its_modes_and_an_fp8_arm_says_why_on_a_cpu(tm
                        "config": {"n_layer": 1, "n_embd": 32, "n_head": 2, "vocab_size": 128,
                                   "bos_token_id": 0, "eos_token_id": 0}},
             "interleave": {"rounds": 3, "segment_s": 0.005}}
-    record = IL.compare(spec)
+    record = interleave.compare(spec)
     path = tmp_path / "bs2.json"
     R.write(record, path, R.INTERLEAVED)
     arms = {a["precision"]: a for a in R.read(path, R.INTERLEAVED)["arms"]}

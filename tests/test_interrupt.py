@@ -59,7 +59,7 @@ def kill_if_alive(pid: int | None) -> None:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return
-    if b"tcbench.run" in cmdline and VICTIM.split("/")[1].encode() in cmdline:
+    if b"tcbench.job.run" in cmdline and VICTIM.split("/")[1].encode() in cmdline:
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -93,7 +93,7 @@ def test_sigkill_mid_run_then_rerun_makes_exactly_the_missing_records(workflow_c
     try:
         pid = wait_for_stall(wd / "logs" / "kill" / "train" / f"{VICTIM}.log", proc)
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        assert b"tcbench.run" in cmdline and str(victim.relative_to(wd)).encode() in cmdline
+        assert b"tcbench.job.run" in cmdline and str(victim.relative_to(wd)).encode() in cmdline
         os.kill(pid, signal.SIGKILL)  # the training job, not Snakemake
         out, _ = proc.communicate(timeout=300)
     finally:

@@ -1,5 +1,5 @@
 """The Tensor Core classifier, on kernel names collected from real profiles; the summary of a
-profile (tcbench.kernels) and the profiler that takes it (tcbench.profiling)."""
+profile (tcbench.kernels) and the profiler that takes it (tcbench.job.profiling)."""
 
 import csv
 from pathlib import Path
@@ -147,7 +147,7 @@ def test_busy_share_of_synthetic_loops_on_a_gpu(host_sleep_s):
     import torch
 
     from tcbench.kernels import timed_busy_share
-    from tcbench.profiling import profile_kernels
+    from tcbench.job.profiling import profile_kernels
 
     device = torch.device("cuda")
     cycles = int(torch.cuda.get_device_properties(device).clock_rate * 1e3 * 1e-3)  # ~1 ms

@@ -11,8 +11,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workflow" / "tcbench"
 
-# the reporting half, bottom to top: a module imports only from its own layer or below (the
-# bottom layers are shared: the job half writes records and classifies its kernels with them)
+# The package is two halves on shared ground; a folder (or a top-level module) is the unit of
+# these rules, and inside one folder its modules import each other freely (no cycle).
+# The reporting half, bottom to top: a unit imports only from its own layer or below. Its bottom
+# layers are the shared ground: the job half writes records and classifies its kernels with them.
 LAYERS = (
     ("vocabulary", "cli"),
     ("stats",),
@@ -21,15 +23,26 @@ LAYERS = (
     ("render",),
     ("reports",),
 )
+SHARED = 3   # LAYERS[:SHARED] is the shared ground
+# The job half, bottom to top: where a job runs (host), what feeds and what measures its steps
+# (data, measure), the workloads, one job (job), what runs in which order (launch), and the
+# capacity study, which starts jobs. A unit imports from its own layer or below and from the
+# shared ground; no reporting unit imports any of it.
+JOB_LAYERS = (
+    ("host",),
+    ("data", "measure"),
+    ("workloads",),
+    ("job",),
+    ("launch",),
+    ("capacity",),
+)
+# the one crossing: the capacity study draws its report with the reporting half's tables
+ALSO = {"capacity": {"render"}}
+# the reporting half's own units (the shorter function limit is theirs)
 REPORTING = {"stats", "resultset", "references", "analysis", "aggregate", "render", "reports",
              "closing", "kernels", "energy"}
-# the job half and the workflow's own helpers: they run torch, read the job spec, or start
-# processes; no module of the reporting layers may import one of them
-JOB = {"calibrate", "capacity", "config", "container", "data", "environment", "estimate",
-       "forkclient", "forkserver", "gpus", "harness", "hoststate", "idxfiles", "imagedeps", "imagefolder",
-       "graphs", "interleave", "matrix",
-       "measure", "memlimit", "placement", "precision", "process", "profiling", "repeats", "run",
-       "sourcetree", "spec", "telemetry", "train", "window", "workloads"}
+JOB = {m for layer in JOB_LAYERS for m in layer}
+MAX_TOP_MODULES = 12
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 MAX_REPORTING_FUNCTION_LINES = 60
@@ -104,7 +117,8 @@ def test_the_import_walk_sees_relative_absolute_and_function_level_imports():
     assert "resultset" in graph["reports.tables"]                 # from .. import resultset
     assert "analysis.diagnosis" in graph["reports.tables"]        # from ..analysis import x
     assert "render.table" in graph["capacity.report"]             # inside a function
-    assert "vocabulary" in graph["matrix"]
+    assert "vocabulary" in graph["launch.matrix"]
+    assert "host.gpus" in graph["job.calibrate"]                  # from ..host import x, inside
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
@@ -113,10 +127,26 @@ def test_no_import_cycle_in_the_package():
     assert find_cycle(imports()) is None
 
 
-def _layer(name: str) -> int | None:
-    top = name.split(".")[0]
-    for i, layer in enumerate(LAYERS):
-        if top in layer:
+def unit(name: str) -> str:
+    """The folder (or top-level module) a module belongs to."""
+    return name.split(".")[0]
+
+
+def units() -> dict[str, set[str]]:
+    """Unit -> the other units it imports."""
+    out: dict[str, set[str]] = {}
+    for name, targets in imports().items():
+        out.setdefault(unit(name), set()).update(unit(t) for t in targets)
+    return {u: deps - {u} for u, deps in out.items() if u}
+
+
+def test_no_import_cycle_between_folders():
+    assert find_cycle(units()) is None
+
+
+def _layer(name: str, layers=LAYERS) -> int | None:
+    for i, layer in enumerate(layers):
+        if unit(name) in layer:
             return i
     return None
 
@@ -125,7 +155,7 @@ def test_the_reporting_layers_import_only_downward():
     wrong = []
     for name, targets in imports().items():
         mine = _layer(name)
-        if mine is None or name.split(".")[0] not in REPORTING:
+        if mine is None or unit(name) not in REPORTING:
             continue
         for t in targets:
             theirs = _layer(t)
@@ -134,21 +164,77 @@ def test_the_reporting_layers_import_only_downward():
     assert wrong == []
 
 
+def _job_half_may_import(name: str, target: str) -> bool:
+    mine, theirs = _layer(name, JOB_LAYERS), _layer(target, JOB_LAYERS)
+    if theirs is not None:
+        return theirs <= mine
+    shared = _layer(target)
+    return (shared is not None and shared < SHARED) or unit(target) in ALSO.get(unit(name), ())
+
+
+def test_the_job_half_imports_only_downward_and_the_shared_ground():
+    wrong = [f"{name} -> {t}" for name, targets in imports().items() if unit(name) in JOB
+             for t in targets if not _job_half_may_import(name, t)]
+    assert wrong == []
+
+
+def test_the_folder_rules_say_no_to_an_upward_import():
+    assert _job_half_may_import("job.run", "host.gpus")
+    assert _job_half_may_import("job.run", "record")
+    assert not _job_half_may_import("workloads.classify", "job.train")     # upward
+    assert not _job_half_may_import("launch.matrix", "capacity.plan")      # upward
+    assert not _job_half_may_import("job.run", "analysis.speedup")         # the other half
+    assert _job_half_may_import("capacity.report", "render.table")         # the one crossing
+
+
+# the two shared abbreviations, one meaning each across the package; measure.core reads as measure
+ALIASES = {("vocabulary", "V"), ("record", "R"), ("core", "measure")}
+
+
+def module_aliases(name: str, path: Path, known: dict) -> list[str]:
+    """``module as alias`` for each tcbench module ``name`` imports under another name."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                targets = _resolve(name, path, ast.ImportFrom(node.module, [a], node.level),
+                                   known)
+                leaf = targets[0].rpartition(".")[2] if targets else ""
+                if a.asname and targets and leaf == a.name and a.asname != leaf \
+                        and (leaf, a.asname) not in ALIASES:
+                    out.append(f"{name}: {leaf} as {a.asname}")
+    return out
+
+
+def test_the_job_half_imports_a_module_by_its_name():
+    """``graphs``, not ``G`` (which was gpus elsewhere): a name says what it is."""
+    known = modules()
+    wrong = [w for name, path in known.items() if unit(name) in JOB
+             for w in module_aliases(name, path, known)]
+    assert wrong == []
+
+
 def test_every_module_is_in_one_half():
-    """A module in neither list escapes the check above (a reporting module importing it would
+    """A unit in neither list escapes the checks above (a reporting module importing it would
     pass unseen); one in both is in no one half."""
-    tops = {name.split(".")[0] for name in modules()} - {""}
+    tops = {unit(name) for name in modules()} - {""}
     layered = {m for layer in LAYERS for m in layer}
-    assert sorted(tops - layered - JOB) == [], "add it to LAYERS or JOB"
+    assert sorted(tops - layered - JOB) == [], "add it to LAYERS or JOB_LAYERS"
     assert sorted(layered & JOB) == []
     assert sorted((layered | JOB) - tops) == [], "listed, but no such module"
 
 
+def test_the_top_level_keeps_few_modules():
+    """Shared words and small utilities live at the top; everything else in a folder."""
+    top = sorted(p.stem for p in PACKAGE.glob("*.py"))
+    assert len(top) <= MAX_TOP_MODULES, top
+
+
 def test_kernel_classification_is_shared_and_profiling_is_the_jobs():
     graph = imports()
-    assert "spec" in graph["profiling"] and "kernels" in graph["profiling"]
-    assert not graph["kernels"] & JOB
-    assert _layer("profiling") is None and _layer("kernels") == 2
+    assert "job.spec" in graph["job.profiling"] and "kernels" in graph["job.profiling"]
+    assert not {unit(t) for t in graph["kernels"]} & JOB
+    assert _layer("job.profiling") is None and _layer("kernels") == 2
 
 
 def _functions(tree):

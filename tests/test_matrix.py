@@ -1,8 +1,8 @@
 import pytest
 import yaml
 
-from tcbench import config as tcconfig
-from tcbench import matrix as M
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix
 
 REPO_CONFIGS = ["config/config.yaml", "config/smoke.yaml", "config/fastest.yaml",
                 "config/multigpu.yaml"]
@@ -14,7 +14,7 @@ def exp(**kw):
 
 def expand(cfg: dict) -> dict:
     """The matrix of a config as the workflow makes it: checked once, then expanded."""
-    return M.expand(tcconfig.check(cfg))
+    return matrix.expand(tcconfig.check(cfg))
 
 
 def test_cross_product_and_cell_names():
@@ -28,7 +28,7 @@ def test_cross_product_and_cell_names():
 
 
 def test_each_repeat_has_its_own_seed_shared_by_every_precision():
-    jobs = M.expand({"repeats": 3, "experiments": [
+    jobs = matrix.expand({"repeats": 3, "experiments": [
         exp(precisions=["fp32", "amp-bf16"]),
         exp(name="seeded", params={"seed": 10})]})
     seed = {j.id: dict(j.params)["seed"] for j in jobs.values()}
@@ -78,40 +78,40 @@ def test_yaml_off_is_the_compile_mode_off():
      "set both in params and in axes"),
 ])
 def test_bad_configs_name_the_culprit(cfg, culprit):
-    with pytest.raises(M.ConfigError, match=None) as err:
+    with pytest.raises(matrix.ConfigError, match=None) as err:
         expand(cfg)
     assert culprit in str(err.value)
 
 
 @pytest.mark.parametrize("run", ["../x", "a/b", ".hidden", "", "x..y"])
 def test_run_names_cannot_escape_results(run):
-    with pytest.raises(M.ConfigError, match="run="):
+    with pytest.raises(matrix.ConfigError, match="run="):
         tcconfig.check({"run": run, "experiments": [exp()]})
 
 
 def test_auto_run_is_a_device_slug():
-    run = M.resolve_run(tcconfig.check({"experiments": [exp()]}))
+    run = matrix.resolve_run(tcconfig.check({"experiments": [exp()]}))
     tcconfig.check({"run": run, "experiments": [exp()]})  # a name the schema allows
     assert "/" not in run
 
 
 def test_device_in_a_run_name_is_this_machines_slug(monkeypatch):
-    from tcbench import environment
+    from tcbench.host import environment
 
     monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
-    assert M.resolve_run(tcconfig.check({"run": "smoke-{device}", "experiments": [exp()]})) \
+    assert matrix.resolve_run(tcconfig.check({"run": "smoke-{device}", "experiments": [exp()]})) \
         == "smoke-cpu-amd-epyc"
-    assert M.resolve_run(tcconfig.check({"experiments": [exp()]})) == "cpu-amd-epyc"
-    with pytest.raises(M.ConfigError, match="run="):
+    assert matrix.resolve_run(tcconfig.check({"experiments": [exp()]})) == "cpu-amd-epyc"
+    with pytest.raises(matrix.ConfigError, match="run="):
         tcconfig.check({"run": "smoke-{dev}", "experiments": [exp()]})
 
 
 def test_the_smoke_study_and_the_gpu_study_never_share_a_set(monkeypatch):
     from conftest import REPO
-    from tcbench import environment
+    from tcbench.host import environment
 
     monkeypatch.setattr(environment, "device_slug", lambda: "cpu-amd-epyc")
-    runs = {name: M.resolve_run(tcconfig.check(yaml.safe_load((REPO / "config" / name)
+    runs = {name: matrix.resolve_run(tcconfig.check(yaml.safe_load((REPO / "config" / name)
                                                                .read_text())))
             for name in ("config.yaml", "smoke.yaml")}
     assert runs == {"config.yaml": "cpu-amd-epyc", "smoke.yaml": "smoke-cpu-amd-epyc"}
@@ -124,8 +124,8 @@ def test_strays_are_another_studys_files_this_studys_rules_would_match():
     mine = ["amp_recipe/fp32_bs512_r1", "digits/fp32_bs64_r1"]
     found = ["amp_recipe/fp32_bs64_r1", "amp_recipe/fp32_bs512_r1", "models/fp32_bs64_r1",
              "amp_recipe/fp8-rowwise_bs64_r1"]
-    assert M.strays(found, mine) == ["amp_recipe/fp32_bs64_r1"]
-    assert M.strays(mine, mine) == []
+    assert matrix.strays(found, mine) == ["amp_recipe/fp32_bs64_r1"]
+    assert matrix.strays(mine, mine) == []
 
 
 @pytest.mark.parametrize("path", REPO_CONFIGS)
@@ -140,14 +140,14 @@ def test_a_study_plan_is_the_crossing_less_its_excludes_and_must_cover_the_recor
     mnist_fastest never had fp32 at 8192 (excluded); a plan that lacks a recorded cell, or
     an experiment in no study, is not known."""
     from conftest import REPO
-    studies = M.studies(REPO / "config")
+    studies = matrix.studies(REPO / "config")
     assert "config.yaml" in studies and "capacity.yaml" not in studies    # not a study
-    jobs = M.expand(studies["fp8.yaml"])
+    jobs = matrix.expand(studies["fp8.yaml"])
     groups = list(dict.fromkeys(j.group for j in jobs.values() if j.experiment == "fp8_mlp"))
-    plan = M.plan_of("fp8_mlp", {"amp-bf16_bs8192_compile-default"}, studies)
+    plan = matrix.plan_of("fp8_mlp", {"amp-bf16_bs8192_compile-default"}, studies)
     assert plan == groups and "fp32_bs8192_compile-default" in plan
-    fastest = M.plan_of("mnist_fastest", set(), studies)
+    fastest = matrix.plan_of("mnist_fastest", set(), studies)
     assert not any(c.startswith("fp32_bs8192") for c in fastest)
     assert any(c.startswith("amp-bf16_bs8192") for c in fastest)
-    assert M.plan_of("fp8_mlp", {"fp32_bs1_compile-default"}, studies) is None
-    assert M.plan_of("no_such_experiment", set(), studies) is None
+    assert matrix.plan_of("fp8_mlp", {"fp32_bs1_compile-default"}, studies) is None
+    assert matrix.plan_of("no_such_experiment", set(), studies) is None

@@ -4,26 +4,26 @@ import numpy as np
 import pytest
 import torch
 
-from tcbench import measure as M
-from tcbench import telemetry as T
+from tcbench.measure import core as measure
+from tcbench.measure import telemetry
 from tcbench.workloads.amp_recipe import make_model
 
 
 def test_step_statistics_on_known_steps():
     wait = np.array([1.0, 0.1, 0.1, 0.1, 0.1])
     comp = np.array([2.0, 0.3, 0.3, 0.5, 0.3])
-    s = M.step_statistics(wait, comp, [10] * 5, warmup_steps=1, input_bound_share=0.2)
+    s = measure.step_statistics(wait, comp, [10] * 5, warmup_steps=1, input_bound_share=0.2)
     assert s["warmup_time_s"] == pytest.approx(3.0)
     assert s["steady_steps"] == 4 and s["steady_time_s"] == pytest.approx(1.8)
     assert s["step_time_median_s"] == pytest.approx(0.4)
     assert s["throughput_samples_per_s"] == pytest.approx(40 / 1.8)
     assert s["data_wait_share"] == pytest.approx(0.4 / 1.8)
     assert s["input_bound"] is True
-    assert M.step_statistics(wait, comp, [10] * 5, 1, 0.5)["input_bound"] is False
+    assert measure.step_statistics(wait, comp, [10] * 5, 1, 0.5)["input_bound"] is False
 
 
 def test_timer_attributes_a_slow_loader_to_data_wait():
-    timer = M.StepTimer(torch.device("cpu"))
+    timer = measure.StepTimer(torch.device("cpu"))
 
     def slow_loader():
         for _ in range(5):
@@ -40,7 +40,7 @@ def test_timer_attributes_a_slow_loader_to_data_wait():
     assert len(wait) == 5
     assert np.all(wait >= 0.045) and np.all(wait < 0.2)
     assert np.all(comp >= 0.009) and np.all(comp < 0.05)
-    s = M.step_statistics(wait, comp, [2] * 5, 1, 0.2)
+    s = measure.step_statistics(wait, comp, [2] * 5, 1, 0.2)
     assert s["input_bound"] and s["data_wait_share"] > 0.7
 
 
@@ -50,8 +50,8 @@ def test_recipe_mlp_flops_match_the_hand_count():
     # 3 + 3 + 2 = 8 matmuls of 2*b*n*n, not the naive 3 x 3 = 9.
     b, n = 512, 4096
     model = make_model(n, n, 3)
-    flops = M.count_training_flops(model, torch.nn.MSELoss(),
-                                   (torch.randn(b, n), torch.randn(b, n)))
+    flops = measure.count_training_flops(model, torch.nn.MSELoss(),
+                                         (torch.randn(b, n), torch.randn(b, n)))
     assert flops == 8 * 2 * b * n * n
     # the real model is untouched (still on the CPU, no gradients)
     assert next(model.parameters()).device.type == "cpu"
@@ -59,7 +59,7 @@ def test_recipe_mlp_flops_match_the_hand_count():
 
 
 def test_nvml_absent_gives_null_fields_and_a_reason():
-    s = M.NvmlSampler(torch.device("cpu"))
+    s = measure.NvmlSampler(torch.device("cpu"))
     with s:
         pass
     r = s.result(samples=100)
@@ -74,13 +74,13 @@ def test_nvml_failure_is_a_reason_not_a_crash(monkeypatch):
         raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
     monkeypatch.setattr(pynvml, "nvmlInit", boom)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: None)
-    s = M.NvmlSampler(torch.device("cuda", 0))
+    s = measure.NvmlSampler(torch.device("cuda", 0))
     assert s.handle is None and s.reason.startswith("NVML unavailable")
     assert s.result(1)["energy_j"] is None
 
 
 def test_memory_stats_on_cpu_are_null_with_a_note():
-    m = M.memory_stats(torch.device("cpu"))
+    m = measure.memory_stats(torch.device("cpu"))
     assert m["max_memory_allocated_bytes"] is None and "CUDA" in m["memory_note"]
 
 
@@ -105,7 +105,7 @@ class FakeNvml:
 
 
 def fake_sampler(counter=True, interval=0.01):
-    s = M.NvmlSampler(torch.device("cpu"), interval_s=interval)
+    s = measure.NvmlSampler(torch.device("cpu"), interval_s=interval)
     s.handle, s.nvml, s.reason = object(), FakeNvml(counter), None
     return s
 
@@ -129,7 +129,7 @@ class PowerNvml(FakeNvml):
 
 
 def test_steady_energy_is_the_counter_over_the_steady_segments_only():
-    s = M.NvmlSampler(torch.device("cpu"), interval_s=0.005)
+    s = measure.NvmlSampler(torch.device("cpu"), interval_s=0.005)
     s.handle, s.nvml, s.reason = object(), PowerNvml(), None
     with s:
         time.sleep(0.05)
@@ -149,7 +149,7 @@ def test_steady_energy_is_the_counter_over_the_steady_segments_only():
 
 
 def samples(t, watts_counter, watts_sampled, step_s=0.1):
-    out = T._Samples()
+    out = telemetry._Samples()
     for k in range(int(t / step_s) + 1):
         out.t.append(k * step_s)
         out.energy_mj.append(watts_counter * 1e3 * k * step_s)
@@ -162,30 +162,30 @@ def segment(t0, t1, w):
 
 
 def test_energy_of_a_window_the_counter_cannot_resolve_is_null_with_the_reason():
-    r = T.window_energy([segment(0.0, 0.4, 300)], samples(2.0, 300, 300),
-                        power_source="instant")
+    r = telemetry.window_energy([segment(0.0, 0.4, 300)], samples(2.0, 300, 300),
+                                power_source="instant")
     assert r["steady_energy_j"] is None and r["steady_energy_counter_updates"] < 10
     assert "too short" in r["steady_energy_note"]
 
 
 def test_energy_implying_more_power_than_was_sampled_is_null():
     """A case seen on an H200: a counter implying 367-572 W while sampled power stayed below 141 W."""
-    r = T.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140),
-                        power_source="instant")
+    r = telemetry.window_energy([segment(0.0, 2.0, 500)], samples(2.0, 500, 140),
+                                power_source="instant")
     assert r["steady_energy_j"] is None
     assert r["steady_energy_implied_power_w"] == pytest.approx(500)
     assert "more than the 140 W sampled" in r["steady_energy_note"]
 
 
 def test_counter_and_sampled_power_that_disagree_give_no_energy():
-    r = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 140),
-                        power_source="instant")
+    r = telemetry.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 140),
+                                power_source="instant")
     assert r["steady_energy_j"] is None
     assert r["steady_energy_implied_power_w"] == pytest.approx(100)
     assert r["steady_energy_sampled_j"] == pytest.approx(280)
     assert r["steady_energy_cross_check_ok"] is False and "0.71x" in r["steady_energy_note"]
-    agree = T.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 104),
-                            power_source="instant")
+    agree = telemetry.window_energy([segment(0.0, 2.0, 100)], samples(2.0, 100, 104),
+                                    power_source="instant")
     assert agree["steady_energy_j"] == pytest.approx(200)
     assert agree["steady_energy_cross_check_ok"] and agree["steady_energy_note"] is None
 
@@ -218,6 +218,6 @@ def test_a_grouped_convolutions_backward_costs_twice_its_forward(groups):
     again, whatever the groups; torch's own count would give 64x that for depthwise."""
     conv = torch.nn.Conv2d(64, 64, 3, padding=1, groups=groups, bias=False)
     forward = 2 * 8 * 64 * 32 * 32 * (64 // groups) * 9
-    flops = M.count_training_flops(conv, lambda out, _: out.sum(),
-                                   (torch.randn(8, 64, 32, 32), torch.zeros(8)))
+    flops = measure.count_training_flops(conv, lambda out, _: out.sum(),
+                                         (torch.randn(8, 64, 32, 32), torch.zeros(8)))
     assert flops == 2 * forward

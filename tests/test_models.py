@@ -16,13 +16,13 @@ import torch
 import yaml
 
 from conftest import REPO, snakemake
-from tcbench import imagefolder as IF
-from tcbench import matrix
+from tcbench.data import imagefolder
+from tcbench.launch import matrix
 from tcbench import record as R
-from tcbench import run
-from tcbench import workloads as W
-from tcbench.matrix import ConfigError
-from tcbench.workloads import classify as C
+from tcbench.job import run
+from tcbench import workloads
+from tcbench.launch.matrix import ConfigError
+from tcbench.workloads import classify
 from tcbench.workloads import timm_models, torchvision_models
 
 USER_MODEL = REPO / "tests" / "data" / "user_model.py"
@@ -85,19 +85,19 @@ def test_resnet50_workload_is_the_torchvision_model(tmp_path):
 @pytest.mark.parametrize("name,size", [("resnet18", 224), ("inception_v3", 299),
                                        ("efficientnet_v2_s", 384), ("vit_h_14", 224)])
 def test_default_input_size_is_the_models_own(name, size):
-    assert W.resolve_params("torchvision", {"model": name})["image_size"] == size
+    assert workloads.resolve_params("torchvision", {"model": name})["image_size"] == size
 
 
 def test_defaults_follow_the_optimiser_and_the_data(images):
-    sgd = W.resolve_params("torchvision", {"model": "resnet18"})
-    adamw = W.resolve_params("torchvision", {"model": "resnet18", "optimizer": "adamw"})
+    sgd = workloads.resolve_params("torchvision", {"model": "resnet18"})
+    adamw = workloads.resolve_params("torchvision", {"model": "resnet18", "optimizer": "adamw"})
     assert (sgd["lr"], sgd["weight_decay"], sgd["loader"], sgd["num_classes"]) == \
         (0.1, 1e-4, "synthetic", 1000)
     assert (adamw["lr"], adamw["weight_decay"]) == (1e-3, 0.05)
-    assert W.resolve_params("torchvision", {"model": "resnet18", "optimizer": "adamw",
-                                            "lr": 0.01})["lr"] == 0.01
-    folder = W.resolve_params("torchvision", {"model": "resnet18", "data": "imagefolder",
-                                              "data_dir": str(images)})
+    assert workloads.resolve_params("torchvision", {"model": "resnet18", "optimizer": "adamw",
+                                                    "lr": 0.01})["lr"] == 0.01
+    folder = workloads.resolve_params("torchvision", {"model": "resnet18", "data": "imagefolder",
+                                                      "data_dir": str(images)})
     assert folder["loader"] == "dataloader" and folder["num_classes"] == 3
 
 
@@ -114,11 +114,11 @@ def test_auxiliary_outputs_and_bce():
     """GoogLeNet/Inception return (logits, aux...) in training: scored on the logits; bce is
     binary cross-entropy against one-hot targets."""
     logits, target = torch.randn(4, 5), torch.tensor([0, 3, 1, 4])
-    ce = C.ClassificationLoss()
+    ce = classify.ClassificationLoss()
     assert torch.equal(ce((logits, torch.randn(4, 5)), target),
                        torch.nn.functional.cross_entropy(logits, target))
     onehot = torch.nn.functional.one_hot(target, 5).float()
-    assert torch.allclose(C.ClassificationLoss("bce")(logits, target),
+    assert torch.allclose(classify.ClassificationLoss("bce")(logits, target),
                           torch.nn.functional.binary_cross_entropy_with_logits(logits, onehot))
 
 
@@ -172,21 +172,21 @@ def test_a_changed_file_is_read_again(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("import torch\ninput_shape = (4,)\n"
                  "def model(n): return torch.nn.Linear(4, n)\n")
-    assert W.resolve_params("custom", {"file": str(f)})["image_size"] == 224
+    assert workloads.resolve_params("custom", {"file": str(f)})["image_size"] == 224
     f.write_text("import torch\ninput_shape = (3, 16, 16)\n"
                  "def model(n): return torch.nn.Sequential(torch.nn.Flatten(), "
                  "torch.nn.Linear(768, n))\n")
     import os
     os.utime(f, ns=(f.stat().st_atime_ns, f.stat().st_mtime_ns + 10**9))
-    assert W.resolve_params("custom", {"file": str(f)})["image_size"] == 16
+    assert workloads.resolve_params("custom", {"file": str(f)})["image_size"] == 16
 
 
 # ------------------------------------------------------------------------ the user's own images
 @pytest.mark.parametrize("loader", ["dataloader", "dataloader-tuned", "gpu-resident"])
 def test_image_folder_loaders_give_exactly_the_steps(images, loader):
-    ds = IF.dataset(images, 24)
+    ds = imagefolder.dataset(images, 24)
     assert len(ds) == 15 and ds.classes == ["cat", "dog", "fish"]
-    batches = list(IF.loader(loader, ds, 4, 7, torch.device("cpu"), seed=0, num_workers=1))
+    batches = list(imagefolder.loader(loader, ds, 4, 7, torch.device("cpu"), seed=0, num_workers=1))
     assert len(batches) == 7  # 28 samples from 15 images: the folder is walked again
     for x, y in batches:
         assert x.shape[1:] == (3, 24, 24) and x.dtype == torch.float32
@@ -196,7 +196,7 @@ def test_image_folder_loaders_give_exactly_the_steps(images, loader):
 
 
 def test_image_folder_subset_is_random_not_the_first_class(images):
-    ds = IF.dataset(images, 16, train_samples=6, seed=0)
+    ds = imagefolder.dataset(images, 16, train_samples=6, seed=0)
     labels = {ds.dataset.targets[i] for i in ds.indices}
     assert len(ds) == 6 and len(labels) > 1
 
@@ -223,12 +223,12 @@ def test_a_missing_extra_says_what_to_install(monkeypatch, package, params):
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, package, None)
     for cached in ("names", "model_types"):  # memoised lookups must not hide the import
-        for mod in (W.module("timm"), W.module("transformers")):
+        for mod in (workloads.module("timm"), workloads.module("transformers")):
             if hasattr(getattr(mod, cached, None), "cache_clear"):
                 getattr(mod, cached).cache_clear()
     install = re.escape(f"pip install -e '.[{package}]'")
     with pytest.raises(ValueError, match=install):
-        W.resolve_params(package, params)
+        workloads.resolve_params(package, params)
     with pytest.raises(ConfigError, match=rf"experiments\[0\] \(t\).*needs the {package} "
                                           rf"package.*{install}"):
         matrix.expand({"experiments": [{"name": "t", "workload": package, "precisions": ["fp32"],
@@ -240,12 +240,12 @@ def test_timm_model_by_name_trains(tmp_path):
     pytest.importorskip("timm")
     rec = job(tmp_path, "timm", {"model": "resnet10t", "image_size": 32, "num_classes": 10})
     assert rec["model"]["source"] == "timm" and rec["model"]["timm_version"]
-    assert W.resolve_params("timm", {"model": "tf_efficientnetv2_s"})["image_size"] == 300
-    assert W.resolve_params("timm", {"model": "resnet50d.a1_in1k"})["model"] == \
+    assert workloads.resolve_params("timm", {"model": "tf_efficientnetv2_s"})["image_size"] == 300
+    assert workloads.resolve_params("timm", {"model": "resnet50d.a1_in1k"})["model"] == \
         "resnet50d.a1_in1k"
     with pytest.raises(ValueError, match=r"model='resnet50e' is not a timm model \(did you mean "
                                          r"resnet50"):
-        W.resolve_params("timm", {"model": "resnet50e"})
+        workloads.resolve_params("timm", {"model": "resnet50e"})
 
 
 # ------------------------------------------------------------------------ bad input, named
@@ -349,7 +349,7 @@ def test_bad_input_is_named_before_any_job(tmp_path, case):
     _, workload, params, fragments = case
     params = params(tmp_path) if callable(params) else params
     with pytest.raises(ValueError) as err:
-        W.resolve_params(workload, params)
+        workloads.resolve_params(workload, params)
     for fragment in fragments:
         assert fragment in str(err.value), f"{fragment!r} not in {str(err.value)!r}"
 
@@ -367,9 +367,9 @@ def test_the_check_is_cached_per_model(monkeypatch):
     try:
         params = {"model": "resnet18", "image_size": 64}
         for fmt in ("contiguous", "channels_last") * 5:
-            W.resolve_params("torchvision", params | {"memory_format": fmt})
+            workloads.resolve_params("torchvision", params | {"memory_format": fmt})
         assert len(tried) == 1, tried
-        W.resolve_params("torchvision", params | {"image_size": 32})
+        workloads.resolve_params("torchvision", params | {"image_size": 32})
         assert len(tried) == 2, tried
     finally:
         classify.ByName._forward_check.cache_clear()  # no entry made with the stand-in kept
@@ -416,7 +416,7 @@ def test_the_documented_config_expands(tmp_path, monkeypatch):
     check and gives the cells it promises."""
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my_model.py").write_text(blocks("python")[0])
@@ -444,7 +444,7 @@ def test_zoo_study_expands_to_what_its_header_says():
     pytest.importorskip("timm")
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     cfg = yaml.safe_load((REPO / "config" / "zoo.yaml").read_text())
     tcconfig.check(copy.deepcopy(cfg))

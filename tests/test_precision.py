@@ -3,7 +3,7 @@ import sys
 import pytest
 import torch
 
-from tcbench import precision as P
+from tcbench.job import precision
 
 CPU = torch.device("cpu")
 
@@ -15,7 +15,7 @@ CPU = torch.device("cpu")
     ("amp-bf16", False, torch.bfloat16, False),
 ])
 def test_each_mode_sets_and_reports_its_flags(name, tf32, dtype, scaler):
-    mode = P.get(name)
+    mode = precision.get(name)
     flags = mode.apply()
     assert flags["cuda_matmul_allow_tf32"] is tf32
     assert flags["cudnn_allow_tf32"] is tf32
@@ -26,29 +26,29 @@ def test_each_mode_sets_and_reports_its_flags(name, tf32, dtype, scaler):
 
 
 def test_strict_fp32_after_tf32_turns_tf32_back_off():
-    P.get("tf32").apply()
-    assert P.get("fp32").apply()["cuda_matmul_allow_tf32"] is False
+    precision.get("tf32").apply()
+    assert precision.get("fp32").apply()["cuda_matmul_allow_tf32"] is False
     assert torch.get_float32_matmul_precision() == "highest"
 
 
 def test_cpu_support_and_reason():
-    assert P.get("fp32").supported(CPU) == (True, None)
-    assert P.get("amp-bf16").supported(CPU) == (True, None)
-    ok, reason = P.get("tf32").supported(CPU)
+    assert precision.get("fp32").supported(CPU) == (True, None)
+    assert precision.get("amp-bf16").supported(CPU) == (True, None)
+    ok, reason = precision.get("tf32").supported(CPU)
     assert not ok and "TF32" in reason and "CPU" in reason
 
 
 def test_autocast_really_changes_matmul_dtype_on_cpu():
     a = torch.randn(8, 8)
-    with P.get("amp-bf16").autocast(CPU):
+    with precision.get("amp-bf16").autocast(CPU):
         assert (a @ a).dtype == torch.bfloat16
-    with P.get("fp32").autocast(CPU):
+    with precision.get("fp32").autocast(CPU):
         assert (a @ a).dtype == torch.float32
 
 
 def test_unknown_mode_is_named():
     with pytest.raises(ValueError, match="'fp8'"):
-        P.get("fp8")
+        precision.get("fp8")
 
 
 # ------------------------------------------------------------------------------- FP8 (torchao)
@@ -68,7 +68,7 @@ def no_torchao(monkeypatch):
 
 @pytest.mark.parametrize("name", FP8)
 def test_fp8_modes_are_bf16_autocast_without_scaler(name):
-    mode = P.get(name)
+    mode = precision.get(name)
     assert mode.fp8_recipe == name.removeprefix("fp8-")
     assert mode.autocast_dtype == torch.bfloat16 and not mode.use_scaler
     assert mode.apply()["cuda_matmul_allow_tf32"] is False
@@ -76,10 +76,10 @@ def test_fp8_modes_are_bf16_autocast_without_scaler(name):
 
 @pytest.mark.parametrize("name", FP8)
 def test_fp8_is_unsupported_on_the_cpu_and_before_ada(name, monkeypatch):
-    ok, reason = P.get(name).supported(CPU)
+    ok, reason = precision.get(name).supported(CPU)
     assert not ok and "CPU" in reason and "8.9" in reason
     fake_gpu(monkeypatch, (8, 0))  # an A100
-    ok, reason = P.get(name).supported(CUDA)
+    ok, reason = precision.get(name).supported(CUDA)
     assert not ok and reason == ("FP8 needs compute capability >= 8.9 (Ada or newer); "
                                  "this GPU is 8.0")
 
@@ -89,18 +89,18 @@ def test_fp8_is_supported_from_ada_on_when_torchao_works(capability, monkeypatch
     pytest.importorskip("torchao.float8")
     fake_gpu(monkeypatch, capability)
     for name in FP8:
-        assert P.get(name).supported(CUDA) == (True, None)
+        assert precision.get(name).supported(CUDA) == (True, None)
 
 
 def test_fp8_without_torchao_names_the_extra(monkeypatch):
     fake_gpu(monkeypatch, (9, 0))
     no_torchao(monkeypatch)
-    ok, reason = P.get("fp8-rowwise").supported(CUDA)
+    ok, reason = precision.get("fp8-rowwise").supported(CUDA)
     assert not ok and "torchao" in reason and "pip install -e '.[fp8]'" in reason
     # the hardware alone can (calibrate measures the FP8 roof with a bare _scaled_mm)
-    assert P.get("fp8-rowwise").device_supported(CUDA) == (True, None)
+    assert precision.get("fp8-rowwise").device_supported(CUDA) == (True, None)
     # and the CPU reason wins over the missing library: it is the one that cannot be fixed
-    assert "CPU" in P.get("fp8-rowwise").supported(CPU)[1]
+    assert "CPU" in precision.get("fp8-rowwise").supported(CPU)[1]
 
 
 def test_fp8_with_too_old_torchao_or_torch(monkeypatch):
@@ -108,11 +108,11 @@ def test_fp8_with_too_old_torchao_or_torch(monkeypatch):
     pytest.importorskip("torchao.float8")
     fake_gpu(monkeypatch, (9, 0))
     monkeypatch.setattr(torchao, "__version__", "0.16.0")
-    ok, reason = P.get("fp8-tensorwise").supported(CUDA)
+    ok, reason = precision.get("fp8-tensorwise").supported(CUDA)
     assert not ok and "torchao 0.16.0 is too old" in reason and ">= 0.17" in reason
     monkeypatch.setattr(torchao, "__version__", "0.18.0")
     monkeypatch.setattr(torch, "__version__", "2.10.0+cu128")
-    ok, reason = P.get("fp8-tensorwise").supported(CUDA)
+    ok, reason = precision.get("fp8-tensorwise").supported(CUDA)
     assert not ok and "torch >= 2.11" in reason and "2.10.0+cu128" in reason
 
 
@@ -128,13 +128,13 @@ def test_fp8_with_a_torchao_that_crashes_on_import(monkeypatch):
             raise RuntimeError("undefined symbol: _ZN3c10")
         return real_import(name, *args, **kwargs)
     monkeypatch.setattr(builtins, "__import__", crashing)
-    ok, reason = P.get("fp8-tensorwise").supported(CUDA)
+    ok, reason = precision.get("fp8-tensorwise").supported(CUDA)
     assert not ok and "does not import with torch" in reason and "undefined symbol" in reason
 
 
 def test_modes_without_fp8_leave_the_model_alone():
     model = torch.nn.Linear(32, 32)
-    assert P.get("amp-bf16").prepare(model) == (model, None)
+    assert precision.get("amp-bf16").prepare(model) == (model, None)
 
 
 @pytest.mark.parametrize("name", FP8)
@@ -144,7 +144,7 @@ def test_fp8_converts_the_seed_cnn_fc1_and_keeps_fc2(name):
 
     model = Net()
     params = list(model.parameters())
-    out, fp8 = P.get(name).prepare(model, "default")
+    out, fp8 = precision.get(name).prepare(model, "default")
     assert out is model and list(out.parameters()) == params  # the optimiser's tensors
     assert type(model.fc1).__name__ == "Float8Linear" and type(model.fc2) is torch.nn.Linear
     assert fp8["recipe"] == name.removeprefix("fp8-") and fp8["converted"] == ["fc1"]
@@ -164,18 +164,19 @@ def test_fp8_pads_the_inner_dimension_only_for_ragged_batches():
     from tcbench.workloads.mnist_cnn import Net
 
     for name in FP8:
-        model, fp8 = P.get(name).prepare(Net(), "off", {64, 1437 % 64})
+        model, fp8 = precision.get(name).prepare(Net(), "off", {64, 1437 % 64})
         assert fp8["pad_inner_dim"] == "on: batches of 29 samples, not a multiple of 16"
         assert model.fc1.linear_mm_config.grad_weight.pad_inner_dim
         assert model.fc1.config.cast_config_input.short_str().endswith("e4m3")  # recipe kept
-        model, fp8 = P.get(name).prepare(Net(), "off", {4096, 60000 % 4096})  # 2,656 rows: fine
+        # 2,656 rows in the last batch: fine
+        model, fp8 = precision.get(name).prepare(Net(), "off", {4096, 60000 % 4096})
         assert fp8["pad_inner_dim"] is None and not model.fc1.config.pad_inner_dim
 
 
 def test_fp8_eager_is_noted_and_attention_out_proj_is_kept():
     pytest.importorskip("torchao.float8")
     layer = torch.nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
-    _, fp8 = P.get("fp8-tensorwise").prepare(layer, "off")
+    _, fp8 = precision.get("fp8-tensorwise").prepare(layer, "off")
     assert fp8["converted"] == ["linear1", "linear2"]
     assert [k["layer"] for k in fp8["kept"]] == ["self_attn.out_proj"]
     assert "never its forward()" in fp8["kept"][0]["reason"]
@@ -188,7 +189,7 @@ def test_fp8_eager_is_noted_and_attention_out_proj_is_kept():
 ])
 def test_fp8_without_a_convertible_layer_says_why(model, why):
     pytest.importorskip("torchao.float8")
-    _, fp8 = P.get("fp8-rowwise").prepare(model)
+    _, fp8 = precision.get("fp8-rowwise").prepare(model)
     assert fp8["converted"] == [] and why in fp8["unsupported_reason"]
 
 
@@ -197,7 +198,7 @@ def test_fp8_cell_on_the_cpu_is_an_unsupported_record(tmp_path):
     import json
 
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
 
     out = tmp_path / "r.json"
     spec = {"workload": "digits", "precision": "fp8-tensorwise", "batch_size": 64,
@@ -213,9 +214,9 @@ def test_fp8_cell_without_a_convertible_layer_is_unsupported_after_build(monkeyp
     model is built, and a record, not a crash. (The device check is bypassed: this is a CPU.)"""
     pytest.importorskip("torchao.float8")
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
 
-    monkeypatch.setattr(P.Precision, "supported", lambda self, device: (True, None))
+    monkeypatch.setattr(precision.Precision, "supported", lambda self, device: (True, None))
     spec = {"workload": "resnet50", "precision": "fp8-rowwise", "batch_size": 2,
             "params": {"image_size": 32, "num_classes": 10, "steps": 1, "warmup_steps": 1,
                        "compile": "default"}}
@@ -230,15 +231,15 @@ def test_fp8_cell_without_a_convertible_layer_is_unsupported_after_build(monkeyp
 
 
 def test_fp8_cell_trains_the_converted_layers_and_records_them(monkeypatch):
-    """The hook in tcbench.run end to end. torch._scaled_mm also runs on the CPU (emulated, no
+    """The hook in tcbench.job.run end to end. torch._scaled_mm also runs on the CPU (emulated, no
     Tensor Cores), so with the device check bypassed an FP8 cell trains here: the optimiser
     must move the converted layers' weights, and the record must say what ran."""
     pytest.importorskip("torchao.float8")
     from tcbench import record as R
-    from tcbench import run
+    from tcbench.job import run
     from tcbench.workloads import amp_recipe
 
-    monkeypatch.setattr(P.Precision, "supported", lambda self, device: (True, None))
+    monkeypatch.setattr(precision.Precision, "supported", lambda self, device: (True, None))
     built, initial = [], []
     real_build = amp_recipe.build
 

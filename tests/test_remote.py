@@ -20,7 +20,7 @@ from conftest import REPO
 REMOTE = REPO / "scripts" / "remote"
 SCRIPTS = sorted(p.name for p in REMOTE.iterdir() if p.suffix in (".sh", ".py"))
 # what a temporary checkout needs for bundle.sh and setup.sh: the manifest's writer and reader
-PACKAGE = ("__init__.py", "sourcetree.py", "atomic.py", "cli.py")
+PACKAGE = ("__init__.py", "host/__init__.py", "host/sourcetree.py", "atomic.py", "cli.py")
 
 
 def git(repo: Path, *args: str) -> str:
@@ -48,6 +48,7 @@ def checkout(tmp_path):
     repo = tmp_path / "repo"
     (repo / "workflow" / "tcbench").mkdir(parents=True)
     for name in PACKAGE:
+        (repo / "workflow" / "tcbench" / name).parent.mkdir(exist_ok=True)
         shutil.copy2(REPO / "workflow" / "tcbench" / name, repo / "workflow" / "tcbench" / name)
     shutil.copytree(REMOTE, repo / "scripts" / "remote")
     (repo / "Snakefile").write_text("# committed\n")
@@ -102,13 +103,13 @@ def test_the_bundle_holds_heads_files_and_a_manifest_that_proves_them(checkout, 
     assert {"results/gpu/record.json", ".whl/x-1-py3-none-any.whl", ".tcbench-tree.json"} <= names
     assert (copy / "Snakefile").read_text() == "# committed\n"        # HEAD's, not the tree's
     manifest = json.loads((copy / ".tcbench-tree.json").read_text())
-    assert manifest["commit"] == head and "workflow/tcbench/sourcetree.py" in manifest["files"]
+    assert manifest["commit"] == head and "workflow/tcbench/host/sourcetree.py" in manifest["files"]
 
     # there: no .git; setup.sh names the manifest's commit, and every job proves its files
     shutil.rmtree(copy / ".whl")  # the fake wheel would not install
     probe = ("source scripts/remote/setup.sh && echo \"$TCBENCH_GIT_COMMIT\" && "
-             "command -v python && PYTHONPATH=workflow python -c 'from tcbench import sourcetree "
-             "as s; i = s.git_info(); print(i[\"git_dirty\"], i[\"git_source\"])'")
+             "command -v python && PYTHONPATH=workflow python -c "
+             "'from tcbench.host import sourcetree as s; i = s.git_info(); print(i[\"git_dirty\"], i[\"git_source\"])'")
     there = subprocess.run(["bash", "-c", probe], cwd=copy, env=env, capture_output=True,
                            text=True, timeout=120)
     assert there.returncode == 0, there.stderr

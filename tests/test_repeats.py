@@ -1,5 +1,5 @@
-"""Repeats until the interval is tight (tcbench.repeats): the rule on fixture records, the cells
-that adapt, and the workflow giving a wide cell real extra repeat jobs."""
+"""Repeats until the interval is tight (tcbench.launch.repeats): the rule on fixture records,
+the cells that adapt, and the workflow giving a wide cell real extra repeat jobs."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import yaml
 from scipy.stats import t as student_t
 
 from conftest import copy_workflow, never_backwards, progress, snakemake
-from tcbench import config as tcconfig
-from tcbench import matrix as M
-from tcbench import repeats as RP
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix
+from tcbench.launch import repeats
 from tcbench import stats
 from tcbench.vocabulary import ConfigError
 
-SETTINGS = RP.Settings(target=0.02, max=10, looks=2)
+SETTINGS = repeats.Settings(target=0.02, max=10, looks=2)
 
 
 def rec(throughput, status="ok"):
@@ -41,10 +41,10 @@ def reports_halfwidth(values):
 # ------------------------------------------------------------------------------------ the rule
 def test_a_tight_cell_gets_no_more_repeats():
     values = [1000.0, 1004.0, 998.0]           # ~0.7% half-width
-    got = RP.look(recs(*values), SETTINGS, 1)
+    got = repeats.look(recs(*values), SETTINGS, 1)
     assert got["halfwidth"] == pytest.approx(reports_halfwidth(values))
-    assert got["status"] == RP.TIGHT and got["n_planned"] == 3 and not got["more"]
-    assert RP.decide(recs(*values), SETTINGS)["status"] == RP.TIGHT
+    assert got["status"] == repeats.TIGHT and got["n_planned"] == 3 and not got["more"]
+    assert repeats.decide(recs(*values), SETTINGS)["status"] == repeats.TIGHT
 
 
 def profiled(record, kernel_s_per_step, step_s):
@@ -62,30 +62,30 @@ def test_a_host_bound_cell_gets_no_added_repeats_and_its_decision_says_why():
     values = [354e3, 356e3, 565e3]
     records = recs(*values)
     profiled(records[0], 0.0006, 0.0014)       # busy 43%
-    got = RP.look(records, SETTINGS, 1, interleaved=True)
-    assert got["status"] == RP.HOST_BOUND and not got["more"] and got["n_planned"] == 3
+    got = repeats.look(records, SETTINGS, 1, interleaved=True)
+    assert got["status"] == repeats.HOST_BOUND and not got["more"] and got["n_planned"] == 3
     assert "busy 43% of the timed steps (< 90%)" in got["reason"]
     assert "interleaved comparison decides its ratios" in got["reason"]
-    final = RP.decide(records, SETTINGS)
-    assert final["status"] == RP.HOST_BOUND and "no interleaved comparison" in final["reason"]
-    row = next(csv.DictReader(RP.summary([final | {"experiment": "e", "cell": "c",
+    final = repeats.decide(records, SETTINGS)
+    assert final["status"] == repeats.HOST_BOUND and "no interleaved comparison" in final["reason"]
+    row = next(csv.DictReader(repeats.summary([final | {"experiment": "e", "cell": "c",
                                                     "n_initial": 3}]).splitlines()))
     assert row["status"] == "host-bound" and float(row["gpu_busy_share"]) == pytest.approx(0.4286,
                                                                                          rel=1e-3)
     # the same spread with the GPU busy is a wide cell like any other
     busy = recs(*values)
     profiled(busy[0], 0.00139, 0.0014)
-    assert RP.look(busy, SETTINGS, 1)["status"] == RP.WIDE
+    assert repeats.look(busy, SETTINGS, 1)["status"] == repeats.WIDE
 
 
 def test_a_wide_cell_gets_as_many_as_steins_rule_asks():
     values = [1000.0, 1030.0, 970.0]           # sd 30, cv 3%: half-width 7.5%
-    got = RP.look(recs(*values), SETTINGS, 1)
-    assert got["status"] == RP.WIDE and got["more"]
+    got = repeats.look(recs(*values), SETTINGS, 1)
+    assert got["status"] == repeats.WIDE and got["more"]
     stein = math.ceil((student_t.ppf(0.975, 2) * 0.03 / 0.02) ** 2)   # 4.30 * 1.5 -> 42 -> cap
     assert got["n_planned"] == min(10, stein) == 10
     milder = [1000.0, 1010.0, 990.0]           # cv 1%: half-width 2.5%, Stein asks for 5
-    got = RP.look(recs(*milder), SETTINGS, 1)
+    got = repeats.look(recs(*milder), SETTINGS, 1)
     assert got["n_planned"] == math.ceil((student_t.ppf(0.975, 2) * 0.01 / 0.02) ** 2) == 5
     assert got["reason"].startswith("added at look 1: half-width 2.48% > target 2.00% after 3")
 
@@ -94,42 +94,42 @@ def test_wide_means_stein_asks_for_more_than_it_has():
     """One scale, one t: a cell wider than the target is one Stein gives more repeats."""
     for values in ([100, 101, 99], [100, 100.5, 99.5, 101, 99], [50, 51, 49.5, 50.2]):
         wide = reports_halfwidth(values) > SETTINGS.target
-        assert (RP.stein_n(values, SETTINGS.target) > len(values)) == wide
+        assert (repeats.stein_n(values, SETTINGS.target) > len(values)) == wide
 
 
 def test_a_cell_wide_at_the_cap_is_noisy_with_its_numbers():
     values = [1000.0, 1200.0, 850.0, 1100.0, 900.0, 1000.0, 1300.0, 800.0, 950.0, 1150.0]
-    at_cap = RP.look(recs(*values), SETTINGS, 2)
+    at_cap = repeats.look(recs(*values), SETTINGS, 2)
     assert at_cap["n_planned"] == 10 and not at_cap["more"]
-    got = RP.decide(recs(*values), SETTINGS)
-    assert got["status"] == RP.NOISY and got["n"] == 10
+    got = repeats.decide(recs(*values), SETTINGS)
+    assert got["status"] == repeats.NOISY and got["n"] == 10
     assert re.match(r"noisy: half-width \d+\.\d\d% > target 2\.00% after 10 repeats, at the cap "
                     r"of 10 repeats", got["reason"])
 
 
 def test_the_second_look_re_estimates_and_adds_up_to_the_cap():
-    first = RP.look(recs(1000, 1010, 990), SETTINGS, 1)
+    first = repeats.look(recs(1000, 1010, 990), SETTINGS, 1)
     assert first["n_planned"] == 5
     # the added repeats show more spread than the first three: look 2 asks for more
-    second = RP.look(recs(1000, 1010, 990, 1040, 960), SETTINGS, 2)
+    second = repeats.look(recs(1000, 1010, 990, 1040, 960), SETTINGS, 2)
     assert second["more"] and 5 < second["n_planned"] <= 10
     assert second["reason"].startswith("added at look 2:")
     # after the last look a cell still wide but below the cap is noisy, saying so
-    final = RP.decide(recs(1000, 1010, 990, 1040, 960), SETTINGS)
-    assert final["status"] == RP.NOISY and "after 2 look(s)" in final["reason"]
+    final = repeats.decide(recs(1000, 1010, 990, 1040, 960), SETTINGS)
+    assert final["status"] == repeats.NOISY and "after 2 look(s)" in final["reason"]
 
 
 @pytest.mark.parametrize("status", ["unsupported", "oom", "error", "diverged"])
 def test_cells_that_did_not_run_never_get_more(status):
     records = [rec(1000.0), rec(None, status), rec(1300.0)]
-    got = RP.look(records, SETTINGS, 1)
-    assert got["status"] == RP.NOT_OK and got["n_planned"] == 3 and not got["more"]
+    got = repeats.look(records, SETTINGS, 1)
+    assert got["status"] == repeats.NOT_OK and got["n_planned"] == 3 and not got["more"]
     assert status in got["reason"]
-    assert RP.decide(records, SETTINGS)["status"] == RP.NOT_OK
+    assert repeats.decide(records, SETTINGS)["status"] == repeats.NOT_OK
 
 
 def test_identical_runs_are_tight():
-    assert RP.look(recs(500.0, 500.0, 500.0), SETTINGS, 1)["status"] == RP.TIGHT
+    assert repeats.look(recs(500.0, 500.0, 500.0), SETTINGS, 1)["status"] == repeats.TIGHT
 
 
 # ------------------------------------------------------------------------------------ the cells
@@ -141,8 +141,8 @@ BASE = {"repeats": 3, "experiments": [
 
 def adaptive(extra: dict):
     cfg = tcconfig.check(copy.deepcopy(BASE | extra))
-    jobs = M.expand(cfg)
-    return RP.cells(cfg, jobs), jobs
+    jobs = matrix.expand(cfg)
+    return repeats.cells(cfg, jobs), jobs
 
 
 def test_cells_adapt_only_when_switched_on_and_started_with_three():
@@ -169,7 +169,7 @@ def test_an_experiment_sets_its_own_keys_over_the_studys():
                                "batch_sizes": [8], "adaptive_repeats": {"enabled": False}})
     cells, _ = adaptive(cfg | {"adaptive_repeats": {"enabled": True}})
     assert sorted(cells) == ["a/fp32_bs8", "a/tf32_bs8"]          # b switched itself off
-    assert cells["a/fp32_bs8"].settings == RP.Settings(0.05, 5, 2)
+    assert cells["a/fp32_bs8"].settings == repeats.Settings(0.05, 5, 2)
     only_b, _ = adaptive(cfg | {"experiments": [
         cfg["experiments"][1], cfg["experiments"][2] | {"adaptive_repeats": {"enabled": True}}]})
     assert list(only_b) == ["b/fp32_bs8"] and only_b["b/fp32_bs8"].settings.max == 10
@@ -200,12 +200,12 @@ def test_the_cli_writes_a_decision_and_the_summary(tiny_record, tmp_path):
     out = tmp_path / "repeats" / "x" / "fp32_bs8.json"
     args = ["--records", *map(str, paths), "--target", "0.02", "--max", "10", "--looks", "2",
             "--experiment", "x", "--cell", "fp32_bs8", "--n-initial", "3", "--out", str(out)]
-    assert RP.main(["decide", *args]) == 0
+    assert repeats.main(["decide", *args]) == 0
     decision = json.loads(out.read_text())
-    assert (decision["status"], decision["n"], decision["cell"]) == (RP.TIGHT, 3, "fp32_bs8")
+    assert (decision["status"], decision["n"], decision["cell"]) == (repeats.TIGHT, 3, "fp32_bs8")
     assert not list(out.parent.glob(".*"))  # written atomically: no temporary left behind
     table = tmp_path / "repeats.csv"
-    assert RP.main(["summary", "--decisions", str(out), "--out", str(table)]) == 0
+    assert repeats.main(["summary", "--decisions", str(out), "--out", str(table)]) == 0
     row = next(csv.DictReader(table.open()))
     assert row["status"] == "tight" and row["n"] == "3" and row["target"] == "0.02"
     assert float(row["halfwidth"]) == pytest.approx(reports_halfwidth([1000, 1001, 999]), 1e-5)
@@ -275,7 +275,7 @@ def test_a_config_given_over_the_base_runs_its_own_repeats_unless_it_says_otherw
         if overrides:
             cfg |= overrides
         cfg = tcconfig.check(tcconfig.own_settings(cfg, given, overrides))
-        return RP.cells(cfg, M.expand(cfg)), M.expand(cfg)
+        return repeats.cells(cfg, matrix.expand(cfg)), matrix.expand(cfg)
 
     adaptive, jobs = cells([mine])
     assert adaptive == {} and len(jobs) == 2 * 3

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tcbench import interleave as IL
+from tcbench.job import interleave
 from tcbench import record as R
 from tcbench import stats
 from tcbench import vocabulary as V
@@ -187,7 +187,7 @@ TINY = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
 @pytest.fixture(scope="module")
 def base():
     """A real comparison's record (on a CPU: tf32 unsupported), the template planted below."""
-    return IL.compare(json.loads(json.dumps(TINY)))
+    return interleave.compare(json.loads(json.dumps(TINY)))
 
 
 def planted(base, folder: Path, replicate: int | None, throughputs: dict,

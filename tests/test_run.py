@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tcbench import record as R
-from tcbench import run
+from tcbench.job import run
 
 TINY = {
     "amp_recipe": {"in_size": 64, "out_size": 32, "num_batches": 3, "epochs": 2,
@@ -136,11 +136,11 @@ def tiny(repeat=1, **params):
 
 
 def test_first_repeat_carries_the_cells_evidence_the_others_name_it(monkeypatch):
-    from tcbench import measure
-    from tcbench import profiling as TC
+    from tcbench.measure import core as measure
+    from tcbench.job import profiling
 
     profiled = []
-    monkeypatch.setattr(TC, "profile_kernels",
+    monkeypatch.setattr(profiling, "profile_kernels",
                         lambda step, n, device: profiled.append(n) or {"profiled": False,
                                                                        "profile_note": "cpu"})
     counted = []
@@ -210,7 +210,7 @@ def test_a_plain_job_ignores_the_fault_variable(tmp_path):
     from pathlib import Path
 
     out = tmp_path / "r.json"
-    code = ("import sys, json; from tcbench import run; rc = run.main(sys.argv[1:]); "
+    code = ("import sys, json; from tcbench.job import run; rc = run.main(sys.argv[1:]); "
             "print(json.dumps(sorted(m for m in sys.modules if 'faultinject' in m))); sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, "--spec", json.dumps(tiny()),
                            "--out", str(out)], capture_output=True, text=True, timeout=300,
@@ -242,7 +242,7 @@ def test_a_job_imports_only_what_it_needs(tmp_path, workload, params):
         small_mnist(tmp_path / "data", n_train=64, n_test=32)
         params = params | {"data_dir": str(tmp_path / "data")}
 
-    code = ("import sys, json; from tcbench import run; rc = run.main(sys.argv[1:]); "
+    code = ("import sys, json; from tcbench.job import run; rc = run.main(sys.argv[1:]); "
             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
             "{'torchvision', 'sklearn', 'scipy', 'pandas', 'matplotlib'}))); sys.exit(rc)")
     spec = {"workload": workload, "precision": "fp32", "batch_size": 32, "params": params}
@@ -278,7 +278,7 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
         out = tmp_path / f"r{i}.json"
         spec = tiny(1, compile="default") | {"cell": f"fp32_bs8_compile-default_r{i}"}
         proc = subprocess.run(
-            [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+            [sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
              "--compile-cache", str(tmp_path / "cc"), "--out", str(out)],
             capture_output=True, text=True, timeout=600,  # this tree's tcbench, not an install's
             env=os.environ | {"PYTHONPATH": str(Path(run.__file__).parents[1])})
@@ -296,7 +296,7 @@ def test_a_second_compiled_job_hits_the_shared_cache(tmp_path):
 def test_compilations_count_only_inside_their_spans(monkeypatch):
     """The timed window's graph count: the schedule's part and the measurement steps' part, not
     the held-out evaluation between them; a span never started counts nothing."""
-    from tcbench import harness
+    from tcbench.job import harness
     count = iter([2, 3, 7, 8])   # start, stop (+1), evaluation compiles 4, start, stop (+1)
     monkeypatch.setattr(harness, "graphs_compiled", lambda: next(count))
     c = harness.Compilations()
@@ -329,11 +329,11 @@ def test_a_shape_first_met_after_the_warm_up_compiles_inside_the_window_and_is_f
 def test_measurement_steps_follow_evaluation_and_leave_the_seeds_numbers_alone(monkeypatch):
     """A window longer than the schedule: measurement steps after it, held-out evaluation
     between the two, total_time_s and the samples those of the schedule alone."""
-    from tcbench import train as T
+    from tcbench.job import train
 
     order = []
-    more = T.Loop.more
-    monkeypatch.setattr(T.Loop, "more", lambda self, n: (order.append("more"), more(self, n)))
+    more = train.Loop.more
+    monkeypatch.setattr(train.Loop, "more", lambda self, n: (order.append("more"), more(self, n)))
     build = run.Job.build
 
     def build_and_watch(self):

@@ -63,7 +63,7 @@ def test_smoke_study_runs_as_slurm_batch_jobs(slurm_cluster, tmp_path):
                      timeout=STUDY_TIMEOUT_S, check=False)
     assert proc.returncode == 0, f"{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
 
-    from tcbench import config as tcconfig, matrix
+    from tcbench.launch import config as tcconfig, matrix
     cfg = tcconfig.check(yaml.safe_load((wd / "config" / "smoke.yaml").read_text()))
     jobs = matrix.expand(cfg)
     results = wd / "results" / "smoke"

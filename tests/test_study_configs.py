@@ -10,8 +10,8 @@ import yaml
 from snakemake.utils import update_config
 
 from conftest import REPO
-from tcbench import config as tcconfig
-from tcbench import matrix as M
+from tcbench.launch import config as tcconfig
+from tcbench.launch import matrix
 from tcbench import vocabulary as V
 
 # the zoo expands by trying every model's forward pass (seconds each on a CPU): slow
@@ -41,7 +41,7 @@ def study(name: str) -> dict:
 
 
 def jobs_of(name: str) -> list:
-    return list(M.expand(study(name)).values())
+    return list(matrix.expand(study(name)).values())
 
 
 def restated_defaults(cfg: dict, schema: dict, base: dict | None = None, path: str = ""):

@@ -6,34 +6,35 @@ import time
 import pytest
 import torch
 
-from tcbench import measure as M
-from tcbench import precision as P
-from tcbench import train as T
-from tcbench import workloads as W
+from tcbench.measure import core as measure
+from tcbench.job import precision
+from tcbench.job import train
+from tcbench import workloads
 
 CPU = torch.device("cpu")
 
 
 def recipe(epochs=2, batches=5, seed=0):
-    params = W.resolve_params("amp_recipe", {"in_size": 16, "out_size": 16, "num_batches": batches,
-                                             "epochs": epochs, "seed": seed})
+    params = workloads.resolve_params("amp_recipe", {"in_size": 16, "out_size": 16,
+                                                     "num_batches": batches, "epochs": epochs,
+                                                     "seed": seed})
     torch.manual_seed(seed)
-    return W.build("amp_recipe", params, 8, CPU)
+    return workloads.build("amp_recipe", params, 8, CPU)
 
 
 def run(w, **kw):
-    mode = P.get("fp32")
+    mode = precision.get("fp32")
     scaler = mode.scaler(CPU)
-    timer = M.StepTimer(CPU)
-    loop = T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, timer, scaler, **kw)
+    timer = measure.StepTimer(CPU)
+    loop = train.train(w, train.eager_step(w.model, w, scaler, mode, CPU), CPU, timer, scaler, **kw)
     return loop.log, timer
 
 
 def loop_of(w, **kw):
-    mode = P.get("fp32")
+    mode = precision.get("fp32")
     scaler = mode.scaler(CPU)
-    return T.train(w, T.eager_step(w.model, w, scaler, mode, CPU), CPU, M.StepTimer(CPU),
-                   scaler, **kw)
+    return train.train(w, train.eager_step(w.model, w, scaler, mode, CPU), CPU,
+                       measure.StepTimer(CPU), scaler, **kw)
 
 
 def test_measurement_steps_come_after_the_schedule_in_chunks_and_leave_its_log_alone():
@@ -43,7 +44,7 @@ def test_measurement_steps_come_after_the_schedule_in_chunks_and_leave_its_log_a
     assert loop.log.steps == 5 and torch.equal(loop.log.losses[:5], schedule)
     assert loop.chunks.steps == 40 and loop.chunks.samples == 40 * 8
     sizes = [n for *_, n, _ in loop.chunks.spans]
-    assert sum(sizes) == 40 and max(sizes) <= T.Chunks.SIZE
+    assert sum(sizes) == 40 and max(sizes) <= train.Chunks.SIZE
     assert len(loop.chunks.step_s()) == 40 and (loop.chunks.step_s() > 0).all()
     assert not loop.chunks.nonfinite()
     loop.chunks.last_losses.append(torch.tensor(float("nan")))
@@ -61,7 +62,7 @@ def test_measurement_steps_keep_training():
 
 def test_losses_flushed_in_chunks_equal_losses_kept_whole(monkeypatch):
     whole, _ = run(recipe(epochs=3))
-    monkeypatch.setattr(T.TrainLog, "FLUSH", 4)   # 15 steps: three flushes in the loop, one after
+    monkeypatch.setattr(train.TrainLog, "FLUSH", 4)   # 15 steps: three flushes, then one after
     chunked, _ = run(recipe(epochs=3))
     assert whole.steps == chunked.steps == 15
     assert torch.equal(whole.losses, chunked.losses)
@@ -70,7 +71,7 @@ def test_losses_flushed_in_chunks_equal_losses_kept_whole(monkeypatch):
 
 
 def test_a_reused_loss_tensor_is_copied_a_fresh_one_kept():
-    log = T.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
+    log = train.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
     static = torch.tensor(1.0)
     log.add(static, 8, copy=True)
     static.fill_(2.0)  # a CUDA graph's replay overwrites its output tensor
@@ -81,7 +82,7 @@ def test_a_reused_loss_tensor_is_copied_a_fresh_one_kept():
 
 def test_a_loss_on_a_larger_buffer_is_copied_not_kept():
     """Keeping such a scalar would keep its whole buffer (CPU mse_loss returns one)."""
-    log = T.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
+    log = train.TrainLog(losses=torch.full((2,), float("nan")), scales=None, samples=[])
     big = torch.ones(10_000)
     log.add(big[3], 8)
     own = torch.tensor(2.0)
@@ -95,7 +96,7 @@ def test_a_loss_on_a_larger_buffer_is_copied_not_kept():
 def test_progress_between_epochs_at_most_every_few_seconds(monkeypatch, capsys):
     run(recipe(epochs=3))
     assert capsys.readouterr().out == ""          # a short job says nothing
-    monkeypatch.setattr(T, "PROGRESS_EVERY_S", 0.0)
+    monkeypatch.setattr(train, "PROGRESS_EVERY_S", 0.0)
     run(recipe(epochs=3))
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(",")[0] for line in lines] == ["epoch 1/3", "epoch 2/3", "epoch 3/3"]
@@ -126,7 +127,7 @@ def test_warmup_boundary_is_called_once_after_the_warmup_steps():
 
 def test_the_boundary_keeps_a_steady_step():
     log, _ = run(recipe(epochs=1, batches=2), warmup_steps=10)   # only 2 steps
-    assert log.time_to_steady_s is not None and M.warmup_count(10, 2) == 1
+    assert log.time_to_steady_s is not None and measure.warmup_count(10, 2) == 1
 
 
 class FakeEvent:
@@ -152,7 +153,7 @@ def test_cuda_marks_are_made_before_the_loop_and_two_are_recorded_per_step(monke
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: "stream")
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     FakeEvent.made = FakeEvent.records = 0
-    timer = M.StepTimer(torch.device("cuda"))
+    timer = measure.StepTimer(torch.device("cuda"))
     timer.start(10, restarts=3)
     made, recorded = FakeEvent.made, FakeEvent.records
     assert made == recorded == 2 * 10 + 3 + 1        # all made (and created by a record) up front
@@ -176,7 +177,7 @@ def test_measurement_chunks_record_one_premade_event_per_chunk(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     FakeEvent.made = FakeEvent.records = 0
-    chunks = T.Chunks(torch.device("cuda"))
+    chunks = train.Chunks(torch.device("cuda"))
     chunks.reserve(40, passes=1)
     made, recorded = FakeEvent.made, FakeEvent.records
     chunks.open()

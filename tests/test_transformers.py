@@ -12,13 +12,13 @@ import torch
 import yaml
 
 from conftest import REPO
-from tcbench import matrix
+from tcbench.launch import matrix
 from tcbench import record as R
-from tcbench import run
-from tcbench import workloads as W
+from tcbench.job import run
+from tcbench import workloads
 
 pytest.importorskip("transformers")
-from tcbench.workloads import hf_transformers as H  # noqa: E402
+from tcbench.workloads import hf_transformers  # noqa: E402
 
 TINY = {"steps": 2, "warmup_steps": 1, "profile_steps": 1, "seq_len": 32}
 GPT2 = {"model": "gpt2", "config": {"n_layer": 2, "n_embd": 64, "n_head": 4, "vocab_size": 250,
@@ -68,14 +68,14 @@ def test_bf16_trains_and_fp8_is_unsupported_on_a_cpu(tmp_path):
 def test_gpt2_conv1d_becomes_the_equal_linear():
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    params = W.resolve_params("transformers", GPT2 | TINY)
+    params = workloads.resolve_params("transformers", GPT2 | TINY)
     torch.manual_seed(0)
     hf = AutoModelForCausalLM.from_config(AutoConfig.for_model("gpt2", **GPT2["config"])).eval()
     x = torch.randint(0, 250, (2, 16))
     with torch.no_grad():
         before = hf(input_ids=x).logits
-        model = H.LanguageModel(hf)
-        replaced = H.conv1d_to_linear(model)
+        model = hf_transformers.LanguageModel(hf)
+        replaced = hf_transformers.conv1d_to_linear(model)
         after = model(x)
     assert len(replaced) == 4 * 2  # c_attn, c_proj, c_fc, mlp.c_proj per layer
     assert not any(type(m).__name__ == "Conv1D" for m in model.modules())
@@ -85,10 +85,10 @@ def test_gpt2_conv1d_becomes_the_equal_linear():
 
 def test_fp8_converts_the_blocks_and_names_the_lm_head_it_keeps():
     pytest.importorskip("torchao")
-    from tcbench import precision as P
+    from tcbench.job import precision as P
 
-    params = W.resolve_params("transformers", GPT2 | TINY)
-    w = W.build("transformers", params, 16, torch.device("cpu"))
+    params = workloads.resolve_params("transformers", GPT2 | TINY)
+    w = workloads.build("transformers", params, 16, torch.device("cpu"))
     # fp32 master weights, whatever dtype the library defaults to: autocast does the rest
     assert {p.dtype for p in w.model.parameters()} == {torch.float32}
     _, fp8 = P.get("fp8-tensorwise").prepare(w.model, "default", {16})
@@ -98,16 +98,16 @@ def test_fp8_converts_the_blocks_and_names_the_lm_head_it_keeps():
 
 
 def test_presets_are_the_published_sizes():
-    gpt2 = H.config_of({"model": "gpt2-small", "config": {}})
+    gpt2 = hf_transformers.config_of({"model": "gpt2-small", "config": {}})
     assert (gpt2.n_layer, gpt2.n_embd, gpt2.vocab_size) == (12, 768, 50257)
-    llama = H.config_of({"model": "llama-300m", "config": {}})
+    llama = hf_transformers.config_of({"model": "llama-300m", "config": {}})
     dims = (llama.hidden_size, llama.intermediate_size, llama.vocab_size,
             llama.num_key_value_heads * llama.hidden_size // llama.num_attention_heads)
     assert all(d % 16 == 0 for d in dims)  # every Linear can run in FP8
     with torch.device("meta"):
-        n = sum(p.numel() for p in H.create({"model": "llama-300m", "config": {},
-                                             "task": "causal-lm",
-                                             "attn_implementation": "sdpa"}).parameters())
+        model = hf_transformers.create({"model": "llama-300m", "config": {}, "task": "causal-lm",
+                                        "attn_implementation": "sdpa"})
+        n = sum(p.numel() for p in model.parameters())
     assert 1e8 < n < 4e8
 
 
@@ -126,7 +126,7 @@ def test_presets_are_the_published_sizes():
 ])
 def test_bad_input_is_named_before_any_job(params, message):
     with pytest.raises(ValueError, match=message):
-        W.resolve_params("transformers", params)
+        workloads.resolve_params("transformers", params)
 
 
 def test_the_study_config_expands_to_what_its_header_says():
@@ -134,7 +134,7 @@ def test_the_study_config_expands_to_what_its_header_says():
     recipes, compiled, three repeats."""
     from snakemake.utils import validate
 
-    from tcbench import config as tcconfig
+    from tcbench.launch import config as tcconfig
 
     text = (REPO / "config" / "transformers.yaml").read_text()
     config = yaml.safe_load(text)

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tcbench import vocabulary as V
-from tcbench import workloads as W
+from tcbench import workloads
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "workflow" / "schemas"
 CONFIG = yaml.safe_load((SCHEMAS / "config.schema.yaml").read_text())
@@ -60,8 +60,8 @@ def test_every_axis_can_be_crossed_and_excluded():
 
 
 def test_workload_enums_are_the_registry():
-    assert EXPERIMENT["workload"]["enum"] == list(W.NAMES)
-    assert RECORD["properties"]["workload"]["enum"] == list(W.NAMES)
+    assert EXPERIMENT["workload"]["enum"] == list(workloads.NAMES)
+    assert RECORD["properties"]["workload"]["enum"] == list(workloads.NAMES)
 
 
 def test_cell_keys_hold_every_axis_once():
@@ -89,7 +89,7 @@ def test_fp8_recipe_enum_is_the_modes_recipes():
 
 def test_compile_cache_outcome_is_one_rule():
     """The job writes it and the reader of older records derives it, both from here."""
-    from tcbench import harness
+    from tcbench.job import harness
     assert harness.compile_cache_outcome is V.compile_cache_outcome
     assert V.compile_cache_outcome({"fxgraph_cache_hit": 3}) == "hit"
     assert V.compile_cache_outcome({"fxgraph_cache_miss": 2, "fxgraph_cache_bypass": 1}) == "miss"
@@ -102,8 +102,8 @@ def test_measurement_params_are_the_common_defaults():
     """What a record's parameters say of its workload (``resultset.workload_params``) is what
     is left once the measurement's own are out: a parameter added to every workload and not
     here would read as a difference between two workloads."""
-    assert set(V.MEASUREMENT_PARAMS) == set(W.COMMON_DEFAULTS)
-    every = {k for name in W.NAMES for k in W.module(name).DEFAULTS}
+    assert set(V.MEASUREMENT_PARAMS) == set(workloads.COMMON_DEFAULTS)
+    every = {k for name in workloads.NAMES for k in workloads.module(name).DEFAULTS}
     assert set(V.SCHEDULE_PARAMS) <= every
 
 

@@ -4,8 +4,8 @@ extension bounded, the seed's long schedule never lengthened."""
 import numpy as np
 import pytest
 
-from tcbench import window as Wn
-from tcbench import workloads as W
+from tcbench.measure import window as Wn
+from tcbench import workloads
 
 
 def win(min_s=2.0, steps=20, max_s=8.0, tol=0.02):
@@ -13,11 +13,11 @@ def win(min_s=2.0, steps=20, max_s=8.0, tol=0.02):
 
 
 def test_device_defaults_fill_what_the_study_leaves_null():
-    p = W.resolve_params("amp_recipe", {})
+    p = workloads.resolve_params("amp_recipe", {})
     gpu, cpu = Wn.resolve(p, "cuda"), Wn.resolve(p, "cpu")
     assert (gpu.min_s, gpu.min_steps, gpu.max_s) == (2.0, 20, 8.0)
     assert (cpu.min_s, cpu.min_steps) == (0.0, 0)
-    own = Wn.resolve(W.resolve_params("amp_recipe", {"min_timed_s": 0.5, "max_timed_s": 1}),
+    own = Wn.resolve(workloads.resolve_params("amp_recipe", {"min_timed_s": 0.5, "max_timed_s": 1}),
                      "cpu")
     assert (own.min_s, own.max_s) == (0.5, 1.0)
 
@@ -27,7 +27,7 @@ def test_device_defaults_fill_what_the_study_leaves_null():
                                  {"cpu_placement": "numa"}])
 def test_bad_window_parameters_are_rejected_by_name(bad):
     with pytest.raises(ValueError, match=next(iter(bad)) if "max" not in str(bad) else "max"):
-        W.resolve_params("amp_recipe", bad)
+        workloads.resolve_params("amp_recipe", bad)
 
 
 def fill(step_times, window):

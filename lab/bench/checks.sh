@@ -37,7 +37,7 @@ for step in "$@"; do
   echo "== $step at $(( $(date +%s) - t0 )) s (left $(left) s)"
   case $step in
     server)
-      timeout 60 python3 -m tcbench.forkserver --socket "${TMPDIR:-/tmp}/tcbench-probe.sock" \
+      timeout 60 python3 -m tcbench.launch.forkserver --socket "${TMPDIR:-/tmp}/tcbench-probe.sock" \
         --owner-pid $$ --idle-s 2 > "$B/server_by_hand.txt" 2>&1
       echo "exit $?" >> "$B/server_by_hand.txt"
       cat "$B/server_by_hand.txt" ;;

@@ -1,6 +1,6 @@
 # Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
-"""What a job pays for knowing where it runs: tcbench.gpus.pin and tcbench.environment.collect,
-piece by piece, each in fresh processes (a job is a fresh process), beside what the code before
+"""What a job pays for knowing where it runs: tcbench.host.gpus.pin and
+tcbench.host.environment.collect, piece by piece, each in fresh processes (a job is a fresh process), beside what the code before
 them did (nvidia-smi per question, git twice).
 
     PYTHONPATH=workflow python3 lab/bench/collect_cost.py OUT.json [--repeats 5]
@@ -37,9 +37,9 @@ def timed(results: dict, name: str, fn):
 
 
 def child() -> dict:
-    """One job's worth, in the order tcbench.run does it."""
+    """One job's worth, in the order tcbench.job.run does it."""
     r: dict = {}
-    from tcbench import environment, gpus, sourcetree
+    from tcbench.host import environment, gpus, sourcetree
 
     timed(r, "gpus.pin (NVML discover + lock)", gpus.pin)
     torch = timed(r, "import torch", lambda: __import__("torch"))

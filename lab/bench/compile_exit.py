@@ -1,5 +1,5 @@
 # Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
-"""What a compiled job spends after its record is written, with tcbench.run's exit (its own
+"""What a compiled job spends after its record is written, with tcbench.job.run's exit (its own
 processes killed first) and with the exit handlers alone (as before). Fresh processes, timed
 from outside; ``rest`` = wall - process start - the record's phases (writing the record and
 leaving the process).
@@ -26,7 +26,7 @@ from tcbench import atomic  # noqa: E402
 SPEC = {"workload": "amp_recipe", "precision": "fp32", "batch_size": 64,
         "params": {"in_size": 256, "out_size": 256, "num_batches": 8, "epochs": 2,
                    "warmup_steps": 2, "compile": "default"}}
-# the job as tcbench.run runs it, but ending through the exit handlers alone
+# the job as tcbench.job.run runs it, but ending through the exit handlers alone
 HANDLERS_ONLY = ("import sys; from tcbench import process, run; "
                  "process.descendants = lambda: []; "
                  "run.exit_now(run.main(sys.argv[1:]))")
@@ -36,7 +36,7 @@ def one(how: str, work: Path, i: int) -> dict:
     out = work / f"{how}-{i}.json"
     args = ["--spec", json.dumps(SPEC), "--out", str(out), "--compile-cache",
             str(work / f"cache-{how}-{i}")]  # cold: the compile workers start in every job
-    cmd = ([sys.executable, "-m", "tcbench.run", *args] if how == "kill_then_exit" else
+    cmd = ([sys.executable, "-m", "tcbench.job.run", *args] if how == "kill_then_exit" else
            [sys.executable, "-c", HANDLERS_ONLY, *args])
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=os.environ | {"PYTHONPATH": str(REPO / "workflow")},

@@ -1,7 +1,7 @@
 # Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
 """Does a container change what the GPU does? The calibration's matmul roofs inside and outside.
 
-The calibration (python -m tcbench.calibrate: 8192-wide matmuls per precision, the median of 20
+The calibration (python -m tcbench.job.calibrate: 8192-wide matmuls per precision, the median of 20
 iterations) ran N times natively and N times inside Apptainer (``--nv``, the same GPU, the
 same code), alternating native / container, each its own process, in one call:
 

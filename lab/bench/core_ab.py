@@ -4,9 +4,9 @@
     python lab/bench/core_ab.py --out DIR [--precisions tf32,amp-bf16] [--rounds 60]
 
 The PyTorch AMP recipe (batch 512) built once per precision mode in one process (as
-``tcbench.interleave`` builds its arms); then, in each round, every (mode, core) pair runs one
+``tcbench.job.interleave`` builds its arms); then, in each round, every (mode, core) pair runs one
 segment of steps with the training thread, and autograd's device threads that run its backward
-pass, moved to that core: CPU 0, the core ``tcbench.placement`` chose by its probe (the fastest)
+pass, moved to that core: CPU 0, the core ``tcbench.host.placement`` chose by its probe (the fastest)
 and the one its probe found slowest. The order of the cores is rotated every round. Each
 segment is timed between CUDA events after two untimed lead-in steps, with a dispatch probe
 right before it. The host's drift hits every core of a round alike, so the per-round ratio of
@@ -62,8 +62,10 @@ def main(argv=None) -> int:
                     "CPU: '{\"in_size\": 64, \"out_size\": 64, \"num_batches\": 4}')")
     args = ap.parse_args(argv)
 
-    from tcbench import gpus, hoststate, interleave as IL, placement, stats
-    from tcbench.harness import Phases
+    from tcbench.host import gpus, hoststate, placement
+    from tcbench.job import interleave as IL
+    from tcbench import stats
+    from tcbench.job.harness import Phases
 
     gpus.pin()
     where = placement.place("pinned", args.device)

@@ -3,7 +3,7 @@
 
 For each cell (a GPU-bound one, ResNet-50, and a host-bound one, the PyTorch AMP recipe), N
 rounds; in each round the same job (same repeat, same seed) runs once as a fresh
-``python -m tcbench.run`` and once through ``python -m tcbench.forkclient`` (forked from the
+``python -m tcbench.job.run`` and once through ``python -m tcbench.launch.forkclient`` (forked from the
 preloaded server), the order alternating from round to round (ABBA...), each job its own
 process. Before the rounds one forked job starts the server; its wall time is reported on its
 own (a study pays it once) and it is not one of the rounds.
@@ -34,7 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from tcbench import atomic, forkclient, stats  # noqa: E402
+from tcbench import atomic, stats  # noqa: E402
+from tcbench.launch import forkclient  # noqa: E402
 
 CELLS = {  # name -> (bound, spec) per size
     "gpu": {
@@ -54,7 +55,7 @@ CELLS = {  # name -> (bound, spec) per size
                        "warmup_steps": 2, "min_timed_s": 1.0}}),
     },
 }
-ARMS = {"fresh": "tcbench.run", "forked": "tcbench.forkclient"}
+ARMS = {"fresh": "tcbench.job.run", "forked": "tcbench.launch.forkclient"}
 
 
 def run_job(arm: str, spec: dict, work: Path, env: dict) -> dict:
@@ -142,7 +143,7 @@ def main(argv=None) -> int:
             for arm in (list(ARMS) if i % 2 else list(reversed(ARMS))):
                 rows.append(run_job(arm, spec, work, env))
                 print(json.dumps(rows[-1]), flush=True)
-    from tcbench import environment
+    from tcbench.host import environment
 
     doc = {"device": environment.device_slug(), "sizes": args.sizes, "rounds": args.rounds,
            "bound": {c: b for c, (b, _) in cells.items()},

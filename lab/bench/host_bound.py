@@ -11,8 +11,8 @@ ran comes back whole):
 1. **placement**: the recipe in fp32, tf32, amp-fp16 and amp-bf16, 3 repeats each under the
    old placement (``cpu_placement: first``: the training thread on the job's first CPU, CPU 0)
    and the new (``pinned``: the fastest core by a probe), the two alternating job by job, the
-   order flipped every repeat; each job a forked ``tcbench.run`` as the workflow runs it;
-2. **interleaved**: the four modes alternated in one process (``tcbench.interleave``, its
+   order flipped every repeat; each job a forked ``tcbench.job.run`` as the workflow runs it;
+2. **interleaved**: the four modes alternated in one process (``tcbench.job.interleave``, its
    default rounds), once with the new placement and once with the old;
 3. **graphs**: the recipe with its training step captured as a CUDA graph (``cuda_graphs: on``,
    ``fused_optimizer: on``, so amp-fp16's GradScaler stays on the GPU), 3 repeats of each mode,
@@ -69,7 +69,7 @@ def job(out: Path, experiment: str, precision: str, repeat: int, params: dict,
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with log.open("w") as f:
-        rc = subprocess.call([sys.executable, "-m", "tcbench.forkclient", "--spec",
+        rc = subprocess.call([sys.executable, "-m", "tcbench.launch.forkclient", "--spec",
                               json.dumps(spec), "--out", str(record)], stdout=f,
                              stderr=subprocess.STDOUT, cwd=ROOT)
     took = time.monotonic() - t0
@@ -101,8 +101,8 @@ def comparison(out: Path, name: str, params: dict, deadline: float,
     log.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with log.open("w") as f:
-        rc = subprocess.call([sys.executable, "-m", "tcbench.forkclient", "--module",
-                              "tcbench.interleave", "--spec", json.dumps(spec), "--out",
+        rc = subprocess.call([sys.executable, "-m", "tcbench.launch.forkclient", "--module",
+                              "tcbench.job.interleave", "--spec", json.dumps(spec), "--out",
                               str(path)], stdout=f, stderr=subprocess.STDOUT, cwd=ROOT)
     print(f"  interleaved/{name}: exit {rc}, {time.monotonic() - t0:.1f} s", flush=True)
 
@@ -111,7 +111,7 @@ PARTS = ("placement", "interleaved", "graphs", "ablation")
 
 
 def run(out: Path, max_seconds: float, parts=PARTS) -> None:
-    from tcbench import forkclient
+    from tcbench.launch import forkclient
 
     # the jobs' interpreters find tcbench as the workflow's do (its rules set PYTHONPATH)
     os.environ["PYTHONPATH"] = os.pathsep.join(

@@ -7,12 +7,12 @@ tf32 and amp-bf16, on one GPU:
   plain    a loop of our own, as a user writes it: forward (under autocast for amp-bf16), loss,
            backward, step, zero_grad; the first 5 steps warm-up, then a timed window of at
            least 2 s (as tcbench's), timed by two CUDA events
-  tcbench  ``tcbench.run.main`` on the cell, its record's steady throughput
+  tcbench  ``tcbench.job.run.main`` on the cell, its record's steady throughput
 
 Part 1, the A/B: ``--pairs`` alternating pairs (the order flips every pair), each run in a
 fresh process forked from a parent that has imported torch and tcbench but never touched CUDA
 (each child makes its own CUDA context, claims the GPU and takes the same CPU placement as a
-tcbench job: ``tcbench.placement``). Reported: each mode's samples/s, the ratio of medians
+tcbench job: ``tcbench.host.placement``). Reported: each mode's samples/s, the ratio of medians
 (tcbench / plain) with a 95% paired bootstrap interval (BCa, pairs resampled together, so a
 drift of the host over the run does not widen it).
 
@@ -45,10 +45,12 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch._dynamo  # noqa: E402,F401  (what every training script imports; before forking)
 
-from tcbench import gpus, placement, run  # noqa: E402
-from tcbench import measure as M  # noqa: E402
-from tcbench import precision as P  # noqa: E402
-from tcbench import telemetry, train as T  # noqa: E402
+from tcbench.host import gpus, placement  # noqa: E402
+from tcbench.job import run  # noqa: E402
+from tcbench.measure import core as M  # noqa: E402
+from tcbench.job import precision as P  # noqa: E402
+from tcbench.measure import telemetry  # noqa: E402
+from tcbench.job import train as T  # noqa: E402
 from tcbench import workloads as W  # noqa: E402
 from tcbench.workloads.amp_recipe import make_model  # noqa: E402
 
@@ -154,7 +156,7 @@ def plain_job(device_name: str, precision: str, min_s: float) -> dict:
 
 
 def tcbench_job(device_name: str, precision: str, min_s: float) -> dict:
-    """tcbench's job (tcbench.run: GPU claim, placement, build, train, measure, profile), its
+    """tcbench's job (tcbench.job.run: GPU claim, placement, build, train, measure, profile), its
     record not written (the record's validation needs jsonschema, which the H200 image lacks)."""
     sizes = SIZES[device_name]
     params = {k: v for k, v in sizes.items() if k != "batch_size"} | {"min_timed_s": min_s}
@@ -325,7 +327,7 @@ def markdown(report: dict) -> str:
     lines = [f"# Host-bound fidelity: tcbench against a plain loop ({report['device']})", "",
              f"AMP recipe MLP, batch {report['sizes']['batch_size']}, timed window >= "
              f"{report['min_timed_s']} s, fresh processes, same CPU placement "
-             f"(`tcbench.placement`, pinned). {report['wall_s']:.0f} s.", "",
+             f"(`tcbench.host.placement`, pinned). {report['wall_s']:.0f} s.", "",
              "| mode | pairs | tcbench median | plain median | ratio | interval |",
              "|---|---|---|---|---|---|"]
     for r in report["ab"]:

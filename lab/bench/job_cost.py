@@ -1,5 +1,5 @@
 # Lab script (lab/README.md): it reaches into tcbench's internals and may break when they change.
-"""What does one training job cost beyond its measured steps? Fresh ``python -m tcbench.run``
+"""What does one training job cost beyond its measured steps? Fresh ``python -m tcbench.job.run``
 processes, timed from outside, against what their records say they measured.
 
 For each cell (the first cell of each experiment of a config, or the specs given), N fresh
@@ -44,7 +44,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from tcbench import matrix, vocabulary as V  # noqa: E402
+from tcbench.launch import matrix  # noqa: E402
+from tcbench import vocabulary as V  # noqa: E402
 
 COLUMNS = ("cell", "repeat", "status", "wall_s", "warmup_s", "steady_s", "fixed_s",
            "time_to_steady_s", "total_time_s", "process_start_s",
@@ -52,7 +53,7 @@ COLUMNS = ("cell", "repeat", "status", "wall_s", "warmup_s", "steady_s", "fixed_
 
 
 def config_jobs(path: Path, repeats: int, experiments: list[str] | None,
-                cells: int) -> list[matrix.Job]:
+                cells: int) -> list[matrix.Cell]:
     """Repeats 1..``repeats`` of the first ``cells`` cells of each experiment of the config."""
     import yaml
 
@@ -77,7 +78,7 @@ def config_jobs(path: Path, repeats: int, experiments: list[str] | None,
 
 def ensure_inputs(jobs) -> None:
     """Random MNIST-format files, where a job reads them (the workflow's data rule makes them)."""
-    from tcbench import data
+    from tcbench.data import loaders as data
 
     for root in {REPO / Path(p).parents[2] for j in jobs for p in j.inputs()}:
         if not (root / "MNIST" / "raw" / matrix.MNIST_RAW[0]).exists():
@@ -88,7 +89,7 @@ def run_one(spec: dict, out: Path, cache: Path, timeout: float) -> dict:
     name = f"{spec.get('experiment', spec['workload'])}__{spec.get('cell', 'adhoc')}"
     record, log = out / f"{name}.json", out / f"{name}.log"
     record.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+    cmd = [sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
            "--compile-cache", str(cache), "--out", str(record)]
     env = os.environ | {"PYTHONPATH": str(REPO / "workflow")}
     t0 = time.perf_counter()
@@ -130,7 +131,7 @@ def markdown(rows: list[dict], title: str) -> str:
              any(r.get(c) not in (None, 0.0) for r in rows)]
     lines = [f"# {title}", "",
              "Seconds. fixed = wall − warm-up − steady; the phase columns split the wall time "
-             "(process start: the interpreter before tcbench.run's main; rest: writing the "
+             "(process start: the interpreter before tcbench.job.run's main; rest: writing the "
              "record and the interpreter's exit). Repeat 1 profiles the kernels and counts the "
              "FLOPs of its cell, the other repeats do not (`evidence_repeats: first`).", "",
              "| " + " | ".join(c.removesuffix("_s") for c in shown) + " |",
@@ -205,7 +206,7 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows({k: (f"{v:.4f}" if isinstance(v, float) else v) for k, v in r.items()}
                     for r in rows)
-    from tcbench import environment
+    from tcbench.host import environment
 
     title = (f"Job cost: {args.config or 'specs'}, {args.repeats} fresh processes per cell "
              f"({environment.device_slug()}, {os.cpu_count()} CPUs)")

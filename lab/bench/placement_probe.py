@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import host_fidelity as H  # noqa: E402  (imports torch before any fork, never touches CUDA)
 
-from tcbench import placement  # noqa: E402
+from tcbench.host import placement  # noqa: E402
 
 
 def interrupts_per_cpu() -> list[int]:

@@ -15,7 +15,7 @@ from torch.profiler import ProfilerActivity, profile
 from torchvision.models import resnet50
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
+from tcbench.job import precision  # noqa: E402
 from tcbench.kernels import classify  # noqa: E402
 from tcbench.workloads.mnist_cnn import Net  # noqa: E402
 
@@ -35,7 +35,7 @@ def workloads(device):
 def main(out):
     device = torch.device("cuda")
     rows = []
-    for mode_name, mode in P.MODES.items():
+    for mode_name, mode in precision.MODES.items():
         ok, reason = mode.supported(device)
         if not ok:
             print(f"{mode_name:14s} skipped: {reason}")

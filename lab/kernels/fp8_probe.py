@@ -6,7 +6,7 @@
     (``precision.prepare``, bf16 autocast); after warm-up, a few steps under torch.profiler:
     every GPU kernel with its time, calls and tcbench's Tensor Core classification, and the
     median step time. The kernel names become test cases of tcbench.kernels.classify.
-(b) The matmul ceilings, as the calibrate job measures them (tcbench.calibrate.measure:
+(b) The matmul ceilings, as the calibrate job measures them (tcbench.job.calibrate.measure:
     8192^3, CUDA events, median after warm-up): fp8 (torch._scaled_mm, e4m3, per-tensor and
     per-row scales, bf16 out) next to bf16, fp16, tf32 and fp32; and the kernels each FP8
     product runs.
@@ -36,9 +36,9 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "workflow"))
-from tcbench import calibrate as C  # noqa: E402
-from tcbench import precision as P  # noqa: E402
-from tcbench import train as T  # noqa: E402
+from tcbench.job import calibrate  # noqa: E402
+from tcbench.job import precision  # noqa: E402
+from tcbench.job import train  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.kernels import classify  # noqa: E402
 from tcbench.workloads.amp_recipe import make_model  # noqa: E402
@@ -94,7 +94,7 @@ def step_time_s(step, device, steps: int) -> float:
 
 
 def probe_mode(name, device, batch, width, layers, compile_, warmup, timed, profiled):
-    mode = P.get(name)
+    mode = precision.get(name)
     mode.apply()
     torch.manual_seed(0)
     model = make_model(width, width, layers).to(device)
@@ -107,7 +107,7 @@ def probe_mode(name, device, batch, width, layers, compile_, warmup, timed, prof
     y = torch.randn(batch, width, device=device)
 
     def step():
-        return T.train_step(run, loss_fn, opt, scaler, mode, device, x, y)
+        return train.train_step(run, loss_fn, opt, scaler, mode, device, x, y)
     t0 = time.perf_counter()
     for _ in range(warmup):  # compilation, autotuning, cuBLASLt heuristics
         step()
@@ -133,9 +133,10 @@ def ceiling_kernels(device, size) -> list[dict]:
     """The kernels one FP8 product of the calibrate job runs, per recipe."""
     rows = []
     for spec in V.MODES:
-        if not spec.fp8_recipe or not P.get(spec.name).device_supported(device)[0]:
+        if not spec.fp8_recipe or not precision.get(spec.name).device_supported(device)[0]:
             continue
-        matmul, _ = C.product(spec, size, device, torch.Generator(device=device).manual_seed(0))
+        seeded = torch.Generator(device=device).manual_seed(0)
+        matmul, _ = calibrate.product(spec, size, device, seeded)
         matmul()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             matmul()
@@ -176,14 +177,14 @@ def main(argv=None) -> int:
         result |= {"gpu": torch.cuda.get_device_name(device),
                    "capability": ".".join(map(str, torch.cuda.get_device_capability(device)))}
     # (b) first: it is short and it is what MFU divides by
-    result["ceilings"] = C.measure(size, args.iterations, device)
+    result["ceilings"] = calibrate.measure(size, args.iterations, device)
     rows = ceiling_kernels(device, size) if device.type == "cuda" else []
     result["steps"] = []
     for name in args.modes.split(","):
         if time.perf_counter() - t_start > args.budget_s:
             result["skipped"].append(f"{name}: budget of {args.budget_s:.0f} s spent")
             continue
-        ok, reason = P.get(name).supported(device)
+        ok, reason = precision.get(name).supported(device)
         if not ok and not args.cpu_smoke:
             result["skipped"].append(f"{name}: {reason}")
             continue

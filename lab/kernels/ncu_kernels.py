@@ -10,15 +10,15 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
-from tcbench.calibrate import product  # noqa: E402
+from tcbench.job import precision  # noqa: E402
+from tcbench.job.calibrate import product  # noqa: E402
 
 device = torch.device("cuda")
 a = torch.randn(2048, 2048, device=device)
 b = torch.randn(2048, 2048, device=device)
 x = torch.randn(32, 64, 56, 56, device=device)
 w = torch.randn(64, 64, 3, 3, device=device)
-for name, mode in P.MODES.items():
+for name, mode in precision.MODES.items():
     if not mode.device_supported(device)[0]:
         continue
     mode.apply()

@@ -12,24 +12,24 @@ import sys
 import torch
 
 sys.path.insert(0, "workflow")
-from tcbench import precision as P  # noqa: E402
-from tcbench import train as T  # noqa: E402
-from tcbench import workloads as W  # noqa: E402
+from tcbench.job import precision  # noqa: E402
+from tcbench.job import train  # noqa: E402
+from tcbench import workloads  # noqa: E402
 
 name, mode_name, bs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 device = torch.device("cuda")
-mode = P.get(mode_name)
+mode = precision.get(mode_name)
 mode.apply()
-params = W.resolve_params(name, {"data": "synthetic", "loader": "synthetic"} if name == "mnist_cnn" else {})
-w = W.build(name, params, bs, device)
+params = workloads.resolve_params(name, {"data": "synthetic", "loader": "synthetic"} if name == "mnist_cnn" else {})
+w = workloads.build(name, params, bs, device)
 w.model, _ = mode.prepare(w.model)  # FP8 modes: torchao Float8Linear layers (eager)
 scaler = mode.scaler(device)
 x, y = w.example_batch
 for _ in range(5):
-    T.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
+    train.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
 torch.cuda.synchronize()
 torch.cuda.profiler.start()
-T.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
+train.train_step(w.model, w.loss_fn, w.optimizer, scaler, mode, device, x, y)
 torch.cuda.synchronize()
 torch.cuda.profiler.stop()
 print("done", name, mode_name, bs)

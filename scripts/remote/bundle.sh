@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A tarball of this checkout for a GPU host, to unpack there into an empty folder: HEAD's
 # tracked files (no .git), the tree manifest that lets that copy prove its files are HEAD's
-# (python -m tcbench.sourcetree manifest), .whl/ when scripts/remote/wheels.sh made it, and any
+# (python -m tcbench.host.sourcetree manifest), .whl/ when scripts/remote/wheels.sh made it, and any
 # result folders named, so that Snakemake there skips the records already made:
 #
 #   scripts/remote/bundle.sh TARBALL [RESULTS_FOLDER ...]
@@ -19,7 +19,7 @@ for extra in "$@"; do
 done
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 git archive --format=tar -o "$work/tree.tar" HEAD
-note=$(PYTHONPATH=workflow python3 -m tcbench.sourcetree manifest --out "$work/.tcbench-tree.json")
+note=$(PYTHONPATH=workflow python3 -m tcbench.host.sourcetree manifest --out "$work/.tcbench-tree.json")
 note=${note%%$'\n'*}
 case $note in
   *"differs from it in"*) echo "bundle.sh: the working tree differs from HEAD (${note#*differs from it in }); the tarball holds HEAD's files: commit to send the changes" >&2 ;;

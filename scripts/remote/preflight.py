@@ -31,7 +31,7 @@ out.mkdir(parents=True, exist_ok=True)
 bad = 0
 for name, spec in SPECS.items():
     path = out / f"preflight-{name}.json"
-    proc = subprocess.run([sys.executable, "-m", "tcbench.run", "--spec", json.dumps(spec),
+    proc = subprocess.run([sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
                            "--out", str(path)], capture_output=True, text=True, timeout=240)
     rec = json.loads(path.read_text()) if path.exists() else {}
     m, t, tc = rec.get("metrics") or {}, rec.get("telemetry") or {}, rec.get("tensor_cores") or {}

@@ -93,7 +93,7 @@ fi
 if [ "${NCU:-0}" = 1 ] && command -v ncu >/dev/null; then
   timeout "$(left)" bash lab/kernels/ncu_crosscheck.sh "$dest/ncu_steps.csv"
 fi
-# every GPU of the host, one job each (tcbench.gpus pins each job to its own)
+# every GPU of the host, one job each (tcbench.host.gpus pins each job to its own)
 gpus=${GPUS:-$(nvidia-smi -L | grep -c '^GPU')}
 log="$dest/snakemake-$(basename "$cfg" .yaml).log"
 bound=$(( $(left) - 15 ))   # 15 s to stop the job in flight and pack

@@ -17,7 +17,7 @@ import yaml
 from snakemake.utils import update_config
 
 sys.path.insert(0, "workflow")
-from tcbench import config, matrix, repeats  # noqa: E402
+from tcbench.launch import config, matrix, repeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 
 ap = argparse.ArgumentParser()

@@ -7,9 +7,11 @@
 import os
 import re
 
-from tcbench import closing, environment, forkclient, matrix  # noqa: E402
-from tcbench import config as tcconfig  # noqa: E402
-from tcbench import repeats as tcrepeats  # noqa: E402
+from tcbench import closing  # noqa: E402
+from tcbench.host import environment  # noqa: E402
+from tcbench.launch import forkclient, matrix  # noqa: E402
+from tcbench.launch import config as tcconfig  # noqa: E402
+from tcbench.launch import repeats as tcrepeats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.vocabulary import ConfigError  # noqa: E402
 

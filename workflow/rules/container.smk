@@ -11,7 +11,7 @@
 # checks. docs/containers.md has the details.
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
-from tcbench import container as tc_container  # noqa: E402
+from tcbench.host import container as tc_container  # noqa: E402
 
 CONTAINERIZED = DeploymentMethod.APPTAINER in workflow.deployment_settings.deployment_method
 IMAGE_PYTHON = f"resources/container-python/{tc_container.image_key(config['container'])}"
@@ -60,7 +60,7 @@ rule image_python:
         user_base=lambda wildcards: IMAGE_PYTHON,
         manifest=lambda wildcards: IMAGE_PYTHON_MANIFEST,
     shell:
-        "python -m tcbench.imagedeps "
+        "python -m tcbench.host.imagedeps "
         "--requirements {params.requirements:q} --constraints {params.constraints:q} "
         "--user-base {params.user_base:q} --image {params.image:q} --out {params.manifest:q} "
         "> {log:q} 2>&1"

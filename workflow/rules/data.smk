@@ -10,5 +10,5 @@ rule mnist_format_random:
     log:
         "logs/mnist_format_random.log",
     shell:
-        "python -m tcbench.idxfiles random-mnist "
+        "python -m tcbench.data.idxfiles random-mnist "
         "resources/mnist-format-random > {log:q} 2>&1"

@@ -1,4 +1,4 @@
-# How long the study takes (tcbench.estimate, docs/job-cost.md): the dry run and the start of a
+# How long the study takes (tcbench.launch.estimate, docs/job-cost.md): the dry run and the start of a
 # run print an estimate under Snakemake's job counts, and each finished job a progress line
 # whose total never grows. Carried by Snakemake's own logger: a filter on its records (the job
 # counts' message gains the estimate; the step count's total becomes an upper bound that only
@@ -8,11 +8,11 @@ import logging
 import sys
 import time
 
-from tcbench import estimate as tcestimate
+from tcbench.launch import estimate as tcestimate
 
 
 def measuring_of(job):
-    """The matrix's Job or Comparison that a job of the DAG runs; None for any other job."""
+    """The matrix's Cell or Comparison that a job of the DAG runs; None for any other job."""
     w = job.wildcards
     if job.rule.name == "train":
         key = f"{w.experiment}/{w.cell}"

@@ -1,5 +1,5 @@
 # Repeats until the interval is tight (adaptive_repeats in the config; the rule itself is
-# tcbench.repeats, docs/repeats.md). A cell that adapts (ADAPTIVE, common.smk) starts with its
+# tcbench.launch.repeats, docs/repeats.md). A cell that adapts (ADAPTIVE, common.smk) starts with its
 # `repeats` records; look 1, a checkpoint, reads them and plans how many the cell needs in all;
 # the train rule then makes the added repeats (EXTRA_JOBS), each its own process and seed; look 2
 # reads them all and may add more, up to adaptive_repeats.max. The decision names the cell tight,
@@ -25,7 +25,7 @@ checkpoint repeats_look:
     params:
         args=repeats_args,
     shell:
-        "python -m tcbench.repeats look --records {input.records:q} "
+        "python -m tcbench.launch.repeats look --records {input.records:q} "
         "--look {wildcards.look:q} {params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -46,7 +46,7 @@ rule repeats_decision:
     params:
         args=repeats_args,
     shell:
-        "python -m tcbench.repeats decide --records {input.records:q} "
+        "python -m tcbench.launch.repeats decide --records {input.records:q} "
         "{params.args:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -60,5 +60,5 @@ rule repeats_summary:
     log:
         "logs/{run}/repeats_summary.log",
     shell:
-        "python -m tcbench.repeats summary --decisions {input:q} "
+        "python -m tcbench.launch.repeats summary --decisions {input:q} "
         "--out {output:q} > {log:q} 2>&1"

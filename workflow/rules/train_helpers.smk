@@ -2,11 +2,11 @@
 # comparison a job is, and what must hold before one starts.
 import json
 
-from tcbench import sourcetree  # noqa: E402
+from tcbench.host import sourcetree  # noqa: E402
 
 
 # How a training job's process begins (docs/job-cost.md): forked from an interpreter that has
-# imported torch already and that this workflow's jobs share (tcbench.forkclient), where one can
+# imported torch already and that this workflow's jobs share (tcbench.launch.forkclient), where one can
 # serve them: jobs run by this Snakemake process on this host. Under --use-singularity too,
 # with a sandbox-folder image: the first job's container starts the server, which outlives that
 # job (Apptainer gives a container no PID namespace of its own unless asked), and every later
@@ -14,7 +14,7 @@ from tcbench import sourcetree  # noqa: E402
 # under the shared /tmp; its child runs in that first container (docs/job-cost.md). A SIF's
 # mount ends with the first container (CONTAINER_FORKS, container.smk), and a batch job
 # (--profile profiles/slurm) would start a server for one job alone: those, and
-# fresh_interpreter: true, get python -m tcbench.run. Asked when the jobs are made, once
+# fresh_interpreter: true, get python -m tcbench.job.run. Asked when the jobs are made, once
 # Snakemake knows its executor (it does not while parsing). The server ends with this Snakemake
 # process (forkclient.OWNER_ENV in common.smk's JOB_ENV).
 
@@ -22,7 +22,7 @@ from tcbench import sourcetree  # noqa: E402
 def job_launcher(wildcards=None):
     forked = (not config["fresh_interpreter"] and workflow.local_exec
               and not workflow.remote_exec and (CONTAINER_FORKS or not CONTAINERIZED))
-    return "tcbench.forkclient" if forked else "tcbench.run"
+    return "tcbench.launch.forkclient" if forked else "tcbench.job.run"
 
 
 # one torch.compile cache per result set: its jobs compile the same graphs
@@ -32,19 +32,19 @@ COMPILE_CACHE = "resources/compile-cache/{run}"
 def interleave_launcher(wildcards):
     """``python -m`` words for an interleaved comparison: forked like a training job where
     those are, else fresh."""
-    if job_launcher() == "tcbench.forkclient":
-        return ["tcbench.forkclient", "--module", "tcbench.interleave"]
-    return ["tcbench.interleave"]
+    if job_launcher() == "tcbench.launch.forkclient":
+        return ["tcbench.launch.forkclient", "--module", "tcbench.job.interleave"]
+    return ["tcbench.job.interleave"]
 
 
 def calibrate_launcher(wildcards):
     """``python -m`` words for the calibration: forked like a training job where those are
     (it would otherwise import torch for a measurement of a few seconds), by the same server
     (the compile cache is in the environment the server is keyed by), else fresh."""
-    if job_launcher() == "tcbench.forkclient":
-        return ["tcbench.forkclient", "--module", "tcbench.calibrate",
+    if job_launcher() == "tcbench.launch.forkclient":
+        return ["tcbench.launch.forkclient", "--module", "tcbench.job.calibrate",
                 "--compile-cache", COMPILE_CACHE.format(run=wildcards.run)]
-    return ["tcbench.calibrate"]
+    return ["tcbench.job.calibrate"]
 
 
 def wave_priority(wave):

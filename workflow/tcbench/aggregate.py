@@ -30,10 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cli
-from . import record as R
-from . import resultset as RS
-from . import vocabulary as V
+from . import cli, record as R, resultset as RS, vocabulary as V
 from .analysis import interleaved as IL
 from .analysis.best import best
 from .analysis.overhead import overhead
@@ -117,7 +114,7 @@ def main(argv=None) -> int:
                     help="Snakemake's benchmark folder of the train jobs, or its TSV files, "
                          "for overhead.csv")
     ap.add_argument("--comparisons", type=Path, nargs="*", default=[],
-                    help="the interleaved comparisons' records (tcbench.interleave), for "
+                    help="the interleaved comparisons' records (tcbench.job.interleave), for "
                          "interleaved.csv, interleaved_processes.csv and "
                          "interleaved_rounds.csv; a folder: every one in it")
     ap.add_argument("--run", help="the result set's name, for every row (default: each "

@@ -1,5 +1,5 @@
 """When the GPU's energy counter gives an energy figure: one rule, applied by the job when it
-writes a record (``tcbench.telemetry``) and by the result set when it reads one
+writes a record (``tcbench.measure.telemetry``) and by the result set when it reads one
 (``tcbench.resultset``), so a record made before a field existed is judged by the same
 function on what it holds and never gains a figure its job withheld.
 

@@ -1,6 +1,6 @@
 """Were the Tensor Cores used? Kernel names classified, and a kernel profile summarised.
 
-What the job's profile (``tcbench.profiling``) records and what the reports read back from a
+What the job's profile (``tcbench.job.profiling``) records and what the reports read back from a
 record (``tcbench.resultset``) rest on the same rules, here; this module runs no torch.
 
 NVIDIA's libraries encode the math unit and operand types in kernel names. The rules, in the

@@ -2,7 +2,7 @@
 atomically (a temporary file in the same directory, fsync, rename), so a crash never leaves a
 half-written record where the workflow would take it for a result.
 
-An interleaved comparison (``tcbench.interleave``) writes a record of its own kind, validated
+An interleaved comparison (``tcbench.job.interleave``) writes a record of its own kind, validated
 against ``interleaved.schema.json``; the parts it shares with a job's record (environment,
 placement, host state, harness) are the job record's own definitions, filled in when the schema
 is loaded, so each is written down once."""

@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import atomic
-from . import energy
-from . import record as R
-from . import kernels
-from . import vocabulary as V
+from . import atomic, energy, kernels, record as R, vocabulary as V
 
 # tables made before an axis existed hold its default
 AXIS_DEFAULTS = {a.name: a.default for a in V.AXES if a.default is not None}
@@ -213,9 +209,9 @@ def compile_check(r: dict) -> dict:
 
 
 def host_columns(r: dict) -> dict:
-    """The host's part in a record (tcbench.hoststate, tcbench.placement): the training core
-    and how it was chosen, the dispatch probe around the timed window, what disturbed it; None
-    where the record predates the fields."""
+    """The host's part in a record (tcbench.host.hoststate, tcbench.host.placement): the
+    training core and how it was chosen, the dispatch probe around the timed window, what
+    disturbed it; None where the record predates the fields."""
     core = (r.get("placement") or {}).get("training_core") or {}
     hs = r.get("host_state") or {}
     probe = hs.get("probe") or {}

@@ -8,7 +8,7 @@ them as enums, because a schema must stand on its own; ``tests/test_vocabulary.p
 the two disagree. Standard library only: the workflow imports this while it parses.
 
 Adding a precision mode is one ``Mode`` below (its behaviour on the device lives in
-``tcbench.precision``); adding an axis is one ``Axis`` below plus the workload parameter it sets.
+``tcbench.job.precision``); adding an axis, one ``Axis`` below plus the workload parameter it sets.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ OK, DIVERGED, OOM, UNSUPPORTED, ERROR = STATUSES
 STATUS_RANK: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
 
 # why a record exists: one of a cell's configured repeats, or one that adaptive repeats added
-# (tcbench.repeats writes "added at look N: ..." into the job spec)
+# (tcbench.launch.repeats writes "added at look N: ..." into the job spec)
 REPEAT_INITIAL = "initial"
 
 
@@ -181,10 +181,10 @@ def onoff(value):
 # --------------------------------------------------------------------------- the host's part
 # A cell is *host-bound* when the GPU is busy less than this share of its timed steps (the
 # record's gpu_busy_share, tcbench.kernels): the CPU thread that issues its kernels sets its
-# pace. Such a cell's precision ratios come from an interleaved comparison (tcbench.interleave),
+# pace. Such a cell's precision ratios come from an interleaved comparison (tcbench.job.interleave),
 # not from processes run minutes apart, and it gets no repeats added to chase the host's drift.
 HOST_BOUND_BUSY_SHARE = 0.9
-# where a job's threads run (workload parameter cpu_placement, tcbench.placement): "pinned",
+# where a job's threads run (workload parameter cpu_placement, tcbench.host.placement): "pinned",
 # the training thread on the fastest core of the job's CPU set by a probe at the job's start
 # (helpers off it); "first", on the set's first CPU, as `taskset -c N` puts a plain script;
 # "os", wherever the operating system puts it
@@ -203,7 +203,7 @@ BASELINE_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "precision")
 
 
 # ---------------------------------------------------------------------------- harness phases
-# tcbench.run's phases (record field harness.phases_s), in the order they happen
+# tcbench.job.run's phases (record field harness.phases_s), in the order they happen
 HARNESS_PHASES: tuple[str, ...] = (
     "imports", "gpu_pinning", "cpu_placement", "cuda_context", "device_and_environment",
     "building", "counting_flops", "capturing_cuda_graph", "training", "evaluating",
@@ -350,7 +350,7 @@ TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 SET_TABLES: dict[str, str] = {"metrics": "metrics.csv", "summary": "summary.csv",
                               "speedup": "speedup.csv", "best": "best.csv",
                               "overhead": "overhead.csv",
-                              # the interleaved comparisons (tcbench.interleave): each
+                              # the interleaved comparisons (tcbench.job.interleave): each
                               # setting's ratios at the highest level measured, each process's
                               # own, and every segment of every round
                               "interleaved": "interleaved.csv",

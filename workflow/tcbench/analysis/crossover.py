@@ -1,7 +1,7 @@
 """When should FP8 pay? A prediction of the FP8/bf16 step-time ratio of a stack of square
 ``Linear(width, width)`` layers trained on ``tokens`` rows a step (the recipe MLP of
 config/fp8_crossover.yaml), from the device's own measured ceilings: the calibration's bf16 and
-FP8 matmul roofs and its copy bandwidth (tcbench.calibrate). Pure arithmetic, no torch.
+FP8 matmul roofs and its copy bandwidth (tcbench.job.calibrate). Pure arithmetic, no torch.
 
 The model, per Linear and training step (T = tokens, w = width):
 
@@ -27,7 +27,7 @@ records of the crossover's experiments. A shape whose FP8 runs did not finish (`
 on a CPU or before compute capability 8.9) has no ratio and says why: no measurement is
 invented for it.
 
-Where a shape has an interleaved comparison (tcbench.interleave: amp-bf16 and the FP8 modes
+Where a shape has an interleaved comparison (tcbench.job.interleave: amp-bf16 and the FP8 modes
 built in one process and alternated in rounds, in each of the setting's independent processes;
 ``compared`` reads each process's per-round throughputs) in which both the FP8 mode and
 amp-bf16 ran, the shape's ratio, interval, claim and ``pays`` are that comparison's, as
@@ -80,7 +80,7 @@ class Roofs:
 
     @classmethod
     def from_calibration(cls, calibration: dict, where: str = "calibration.json") -> "Roofs":
-        """From a calibration.json (tcbench.calibrate); one without the copy bandwidth (made
+        """From a calibration.json (tcbench.job.calibrate); one without the copy bandwidth (made
         before it was measured) or without an FP8 roof is an error that says what to redo."""
         modes = calibration.get("modes") or {}
         memory = calibration.get("memory") or {}

@@ -146,7 +146,7 @@ def host_bound(row) -> bool:
     """Whether the host set the cell's pace: the GPU busy less than ``BUSY_LOW`` of its timed
     steps, the input pipeline not the cause (an input-bound cell waits for its loader, and is
     named so). Such a cell's precision ratios need an interleaved comparison
-    (``tcbench.interleave``): processes run minutes apart measure the host's drift too."""
+    (``tcbench.job.interleave``): processes run minutes apart measure the host's drift too."""
     busy = _num(row.get("gpu_busy_share"))
     return busy is not None and busy < BUSY_LOW and not flag(row.get("input_bound"))
 

@@ -6,7 +6,7 @@ The search doubles the batch size from ``start`` until a probe runs out of memor
 fits), then bisects between the largest size that fitted and the smallest that did not, on the
 grid of multiples of ``resolution``, until the two are ``resolution`` apart.
 
-Each probe is one ordinary training job (``python -m tcbench.run``: the study's own loop,
+Each probe is one ordinary training job (``python -m tcbench.job.run``: the study's own loop,
 precision flags and cuDNN settings) with a few steps, run in a fresh process. A fresh process is
 what makes the answer trustworthy: after an out-of-memory error the CUDA caching allocator keeps
 its (fragmented) segments, cuDNN keeps its workspace and the failed step's tensors can stay
@@ -19,7 +19,7 @@ One module per concern:
 
 - ``plan``: the searches a checked config asks for, and each probe's job spec;
 - ``search``: the doubling-then-bisection algorithm, on any probe function;
-- ``probe``: probes as fresh ``tcbench.run`` processes, one search at a time per device (a
+- ``probe``: probes as fresh ``tcbench.job.run`` processes, one search at a time per device (a
   file lock), and the search's result file;
 - ``report``: ``capacity.csv``, ``capacity.md`` and ``figures/capacity.{pdf,png}``.
 
@@ -31,7 +31,7 @@ Command line (``__main__``)::
 """
 
 from .plan import BOUNDED, PROBE_COMMON, WORKLOADS, plan, probe_params, probe_spec, search_json
-from .probe import RESULT_SCHEMA, ProcessProbe, lock_path, outcome_of, peak_memory, run_search
+from .probe import ProcessProbe, RESULT_SCHEMA, lock_path, outcome_of, peak_memory, run_search
 from .report import figure, load_results, markdown, report, table
 from .search import Outcome, search
 

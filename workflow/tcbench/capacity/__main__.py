@@ -28,7 +28,7 @@ def main(argv=None) -> int:
 
     def command():
         if args.command == "search":
-            from .. import gpus
+            from ..host import gpus
 
             # The search claims one GPU for all its probes (they inherit CUDA_VISIBLE_DEVICES),
             # so searches on a multi-GPU host run side by side, one per device.

@@ -1,6 +1,6 @@
 """The capacity study's plan: which searches a checked config asks for, and what each probe
 runs. Types, ranges and defaults of ``capacity:`` are the config schema's
-(``tcbench.config.check`` has filled them in); what is checked here is what a schema cannot
+(``tcbench.launch.config.check`` has filled them in); what is checked here is what a schema cannot
 say."""
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def probe_params(workload: str, steps: int, batch_size: int, user: dict | None) 
 
 def _check(c: dict) -> None:
     """The rules across keys: the grid, and parameters the study sets itself."""
-    from .. import workloads as W
+    from .. import workloads
 
     if c["start"] > c["max"]:
         raise ConfigError(f"capacity.start={c['start']!r}: larger than capacity.max={c['max']!r}")
@@ -54,16 +54,16 @@ def _check(c: dict) -> None:
                                   f"capacity study itself (capacity.steps)")
     for workload in c["workloads"]:
         try:
-            W.resolve_params(workload, probe_params(workload, c["steps"], c["start"],
-                                                    c["params"].get(workload)))
+            workloads.resolve_params(workload, probe_params(workload, c["steps"], c["start"],
+                                                            c["params"].get(workload)))
         except ValueError as exc:
             raise ConfigError(f"capacity.params.{workload}: {exc}") from None
 
 
 def plan(config: dict, run: str) -> dict[str, dict]:
     """Every search of the capacity study, keyed ``workload/precision``; empty when disabled.
-    ``config`` has been through ``tcbench.config.check``. Raises ConfigError naming the key and
-    the value, before any job runs."""
+    ``config`` has been through ``tcbench.launch.config.check``. Raises ConfigError naming the
+    key and the value, before any job runs."""
     c = config.get("capacity") or {}
     if not c.get("enabled"):
         return {}
@@ -84,7 +84,8 @@ def search_json(searches: dict[str, dict], workload: str, precision: str, run: s
 
 
 def probe_spec(s: dict, bs: int) -> dict:
-    """The job spec (``python -m tcbench.run``) of the probe of search ``s`` at batch size ``bs``."""
+    """The job spec (``python -m tcbench.job.run``) of the probe of search ``s`` at batch
+    size ``bs``."""
     spec = {"run": s["run"], "experiment": "capacity",
             "cell": f"{s['workload']}_{s['precision']}_bs{bs}", "workload": s["workload"],
             "precision": s["precision"], "batch_size": bs,

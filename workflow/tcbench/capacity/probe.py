@@ -1,4 +1,4 @@
-"""Probes as fresh ``python -m tcbench.run`` processes, one search at a time per device, and the
+"""Probes as fresh ``python -m tcbench.job.run`` processes, one search at a time per device, and the
 result file of a search (schema ``tcbench-capacity/1``)."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .. import atomic
-from .. import vocabulary as V
+from .. import atomic, vocabulary as V
 from .plan import probe_spec
 from .search import Outcome, search
 
@@ -45,7 +44,7 @@ def peak_memory(record: dict) -> tuple[int | None, str | None]:
 
 
 class ProcessProbe:
-    """Runs each probe as ``python -m tcbench.run`` in a fresh process (see the package doc)."""
+    """Runs each probe as ``python -m tcbench.job.run`` in a fresh process (see the package doc)."""
 
     def __init__(self, s: dict, probe_dir: Path):
         self.s, self.dir = s, Path(probe_dir)
@@ -57,8 +56,8 @@ class ProcessProbe:
 
         path = self.dir / f"bs{bs}.json"
         path.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "tcbench.run", "--spec", json.dumps(probe_spec(self.s, bs)),
-               "--out", str(path)]
+        cmd = [sys.executable, "-m", "tcbench.job.run",
+               "--spec", json.dumps(probe_spec(self.s, bs)), "--out", str(path)]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True,
@@ -72,7 +71,7 @@ class ProcessProbe:
               flush=True)
         record = None
         if path.exists():
-            record = R.read(path)  # written by tcbench.run, so schema-valid; checked anyway
+            record = R.read(path)  # written by tcbench.job.run, so schema-valid; checked anyway
             self.records[bs] = record
         out = outcome_of(record, returncode, output)
         peak, source = peak_memory(record) if record else (None, None)

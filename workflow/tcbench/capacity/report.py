@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import atomic
-from .. import vocabulary as V
+from .. import atomic, vocabulary as V
 from .probe import RESULT_SCHEMA
 
 
@@ -66,7 +65,7 @@ def capacity_table(df):
     """The capacity study as a reader's table (tcbench.render: one number format, captions)."""
     import pandas as pd
 
-    from ..render import numbers as T
+    from ..render import numbers
     from ..render.table import Table
 
     def known(v):
@@ -74,10 +73,12 @@ def capacity_table(df):
 
     rows = [[r.workload, str(r.precision), r.status,
              (f"≥ {r.largest_batch_size}" if r.status == "capped" else
-              str(r.largest_batch_size)) if known(r.largest_batch_size) else T.MISSING,
-             str(r.smallest_oom_batch_size) if known(r.smallest_oom_batch_size) else T.MISSING,
-             T.times(getattr(r, f"capacity_vs_{V.BASELINE}")),
-             T.memory(r.peak_memory_bytes, "GiB") if known(r.peak_memory_bytes) else T.MISSING,
+              str(r.largest_batch_size)) if known(r.largest_batch_size) else numbers.MISSING,
+             str(r.smallest_oom_batch_size) if known(r.smallest_oom_batch_size)
+             else numbers.MISSING,
+             numbers.times(getattr(r, f"capacity_vs_{V.BASELINE}")),
+             numbers.memory(r.peak_memory_bytes, "GiB") if known(r.peak_memory_bytes)
+             else numbers.MISSING,
              f"{r.probes} ({r.probes_oom} oom)"] for r in df.itertuples()]
     device = ", ".join(sorted({str(v) for v in df["device_name"].dropna()})) or "unknown device"
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
@@ -107,14 +108,13 @@ def figure(df, out_dir: Path) -> list[Path]:
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    from ..render import plot as F
+    from ..render import plot
 
-    F.style()
+    plot.style()
     workloads = list(dict.fromkeys(df["workload"]))
     precisions = [p for p in V.PRECISIONS if p in set(df["precision"].astype(str))]
-    fig, axes = plt.subplots(1, len(workloads), squeeze=False,
-                             figsize=(F.ONE_COLUMN_IN if len(workloads) == 1 else F.TWO_COLUMN_IN,
-                                      2.6))
+    width = plot.ONE_COLUMN_IN if len(workloads) == 1 else plot.TWO_COLUMN_IN
+    fig, axes = plt.subplots(1, len(workloads), squeeze=False, figsize=(width, 2.6))
     for ax, workload in zip(axes[0], workloads):
         g = df[df["workload"] == workload]
         g = g.set_index(g["precision"].astype(str))
@@ -143,7 +143,7 @@ def figure(df, out_dir: Path) -> list[Path]:
         ax.margins(y=0.15)
     fig.text(0.5, -0.02, "dotted: smallest batch size tried that ran out of memory",
              ha="center", va="top", fontsize=6, color="0.3")
-    return F.save(fig, Path(out_dir), "capacity")
+    return plot.save(fig, Path(out_dir), "capacity")
 
 
 def report(paths, out_dir: Path, figures_dir: Path) -> dict:

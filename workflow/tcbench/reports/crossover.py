@@ -5,7 +5,7 @@ to pay (``reports.fp8_findings``). Reads records (their parameters hold the widt
 metrics.csv has no column for). A shape without a finished FP8 run (``unsupported`` on a CPU)
 is drawn empty with its status and has no ratio; a calibration without an FP8 roof gives no
 prediction, and the files say why. With ``--comparisons`` (the crossover experiments'
-interleaved comparisons, tcbench.interleave; a folder: every one in it), a shape whose
+interleaved comparisons, tcbench.job.interleave; a folder: every one in it), a shape whose
 comparison ran the FP8 mode and amp-bf16 takes its ratio from that comparison (at its level),
 and the table (``decided_by``), the sentences and the figure's note say so.
 
@@ -297,7 +297,7 @@ def main(argv=None) -> int:
     ap.add_argument("--md", type=Path)
     ap.add_argument("--figures", type=Path, nargs="+", help="the figure's files, one per format")
     ap.add_argument("--comparisons", type=Path, nargs="*",
-                    help="the interleaved comparisons' records (tcbench.interleave), which "
+                    help="the interleaved comparisons' records (tcbench.job.interleave), which "
                          "decide the ratios of their shapes; a folder: every one in it")
     args = ap.parse_args(argv)
     if (args.records_dir is None) == (args.records is None):

@@ -29,7 +29,7 @@ The rules (a reviewer's, not a convenience):
   interval (which can reach below zero), and a cell's misses are summarised apart from its
   other runs (``warmup``).
 * An **interleaved ratio** (every precision arm of one setting in one process, alternated in
-  rounds: ``tcbench.interleave``) is built at the highest level that was repeated (Kalibera &
+  rounds: ``tcbench.job.interleave``) is built at the highest level that was repeated (Kalibera &
   Jones 2013): rounds vary inside a process, and processes differ from one another
   (allocations, cuBLAS and cuDNN choices, clocks, the core), which no round can see.
 

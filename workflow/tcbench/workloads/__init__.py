@@ -16,9 +16,10 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from .. import placement, window
 from .. import vocabulary as V
-from ..config import suggestion
+from ..cli import suggestion
+from ..host import placement
+from ..measure import window
 
 # workload name -> module under tcbench.workloads
 MODULES: dict[str, str] = {
@@ -53,7 +54,7 @@ COMMON_DEFAULTS: dict[str, Any] = {
     "evidence_repeats": "first",    # kernel profile + FLOP count: in a cell's first repeat | all
     "telemetry_interval_s": 0.1,   # NVML polling; the thread takes the GIL briefly per sample
     "cudnn_benchmark": "off",       # PyTorch's default, as the seed ran
-    # the timed window (tcbench.window): at least this long; null: the device's default
+    # the timed window (tcbench.measure.window): at least this long; null: the device's default
     "min_timed_s": None,            # seconds of timed steps (2.0 on a GPU, 0 on a CPU)
     "min_timed_steps": None,        # timed steps (20 on a GPU, 0 on a CPU)
     "max_timed_s": None,            # an unsteady window is extended up to this (4 x min_timed_s)

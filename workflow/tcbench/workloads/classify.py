@@ -21,8 +21,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from .. import data as D
-from .. import imagefolder as IF
+from ..data import imagefolder, loaders
 from . import Workload, positive_int
 
 DATA_KINDS = ("synthetic", "imagefolder")
@@ -31,7 +30,7 @@ OPTIMIZERS = {"sgd": {"lr": 0.1, "weight_decay": 1e-4},     # torchvision's ResN
               "adamw": {"lr": 1e-3, "weight_decay": 0.05}}  # its ViT/ConvNeXt/Swin recipes
 DEFAULT_IMAGE_SIZE = 224
 DEFAULT_CLASSES = 1000
-LOADERS = D.LOADERS
+LOADERS = loaders.LOADERS
 DEFAULTS = {
     "steps": 50,
     "warmup_steps": 10,
@@ -92,8 +91,8 @@ def derive(workload: str, params: dict, image_size: Callable[[], int | None]) ->
 
 def folder_classes(workload: str, data_dir) -> list[str]:
     try:
-        return IF.classes(data_dir)
-    except D.DataMissingError as exc:  # a ValueError here: a bad parameter, before any job
+        return imagefolder.classes(data_dir)
+    except loaders.DataMissingError as exc:  # a ValueError here: a bad parameter, before any job
         raise ValueError(f"workload {workload!r}: {exc}") from None
 
 
@@ -246,12 +245,12 @@ def build(workload: str, factory: Callable[[], torch.nn.Module], params: dict, b
     shape = tuple(sample_shape or (3, size, size))
     data = {"data": p["data"], "loader": p["loader"], "samples_per_epoch": steps * batch_size}
     if p["data"] == "imagefolder" and p["loader"] != "synthetic":
-        images = IF.dataset(p["data_dir"], size, p["train_samples"], p["seed"])
-        loader = IF.loader(p["loader"], images, batch_size, steps, device, p["seed"],
-                           p["num_workers"])
+        images = imagefolder.dataset(p["data_dir"], size, p["train_samples"], p["seed"])
+        loader = imagefolder.loader(p["loader"], images, batch_size, steps, device, p["seed"],
+                                    p["num_workers"])
         example = random_batch(shape, classes, batch_size)(device)
         data |= {"data_dir": str(p["data_dir"]), "images": len(images),
-                 "classes": len(IF.classes(p["data_dir"])),
+                 "classes": len(imagefolder.classes(p["data_dir"])),
                  "description": f"{len(images)} images of {p['data_dir']} (ImageFolder: "
                                 f"RandomResizedCrop({size}), RandomHorizontalFlip, ImageNet "
                                 f"normalisation), {steps} batches through {p['loader']}"}
@@ -263,8 +262,8 @@ def build(workload: str, factory: Callable[[], torch.nn.Module], params: dict, b
         data["description"] = (f"the model file's own batch(), {len(made)} distinct batches "
                                f"of inputs {tuple(example[0].shape[1:])} cycled on the device")
     else:
-        loader = D.SyntheticLoader(shape, classes, batch_size, steps, device, p["seed"],
-                                   distinct=p["distinct_batches"])
+        loader = loaders.SyntheticLoader(shape, classes, batch_size, steps, device, p["seed"],
+                                         distinct=p["distinct_batches"])
         example = loader.data[0]
         data["description"] = (f"random {'x'.join(map(str, shape))} inputs, {classes} classes, "
                                f"{len(loader.data)} distinct batches cycled on the device"

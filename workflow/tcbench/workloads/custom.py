@@ -26,10 +26,10 @@ from pathlib import Path
 import torch
 
 from .. import vocabulary as V
-from . import classify as C
+from . import classify
 
-LOADERS = C.LOADERS
-DEFAULTS = C.DEFAULTS | {
+LOADERS = classify.LOADERS
+DEFAULTS = classify.DEFAULTS | {
     "file": None,     # a Python file defining model(num_classes), or
     "module": None,   # an importable module defining it
     "model": None,    # the function that builds the model; None: model, else build_model
@@ -98,7 +98,7 @@ def factory_name(user, params: dict) -> str:
             defined = [k for k, v in vars(user).items() if callable(v) and not k.startswith("_")
                        and getattr(v, "__module__", None) == user.__name__]
             raise ValueError(f"workload 'custom': {source(params)} has no function "
-                             f"{name!r}{C.suggest(str(name), defined)}; it defines "
+                             f"{name!r}{classify.suggest(str(name), defined)}; it defines "
                              f"{', '.join(defined) or 'no functions'}")
         return name
     for name in FACTORIES:
@@ -126,7 +126,7 @@ def derive(params: dict) -> dict:
     shape = input_shape(user, params)
     square = shape is not None and len(shape) >= 2 and shape[-1] == shape[-2]
     out = {"model": factory_name(user, params)}
-    return out | C.derive("custom", params, lambda: shape[-1] if square else None)
+    return out | classify.derive("custom", params, lambda: shape[-1] if square else None)
 
 
 def hooks(user, params: dict) -> dict:
@@ -164,7 +164,7 @@ def factory(user, params: dict):
     fn = getattr(user, params["model"])
 
     def make():
-        built = C.call_factory(fn, params["num_classes"])
+        built = classify.call_factory(fn, params["num_classes"])
         if not isinstance(built, torch.nn.Module):
             raise TypeError(f"{params['model']}() returned {type(built).__name__}, not a "
                             f"torch.nn.Module")
@@ -173,7 +173,7 @@ def factory(user, params: dict):
 
 
 def check(params: dict) -> None:
-    C.check("custom", params)
+    classify.check("custom", params)
     user = load(params)
     shape = input_shape(user, params)
     if params["data"] == "imagefolder" and shape is not None and shape[0] != 3:
@@ -195,8 +195,8 @@ def check(params: dict) -> None:
                                  f"{exc}") from None
             return pair(made, what)
     else:
-        make_batch = C.random_batch(sample_shape(user, params), params["num_classes"])
-    loss_fn = C.loss_of(params)
+        make_batch = classify.random_batch(sample_shape(user, params), params["num_classes"])
+    loss_fn = classify.loss_of(params)
     if h["loss"] is not None:
         try:
             loss_fn = h["loss"]()
@@ -209,7 +209,7 @@ def check(params: dict) -> None:
     else:
         hint = (f". Declare the model's input in the file, input_shape = (C, H, W), or set "
                 f"image_size (see {DOC})")
-    C.forward_check(what, factory(user, params), make_batch, loss_fn, hint=hint)
+    classify.forward_check(what, factory(user, params), make_batch, loss_fn, hint=hint)
     _CHECKED.add(key)
 
 
@@ -223,8 +223,8 @@ def build(params: dict, batch_size, device):
         info |= {"file": str(path), "file_sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     else:
         info |= {"module": params["module"], "module_file": getattr(user, "__file__", None)}
-    return C.build("custom", factory(user, params), params, batch_size, device, info,
-                   loss_fn=h["loss"]() if h["loss"] else None, optimizer=h["optimizer"],
-                   batch=h["batch"] and (lambda n, device: pair(h["batch"](n, device),
-                                                                "batch()")),
-                   sample_shape=sample_shape(user, params))
+    return classify.build("custom", factory(user, params), params, batch_size, device, info,
+                          loss_fn=h["loss"]() if h["loss"] else None, optimizer=h["optimizer"],
+                          batch=h["batch"] and (lambda n, device: pair(h["batch"](n, device),
+                                                                       "batch()")),
+                          sample_shape=sample_shape(user, params))

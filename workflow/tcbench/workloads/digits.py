@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .. import data as D
+from ..data import loaders
 from . import Workload, positive_int
 from .mnist_cnn import Net, evaluate
 
@@ -35,14 +35,14 @@ def check(params: dict) -> None:
 
 def build(params: dict, batch_size: int, device: torch.device) -> Workload:
     torch.manual_seed(params["seed"])
-    train, test = D.digits_tensors()
+    train, test = loaders.digits_tensors()
     if params["train_samples"] is not None:  # the split's order mixes the classes
         train = tuple(t[:params["train_samples"]] for t in train)
     if params["loader"] == "gpu-resident":
-        loader = D.GpuResidentLoader(train, batch_size, device, params["seed"])
+        loader = loaders.GpuResidentLoader(train, batch_size, device, params["seed"])
     else:
-        loader = D.make_loader(params["loader"], torch.utils.data.TensorDataset(*train),
-                               batch_size, device, params["seed"], params["num_workers"])
+        loader = loaders.make_loader(params["loader"], torch.utils.data.TensorDataset(*train),
+                                     batch_size, device, params["seed"], params["num_workers"])
     with torch.device(device):  # initialised where it trains: no host copy of the weights
         model = Net()
     optimizer = torch.optim.Adadelta(model.parameters(), lr=params["lr"])

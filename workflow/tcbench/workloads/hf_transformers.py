@@ -30,8 +30,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from . import Workload, optional_package, positive_int
-from . import classify as C
+from . import Workload, classify, optional_package, positive_int
 
 INSTALL = "pip install -e '.[transformers]' in a checkout of tcbench, or pip install transformers"
 LOADERS = ("synthetic",)
@@ -95,7 +94,7 @@ def resolve(model) -> tuple[str, dict]:
     if model in PRESETS:
         return PRESETS[model]
     if not isinstance(model, str) or model not in model_types():
-        raise C.unknown_name("transformers", model, [*PRESETS, *model_types()])
+        raise classify.unknown_name("transformers", model, [*PRESETS, *model_types()])
     return model, {}
 
 
@@ -112,7 +111,8 @@ def _config(model: str, overrides: str):
         known = sorted(plain.to_dict()) + sorted(getattr(plain, "attribute_map", {}))
         raise ValueError(f"workload 'transformers': config key(s) {', '.join(map(repr, unknown))}"
                          f" are not attributes of {type(plain).__name__}"
-                         f"{C.suggest(unknown[0], known)}; it has {', '.join(known[:40])}, ...")
+                         f"{classify.suggest(unknown[0], known)}; "
+                         f"it has {', '.join(known[:40])}, ...")
     try:
         config = auto.for_model(model_type, **(preset | overrides))
     except Exception as exc:  # noqa: BLE001 - the library's own check of a value, named
@@ -144,7 +144,7 @@ def check(params: dict) -> None:
     positive_int("transformers", params, "seq_len", "steps", "distinct_batches")
     model_type, _ = resolve(params["model"])
     for key, known in (("task", TASKS), ("attn_implementation", ATTENTION),
-                       ("optimizer", tuple(C.OPTIMIZERS))):
+                       ("optimizer", tuple(classify.OPTIMIZERS))):
         if params[key] not in known:
             raise ValueError(f"workload 'transformers': {key}={params[key]!r}; choose one of "
                              f"{', '.join(known)}")
@@ -176,10 +176,10 @@ def _forward_check(model: str, overrides: str, task: str, attention: str, seq_le
     params = {"model": model, "config": json.loads(overrides), "task": task,
               "attn_implementation": attention}
     config = config_of(params)
-    C.forward_check(f"workload 'transformers': model {model!r}"
-                    + (f" with config {params['config']}" if params["config"] else ""),
-                    lambda: create(params), token_batch(config.vocab_size, seq_len, task, 2),
-                    lm_loss)
+    classify.forward_check(f"workload 'transformers': model {model!r}"
+                           + (f" with config {params['config']}" if params["config"] else ""),
+                           lambda: create(params), token_batch(config.vocab_size, seq_len, task, 2),
+                           lm_loss)
 
 
 # --------------------------------------------------------------------------------- the model
@@ -314,9 +314,9 @@ def build(params: dict, batch_size: int, device: torch.device) -> Workload:
         name="transformers",
         model=model,
         loss_fn=lm_loss,
-        optimizer=C.optimizer_of(params, model.parameters()),
+        optimizer=classify.optimizer_of(params, model.parameters()),
         epochs=1,
-        train_loader=C.FixedBatches(made, steps),
+        train_loader=classify.FixedBatches(made, steps),
         example_batch=made[0],
         data={"data": "synthetic", "loader": "synthetic", "samples_per_epoch": steps * batch_size,
               "tokens_per_sample": seq_len, "tokens_per_epoch": steps * batch_size * seq_len,

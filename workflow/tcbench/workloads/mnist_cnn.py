@@ -13,11 +13,11 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from .. import data as D
+from ..data import loaders
 from . import Workload, positive_int
 
 DATA_KINDS = ("mnist", "mnist-format-random", "synthetic")
-LOADERS = D.LOADERS
+LOADERS = loaders.LOADERS
 DEFAULTS = {
     "epochs": 20,
     "lr": 0.001,
@@ -87,31 +87,31 @@ def training_data(params: dict, batch_size: int, device: torch.device):
     kind, loader_kind, cap = params["data"], params["loader"], params["train_samples"]
     if kind == "synthetic":
         n = cap or 60000
-        return D.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
-                                 params["seed"], last_batch=(n % batch_size) or None), n, None
+        return loaders.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
+                                       params["seed"], last_batch=(n % batch_size) or None), n, None
     root = Path(params["data_dir"])
     if loader_kind in ("dataloader", "dataloader-tuned") or params["download"]:
-        train, _ = D.mnist_datasets(root, download=params["download"])
+        train, _ = loaders.mnist_datasets(root, download=params["download"])
     if loader_kind in ("dataloader", "dataloader-tuned"):
         if cap:
             train = torch.utils.data.Subset(train, range(min(cap, len(train))))
-        loader = D.make_loader(loader_kind, train, batch_size, device, params["seed"],
-                               params["num_workers"])
+        loader = loaders.make_loader(loader_kind, train, batch_size, device, params["seed"],
+                                     params["num_workers"])
         n = len(train)
     elif loader_kind == "gpu-resident":
-        images, labels = D.mnist_tensors(root, train=True)
+        images, labels = loaders.mnist_tensors(root, train=True)
         images, labels = images[:cap], labels[:cap]   # [:None] is everything
-        loader = D.GpuResidentLoader((D.normalise_mnist(images, device), labels), batch_size,
-                                     device, params["seed"])
+        loader = loaders.GpuResidentLoader((loaders.normalise_mnist(images, device), labels),
+                                           batch_size, device, params["seed"])
         n = len(labels)
     else:  # synthetic batches of MNIST's shape, as many as the files hold
-        n = min(D.mnist_samples(root), cap or math.inf)
-        loader = D.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
-                                   params["seed"], last_batch=(n % batch_size) or None)
+        n = min(loaders.mnist_samples(root), cap or math.inf)
+        loader = loaders.SyntheticLoader((1, 28, 28), 10, batch_size, -(-n // batch_size), device,
+                                         params["seed"], last_batch=(n % batch_size) or None)
     test = None
     if kind == "mnist":  # accuracy on random labels means nothing: only real MNIST is evaluated
-        images, labels = D.mnist_tensors(root, train=False)
-        test = torch.utils.data.TensorDataset(D.normalise_mnist(images, torch.device("cpu")),
+        images, labels = loaders.mnist_tensors(root, train=False)
+        test = torch.utils.data.TensorDataset(loaders.normalise_mnist(images, torch.device("cpu")),
                                               labels)
     return loader, n, test
 

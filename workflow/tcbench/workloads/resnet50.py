@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from . import Workload, positive_int
-from . import classify as C
-from . import torchvision_models as TV
+from . import Workload, classify, positive_int, torchvision_models
 
 LOADERS = ("synthetic",)
 DEFAULTS = {
@@ -36,6 +34,6 @@ def check(params: dict) -> None:
 
 def build(params: dict, batch_size: int, device: torch.device) -> Workload:
     # the torchvision workload's builder, with this workload's own (older) parameter set
-    return C.build("resnet50", TV.LIBRARY.factory(params | {"model": "resnet50",
-                                                            "model_kwargs": {}}),
-                   params, batch_size, device, {"name": "resnet50", "source": "torchvision"})
+    factory = torchvision_models.LIBRARY.factory(params | {"model": "resnet50", "model_kwargs": {}})
+    return classify.build("resnet50", factory, params, batch_size, device,
+                          {"name": "resnet50", "source": "torchvision"})

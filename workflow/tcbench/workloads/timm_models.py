@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import functools
 
-from . import classify as C
-from . import optional_package
+from . import classify, optional_package
 
-LOADERS = C.LOADERS
-DEFAULTS = C.DEFAULTS | {
+LOADERS = classify.LOADERS
+DEFAULTS = classify.DEFAULTS | {
     "model": None,        # required: a timm model's name
     "model_kwargs": {},   # passed to timm.create_model, e.g. {drop_path_rate: 0.1}
 }
@@ -48,8 +47,8 @@ def create(name: str, num_classes: int, **kwargs):
     return timm().create_model(name, pretrained=False, num_classes=num_classes, **kwargs)
 
 
-LIBRARY = C.ByName("timm", names, default_image_size, create,
-                   examples=("resnet50d", "nfnet_l0"), size_arg="img_size")
+LIBRARY = classify.ByName("timm", names, default_image_size, create,
+                          examples=("resnet50d", "nfnet_l0"), size_arg="img_size")
 check = LIBRARY.check
 
 

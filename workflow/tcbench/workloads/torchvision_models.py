@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import functools
 
-from . import classify as C
+from . import classify
 
-LOADERS = C.LOADERS
-DEFAULTS = C.DEFAULTS | {
+LOADERS = classify.LOADERS
+DEFAULTS = classify.DEFAULTS | {
     "model": None,        # required: a torchvision classification model's name
     "model_kwargs": {},   # passed to the model's builder, e.g. {image_size: 64} for a ViT
 }
@@ -47,6 +47,6 @@ def create(name: str, num_classes: int, **kwargs):
     return get_model(name, weights=None, num_classes=num_classes, **kwargs)
 
 
-LIBRARY = C.ByName("torchvision", names, default_image_size, create,
-                   examples=("resnet18", "vit_b_16"), size_arg="image_size")
+LIBRARY = classify.ByName("torchvision", names, default_image_size, create,
+                          examples=("resnet18", "vit_b_16"), size_arg="image_size")
 derive, check, build = LIBRARY.derive, LIBRARY.check, LIBRARY.build
