@@ -209,13 +209,45 @@ class Blocks:
         return _table(capacity_table(df))
 
     def reproduce(self) -> str:
-        """What the committed rerun of this set reproduced (``snakemake reproduce``, its
-        reproduce.md beside it in ``<run>-rerun``): its summary line, the between-run
-        tolerance and the two hosts' speed, as that file gives them."""
-        text = (self.dir.parent / f"{self.dir.name}-rerun" / V.REPRODUCE_FILES["md"]).read_text()
-        head = text.split("\n## ", 1)[0].splitlines()[2:]
-        return "\n".join(line.replace("**", "") for line in head if line.strip()
-                         ).replace("\n", "\n\n") + "\n"
+        """Each committed run of this set's study checked against the others pooled
+        (``snakemake reproduce`` with ``reference=a,b,c``: each run's reproduce.md and .csv
+        beside it, this set's and those of ``<run>-rerun*``): per run its host's speed and
+        what landed inside, then the checks summed."""
+        from tcbench.analysis import reproduce as R
+
+        folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
+                   if (f / V.REPRODUCE_FILES["csv"]).exists()]
+        rows, inside, claimed = [], {k: [0, 0] for k in R.ESTIMATED}, [0, 0, 0]
+        for f in folders:
+            frame = pd.read_csv(f / V.REPRODUCE_FILES["csv"])
+            t = R.tally(frame)
+            both = frame.loc[(frame["kind"] == R.THROUGHPUT) &
+                             frame["outcome"].isin([R.INSIDE, R.OUTSIDE]), "experiment"].unique()
+            speed = R.host_speed(R.load(f), both)
+            cells = {k: (t[k][R.INSIDE], t[k][R.INSIDE] + t[k][R.OUTSIDE]) for k in R.ESTIMATED}
+            claims = [sum(t[k][o] for k in R.CLAIMED) for o in (R.SAME, R.COMPATIBLE, R.CHANGED)]
+            for k, (n, m) in cells.items():
+                inside[k][0] += n
+                inside[k][1] += m
+            claimed = [a + b for a, b in zip(claimed, claims)]
+            rows.append([f"`{f.name}`", N.num(speed) if speed else "–",
+                         *(f"{n} of {m}" for n, m in (cells[R.INTERLEAVED], cells[R.THROUGHPUT],
+                                                      cells[R.PER_PROCESS])),
+                         " / ".join(map(str, claims))])
+        head = ["run, against the others", "host probe, ops/s", "interleaved ratios inside",
+                "throughputs inside", "per-process ratios inside",
+                "claims same / compatible / changed"]
+        table = "\n".join(["| " + " | ".join(head) + " |",
+                           "|" + "|".join([":---", "---:", "---:", "---:", "---:", ":---"]) + "|",
+                           *("| " + " | ".join(r) + " |" for r in rows)])
+        pct = lambda k: f"{inside[k][0]} of {inside[k][1]} ({inside[k][0] / inside[k][1]:.0%})"  # noqa: E731
+        return (table + "\n\n" + f"Summed over the {len(folders)} checks, each run against the "
+                f"other {len(folders) - 1} pooled (their 95% prediction interval for one more "
+                f"run): interleaved ratios {pct(R.INTERLEAVED)} inside, throughputs "
+                f"{pct(R.THROUGHPUT)}, per-process ratios {pct(R.PER_PROCESS)}; claims "
+                f"{claimed[0]} the same, {claimed[1]} compatible (both can hold: one "
+                f"interval clears a threshold the other's does not), {claimed[2]} "
+                f"changed (contradicting).\n")
 
     def container(self) -> str:
         """The study inside a real container against natively on the same GPU
