@@ -14,6 +14,7 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
+from .. import stats
 from ..analysis import reproduce as R
 from ..render.plot import TWO_COLUMN_IN, Line2D, NotDrawn, Patch, fitted_legend, plt, wrapped
 
@@ -114,9 +115,12 @@ def figure(frame: pd.DataFrame, tol, rerun: str, reference: str):
     fig.suptitle("\n".join(wrapped(f"{rerun} against {reference}: each estimate with its 95% "
                                    f"interval beside the reference's", TWO_COLUMN_IN - 0.2, 8)),
                  fontsize=8)
-    handles = [Line2D([], [], color=REFERENCE, lw=2.2, label="the reference's 95% CI"),
+    # a reference pooled from several runs gives the interval one more run should land in
+    what = ("95% prediction interval" if (data["reference_interval"] == stats.PREDICTION).any()
+            else "95% CI")
+    handles = [Line2D([], [], color=REFERENCE, lw=2.2, label=f"the reference's {what}"),
                *(Line2D([], [], marker="o", markersize=3.5, color=c, lw=0.9,
-                        label=f"rerun, {o} the reference's CI" if o != R.NO_INTERVAL
+                        label=f"rerun, {o} the reference's interval" if o != R.NO_INTERVAL
                         else f"rerun, {o}") for o, c in COLOURS.items())]
     if tol is not None and tol.value and R.THROUGHPUT in kinds:
         handles.append(Patch(facecolor="0.9", label=f"between-run tolerance "
