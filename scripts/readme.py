@@ -249,6 +249,32 @@ class Blocks:
                 f"interval clears a threshold the other's does not), {claimed[2]} "
                 f"changed (contradicting).\n")
 
+    def runs(self) -> str:
+        """The judged ratios of the experiments every committed run of this set's study has
+        (this set and ``<run>-rerun*``), across those runs: each run's ratio, their geometric
+        mean with the 95% t interval across runs (``stats.RUNS``) and the claim it allows."""
+        from tcbench.analysis import reproduce as R
+        from tcbench.analysis import runs as RUNS
+
+        folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
+                   if (f / V.SET_TABLES["summary"]).exists()]
+        pooled = RUNS.pool(folders)
+        each = [s.quantities().claims for s in pooled.sets]
+        at = {k: i for i, k in enumerate(R.KEYS)}
+        rows = []
+        for key, c in pooled.quantities().claims.items():
+            e = c["estimate"]
+            if e is None or e.n < len(folders) or e.method != stats.RUNS:
+                continue
+            ratio = f"{key[at['precision']]} ÷ {key[-2]}"
+            rows.append([key[at["experiment"]], ratio,
+                         ", ".join(N.times(q[key]["estimate"].value) for q in each),
+                         N.with_interval(e.value, e.low, e.high, e.n, fmt=N.times, kind=e.method),
+                         stats.CLAIM_SHORT.get(c["claim"], c["claim"])])
+        head = ["experiment", "ratio", "each run (" + ", ".join(f"`{f.name}`" for f in folders)
+                + ")", f"across the {len(folders)} runs [95% CI]", "claim"]
+        return _table(Table("", head, rows, align="llrrl"))
+
     def container(self) -> str:
         """The study inside a real container against natively on the same GPU
         (results/bench/<run>/container: scripts/remote/container_check.sh and
@@ -304,7 +330,7 @@ class Blocks:
                 "hostbound": self.host_bound,
                 "best": self.best, "capacity": self.capacity, "crossover": self.crossover,
                 "transformers": self.transformers, "zoo": self.zoo,
-                "jobcost": self.job_cost, "reproduce": self.reproduce,
+                "jobcost": self.job_cost, "reproduce": self.reproduce, "runs": self.runs,
                 "container": self.container}[kind]()
 
 
