@@ -171,7 +171,7 @@ def _value_label(annotate, v: float, r, interval: str | None) -> str:
     if not interval or interval_kind(r, interval) not in stats.CONFIDENCE_METHODS:
         return annotate(v)
     return numbers.shown_value(v, r.get(f"{interval}_low"), r.get(f"{interval}_high"),
-                         interval_kind(r, interval), annotate)
+                               interval_kind(r, interval), annotate)
 
 
 def washed(colour: str) -> tuple:

@@ -202,7 +202,7 @@ def write_figures(c: pd.DataFrame, experiments: list[str], out_dir: Path, width:
     for exp in experiments:
         for kind in KINDS:
             written += plot.save_as(fig_metric(c, exp, kind, width),
-                                 [figures / V.figure_name(exp, kind, ext) for ext in formats])
+                                    [figures / V.figure_name(exp, kind, ext) for ext in formats])
     overview = [figures / f"{V.COMPARE_OVERVIEW}.{ext}" for ext in formats]
     return written + plot.save_as(fig_overview(c), overview)
 

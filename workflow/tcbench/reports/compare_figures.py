@@ -65,17 +65,17 @@ def _panel(ax, c, kind: str):
         return hatched, set(), []
     references = [1.0, stats.GAIN] if kind == "speedup" else []
     plot.value_axis(ax, pd.concat([*(c[col] for col in cols), pd.Series(references, dtype=float)]),
-                 label=ylabel)
+                    label=ylabel)
     drawn = plot.grouped_bars(ax, c, value, groups=groups, interval=interval, hatched=hatched,
-                           annotate=num if kind != "speed" else None,
-                           precisions=plot.present_precisions(c))
+                              annotate=num if kind != "speed" else None,
+                              precisions=plot.present_precisions(c))
     lines = plot.ratio_lines(ax) if kind == "speedup" else []
     return hatched, drawn["intervals"], lines
 
 
 def _legend(fig, c, hatched, intervals, lines=()):
     extra = [plot.Patch(facecolor="0.85", hatch=plot.REFERENCE_HATCH, edgecolor="white",
-                     label=f"published ({DAGGER})")] if hatched else []
+                        label=f"published ({DAGGER})")] if hatched else []
     plot.legend(fig, plot.present_precisions(c), [*extra, *lines], intervals)
 
 
@@ -124,7 +124,7 @@ def fig_overview(c: pd.DataFrame, width: str = "two"):
     exps = overview_experiments(c)
     w = plot.TWO_COLUMN_IN if width in ("auto", "two") else plot.ONE_COLUMN_IN
     fig, axes = plot.plt.subplots(len(exps), 2, figsize=(w, 0.6 + 2.0 * len(exps)),
-                               layout="constrained", squeeze=False)
+                                  layout="constrained", squeeze=False)
     c = c[c["experiment"].isin(exps)]
     hatched, intervals, lines = set(), set(), []
     for i, exp in enumerate(exps):

@@ -158,7 +158,7 @@ def speed_table(e: Experiment) -> Table:
     ratios = [_ratio_cells(e.ratio(r), r) for _, r in s.iterrows()]
     shown = any(how for _, how, _ in ratios)
     pp = shown and ratio_cells.any_interleaved(pd.DataFrame([e.ratio(r) for _, r in s.iterrows()
-                                                    if len(e.ratio(r))]))
+                                                             if len(e.ratio(r))]))
     heads = [ratio_cells.JUDGED_HEAD, ratio_cells.HOW_HEAD,
              *([ratio_cells.PER_PROCESS_HEAD] if pp else [])] if shown else []
     cols = ["setting", "precision", "n", *map(throughput.unit, speeds), *heads, WARMUP_HEAD]
