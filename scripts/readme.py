@@ -27,13 +27,13 @@ import pandas as pd
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
-from tcbench import resultset as RS  # noqa: E402
+from tcbench import resultset  # noqa: E402
 from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
-from tcbench.render import numbers as N  # noqa: E402
+from tcbench.render import numbers  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
-from tcbench.reports import tables as T  # noqa: E402
-from tcbench.reports import screen as S  # noqa: E402
+from tcbench.reports import tables  # noqa: E402
+from tcbench.reports import screen  # noqa: E402
 from tcbench.reports.verdict import build as build_verdict, code_line, conditions  # noqa: E402
 
 # the generated files, and the README's first screen: its answer table's columns and width,
@@ -51,7 +51,7 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[\w+-]+) -->\n)(?P<body>.*?)(<!--
 
 
 def _read(path: Path) -> pd.DataFrame:
-    return RS.read(path)
+    return resultset.read(path)
 
 
 def _table(t: Table) -> str:
@@ -87,20 +87,20 @@ class Blocks:
                  f"; {dirty} records from a tree with uncommitted changes.")
         # which experiments each commit made (a set partly rerun under a newer protocol)
         interleaved = self.dir / V.SET_TABLES["interleaved"]
-        text += " " + code_line(m, RS.read(interleaved) if interleaved.exists() else None)
+        text += " " + code_line(m, resultset.read(interleaved) if interleaved.exists() else None)
         said = conditions(m)  # where the set mixes GPUs, hosts, placements, process starts
         return text + (f" {said}" if said else "") + "\n"
 
     def headline(self) -> str:
         """The README's bottom line: the verdict's, counted per claim, in ``README_WORDS``."""
         crossover = self.dir / V.CROSSOVER_FILES["csv"]
-        x = RS.read_raw(crossover) if crossover.exists() else None
-        said = f"**Bottom line.** {S.headline(self.verdict().answers, x, README_WORDS)}"
+        x = resultset.read_raw(crossover) if crossover.exists() else None
+        said = f"**Bottom line.** {screen.headline(self.verdict().answers, x, README_WORDS)}"
         return textwrap.fill(said, 100, break_long_words=False, break_on_hyphens=False) + "\n"
 
     def claims(self) -> str:
         """Every experiment's claim with its mode and ratio: the verdict's bottom line in full."""
-        return f"{S.EVERY_CLAIM} {' '.join(self.verdict().bottom_line)}\n"
+        return f"{screen.EVERY_CLAIM} {' '.join(self.verdict().bottom_line)}\n"
 
     def seed(self) -> str:
         text = (self.compare / V.COMPARE_FILES["seed"]).read_text()
@@ -135,7 +135,7 @@ class Blocks:
         """The README's answer table: the verdict's (``reports.answer``), in its
         ``README_COLUMNS``, each cell at most ``README_CELL_CHARS`` long, without its notes (the
         full table, ``answer_full``, has them)."""
-        table, _ = S.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
+        table, _ = screen.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
         table.notes = []
         return _table(table)
 
@@ -155,11 +155,11 @@ class Blocks:
     def _verdict(self, folder: Path):
         optional = {k: folder / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
                                                ("interleaved", V.SET_TABLES["interleaved"]))}
-        read = {k: RS.read_raw(f) if f.exists() else None for k, f in optional.items()}
+        read = {k: resultset.read_raw(f) if f.exists() else None for k, f in optional.items()}
         metrics = self.metrics if folder == self.dir else \
             pd.read_csv(folder / V.SET_TABLES["metrics"])
-        return build_verdict(RS.read_raw(folder / V.SET_TABLES["summary"]),
-                             RS.read_raw(folder / V.SET_TABLES["speedup"]), metrics,
+        return build_verdict(resultset.read_raw(folder / V.SET_TABLES["summary"]),
+                             resultset.read_raw(folder / V.SET_TABLES["speedup"]), metrics,
                              read["crossover"], read["interleaved"])
 
     def host_bound(self) -> str:
@@ -170,34 +170,34 @@ class Blocks:
 
     # -- per experiment ----------------------------------------------------------------------
     def experiment(self, experiment: str, which: int = 0) -> str:
-        return _table(T.experiment_tables(self.summary, self.speedup, experiment)[which])
+        return _table(tables.experiment_tables(self.summary, self.speedup, experiment)[which])
 
     def best(self) -> str:
-        return _table(T.best_table(_read(self.dir / V.SET_TABLES["best"])))
+        return _table(tables.best_table(_read(self.dir / V.SET_TABLES["best"])))
 
     def crossover(self) -> str:
         """Where FP8 starts to pay (config/fp8_crossover.yaml in the set): the map as a table
         and, per recipe, the verdict's sentence."""
-        from tcbench.reports import crossover as X, fp8_findings as F
+        from tcbench.reports import crossover as crossover_report, fp8_findings
 
-        table = RS.read_raw(self.dir / V.CROSSOVER_FILES["csv"])
-        said = [F.starts_to_pay(table, m) for m in X.crossover.FP8_MODES]
-        return _table(X.map_table(table)) + "\n" + "\n\n".join(said) + "\n"
+        table = resultset.read_raw(self.dir / V.CROSSOVER_FILES["csv"])
+        said = [fp8_findings.starts_to_pay(table, m) for m in crossover_report.crossover.FP8_MODES]
+        return _table(crossover_report.map_table(table)) + "\n" + "\n\n".join(said) + "\n"
 
     def transformers(self) -> str:
         """Each transformer in each mode (config/transformers.yaml in the set): the verdict's
         FP8 table, tokens/s, FP8 against amp-bf16, MFU, memory, kernel split, warm-up."""
-        from tcbench.reports import fp8_findings as F
+        from tcbench.reports import fp8_findings
 
-        sec = next(s for s in self.verdict().sections if s.title == F.TITLE)
+        sec = next(s for s in self.verdict().sections if s.title == fp8_findings.TITLE)
         return _table(sec.table)
 
     def zoo(self) -> str:
         """Each model family of the set's model zoo (config/zoo.yaml): the verdict's family
         table and its sentences."""
-        from tcbench.reports import families as Z
+        from tcbench.reports import families
 
-        sec = next((s for s in self.verdict().sections if s.title == Z.TITLE), None)
+        sec = next((s for s in self.verdict().sections if s.title == families.TITLE), None)
         if sec is None:
             raise ValueError(f"{self.dir / 'summary.md'} has no model zoo section")
         return _table(sec.table) + "\n" + "\n\n".join(sec.sentences) + "\n"
@@ -213,26 +213,30 @@ class Blocks:
         (``snakemake reproduce`` with ``reference=a,b,c``: each run's reproduce.md and .csv
         beside it, this set's and those of ``<run>-rerun*``): per run its host's speed and
         what landed inside, then the checks summed."""
-        from tcbench.analysis import reproduce as R
+        from tcbench.analysis import reproduce
 
         folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
                    if (f / V.REPRODUCE_FILES["csv"]).exists()]
-        rows, inside, claimed = [], {k: [0, 0] for k in R.ESTIMATED}, [0, 0, 0]
+        rows, inside, claimed = [], {k: [0, 0] for k in reproduce.ESTIMATED}, [0, 0, 0]
         for f in folders:
             frame = pd.read_csv(f / V.REPRODUCE_FILES["csv"])
-            t = R.tally(frame)
-            both = frame.loc[(frame["kind"] == R.THROUGHPUT) &
-                             frame["outcome"].isin([R.INSIDE, R.OUTSIDE]), "experiment"].unique()
-            speed = R.host_speed(R.load(f), both)
-            cells = {k: (t[k][R.INSIDE], t[k][R.INSIDE] + t[k][R.OUTSIDE]) for k in R.ESTIMATED}
-            claims = [sum(t[k][o] for k in R.CLAIMED) for o in (R.SAME, R.COMPATIBLE, R.CHANGED)]
+            t = reproduce.tally(frame)
+            both = frame.loc[(frame["kind"] == reproduce.THROUGHPUT) &
+                             frame["outcome"].isin([reproduce.INSIDE, reproduce.OUTSIDE]),
+                             "experiment"].unique()
+            speed = reproduce.host_speed(reproduce.load(f), both)
+            cells = {k: (t[k][reproduce.INSIDE], t[k][reproduce.INSIDE] + t[k][reproduce.OUTSIDE])
+                     for k in reproduce.ESTIMATED}
+            claims = [sum(t[k][o] for k in reproduce.CLAIMED)
+                      for o in (reproduce.SAME, reproduce.COMPATIBLE, reproduce.CHANGED)]
             for k, (n, m) in cells.items():
                 inside[k][0] += n
                 inside[k][1] += m
             claimed = [a + b for a, b in zip(claimed, claims)]
-            rows.append([f"`{f.name}`", N.num(speed) if speed else "–",
-                         *(f"{n} of {m}" for n, m in (cells[R.INTERLEAVED], cells[R.THROUGHPUT],
-                                                      cells[R.PER_PROCESS])),
+            rows.append([f"`{f.name}`", numbers.num(speed) if speed else "–",
+                         *(f"{n} of {m}" for n, m in (cells[reproduce.INTERLEAVED],
+                                                      cells[reproduce.THROUGHPUT],
+                                                      cells[reproduce.PER_PROCESS])),
                          " / ".join(map(str, claims))])
         head = ["run, against the others", "host probe, ops/s", "interleaved ratios inside",
                 "throughputs inside", "per-process ratios inside",
@@ -243,8 +247,9 @@ class Blocks:
         pct = lambda k: f"{inside[k][0]} of {inside[k][1]} ({inside[k][0] / inside[k][1]:.0%})"  # noqa: E731
         return (table + "\n\n" + f"Summed over the {len(folders)} checks, each run against the "
                 f"other {len(folders) - 1} pooled (their 95% prediction interval for one more "
-                f"run): interleaved ratios {pct(R.INTERLEAVED)} inside, throughputs "
-                f"{pct(R.THROUGHPUT)}, per-process ratios {pct(R.PER_PROCESS)}; claims "
+                f"run): interleaved ratios {pct(reproduce.INTERLEAVED)} inside, throughputs "
+                f"{pct(reproduce.THROUGHPUT)}, per-process ratios "
+                f"{pct(reproduce.PER_PROCESS)}; claims "
                 f"{claimed[0]} the same, {claimed[1]} compatible (both can hold: one "
                 f"interval clears a threshold the other's does not), {claimed[2]} "
                 f"changed (contradicting).\n")
@@ -253,14 +258,13 @@ class Blocks:
         """The judged ratios of the experiments every committed run of this set's study has
         (this set and ``<run>-rerun*``), across those runs: each run's ratio, their geometric
         mean with the 95% t interval across runs (``stats.RUNS``) and the claim it allows."""
-        from tcbench.analysis import reproduce as R
-        from tcbench.analysis import runs as RUNS
+        from tcbench.analysis import reproduce, runs
 
         folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
                    if (f / V.SET_TABLES["summary"]).exists()]
-        pooled = RUNS.pool(folders)
+        pooled = runs.pool(folders)
         each = [s.quantities().claims for s in pooled.sets]
-        at = {k: i for i, k in enumerate(R.KEYS)}
+        at = {k: i for i, k in enumerate(reproduce.KEYS)}
         rows = []
         for key, c in pooled.quantities().claims.items():
             e = c["estimate"]
@@ -268,8 +272,9 @@ class Blocks:
                 continue
             ratio = f"{key[at['precision']]} ÷ {key[-2]}"
             rows.append([key[at["experiment"]], ratio,
-                         ", ".join(N.times(q[key]["estimate"].value) for q in each),
-                         N.with_interval(e.value, e.low, e.high, e.n, fmt=N.times, kind=e.method),
+                         ", ".join(numbers.times(q[key]["estimate"].value) for q in each),
+                         numbers.with_interval(e.value, e.low, e.high, e.n, fmt=numbers.times,
+                                               kind=e.method),
                          stats.CLAIM_SHORT.get(c["claim"], c["claim"])])
         head = ["experiment", "ratio", "each run (" + ", ".join(f"`{f.name}`" for f in folders)
                 + ")", f"across the {len(folders)} runs [95% CI]", "claim"]
@@ -291,8 +296,9 @@ class Blocks:
                 ).read_text()
         summary = text.split("\n## ", 1)[0].splitlines()[2].replace("**", "").split(". ")[1]
         said = (f"On the H200 (Apptainer, `--nv`, an image of the host's own userland) a "
-                f"training job took {N.num(inside['median_s'])} s inside and "
-                f"{N.num(native['median_s'])} s natively (medians of {inside['n']} jobs each, "
+                f"training job took {numbers.num(inside['median_s'])} s inside and "
+                f"{numbers.num(native['median_s'])} s natively (medians of {inside['n']} jobs "
+                f"each, "
                 f"forked from one preloaded interpreter in both); matmul roofs inside ÷ outside "
                 f"{min(ratios):.2f}–{max(ratios):.2f}× ({covered} of {len(ratios)} 95% "
                 f"intervals contain 1); the same study inside against natively: {summary}.")
@@ -303,14 +309,16 @@ class Blocks:
         jobs = ov[ov["cell"] != "(all jobs)"].dropna(subset=["job_wall_s"])
         rows = []
         for (exp,), g in jobs.groupby(["experiment"], sort=False):
-            rows.append([exp, str(len(g)), N.num(g["job_wall_s"].median()),
-                         N.num(g["fixed_cost_s"].median()),
-                         N.num(pd.to_numeric(g["time_to_steady_s"]).median()),
-                         N.num(pd.to_numeric(g["steady_time_s"]).median())])
+            rows.append([exp, str(len(g)), numbers.num(g["job_wall_s"].median()),
+                         numbers.num(g["fixed_cost_s"].median()),
+                         numbers.num(pd.to_numeric(g["time_to_steady_s"]).median()),
+                         numbers.num(pd.to_numeric(g["steady_time_s"]).median())])
         total = jobs["job_wall_s"].sum()
         steady = pd.to_numeric(jobs["steady_time_s"]).sum()
-        rows.append(["(all)", str(len(jobs)), N.num(total), N.num(jobs["fixed_cost_s"].sum()),
-                     N.num(pd.to_numeric(jobs["time_to_steady_s"]).sum()), N.num(steady)])
+        rows.append(["(all)", str(len(jobs)), numbers.num(total),
+                     numbers.num(jobs["fixed_cost_s"].sum()),
+                     numbers.num(pd.to_numeric(jobs["time_to_steady_s"]).sum()),
+                     numbers.num(steady)])
         t = Table("", ["experiment", "jobs", "job wall (s)", "fixed cost (s)", "warm-up (s)",
                          "timed steps (s)"], rows, align="lrrrrr",
                     notes=["Medians per job (the last row: sums over every job). Job wall is "

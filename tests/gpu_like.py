@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench.analysis.best import best
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
@@ -119,7 +119,7 @@ def metrics(seed: int = 0) -> pd.DataFrame:
                 mem=4000 * MB, tc=0.0 if p == "fp32" else 0.5, busy=0.9, model=model,
                 samples=128 * 40)
     df = pd.DataFrame(rows)
-    return RS.order(df)
+    return resultset.order(df)
 
 
 def write(out: Path, seed: int = 0) -> Path:
@@ -127,9 +127,9 @@ def write(out: Path, seed: int = 0) -> Path:
     df = metrics(seed)
     summary = summarise(df)
     out.mkdir(parents=True, exist_ok=True)
-    RS.write_csv(df, out / "metrics.csv")
-    RS.write_csv(summary, out / "summary.csv")
+    resultset.write_csv(df, out / "metrics.csv")
+    resultset.write_csv(summary, out / "summary.csv")
     table = speedup(df, summary)
-    RS.write_csv(table, out / "speedup.csv")
-    RS.write_csv(best(summary, table), out / "best.csv")
+    resultset.write_csv(table, out / "speedup.csv")
+    resultset.write_csv(best(summary, table), out / "best.csv")
     return out

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench import stats
 from tcbench import vocabulary as V
 
@@ -49,7 +49,7 @@ def metrics(repeats: int = 5, seed: int = 0, with_probe: bool = True) -> pd.Data
                              "host_probe_after_ops_per_s": after,
                              "host_probe_ops_per_s": probe,
                              "host_probe_change": after / before - 1} if with_probe else {})})
-    return RS.order(pd.DataFrame(rows))
+    return resultset.order(pd.DataFrame(rows))
 
 
 def rounds(n: int = 24, seed: int = 1, setting: dict | None = None) -> pd.DataFrame:
@@ -102,7 +102,7 @@ def write(out: Path) -> dict[str, Path]:
     r = rounds()
     paths = {"metrics": out / "metrics.csv", "interleaved": out / "interleaved.csv",
              "interleaved_rounds": out / "interleaved_rounds.csv"}
-    RS.write_csv(metrics(), paths["metrics"])
-    RS.write_csv(interleaved(r), paths["interleaved"])
-    RS.write_csv(r, paths["interleaved_rounds"])
+    resultset.write_csv(metrics(), paths["metrics"])
+    resultset.write_csv(interleaved(r), paths["interleaved"])
+    resultset.write_csv(r, paths["interleaved_rounds"])
     return paths

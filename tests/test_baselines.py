@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench.analysis.best import best
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
@@ -19,8 +19,8 @@ from test_tables import rows_of
 
 
 def _params(**kw) -> str:
-    return RS.workload_params({"params": {"seed": 0, "compile": "default", "lr": 0.001,
-                                          "num_layers": 3, "loader": "synthetic", **kw}})
+    return resultset.workload_params({"params": {"seed": 0, "compile": "default", "lr": 0.001,
+                                                 "num_layers": 3, "loader": "synthetic", **kw}})
 
 
 RECIPE = _params(epochs=3, in_size=4096, num_batches=50, out_size=4096)
@@ -40,7 +40,7 @@ def _set(widths=(("w1024", W1024, 0.05), ("w4096", W4096, 0.4))):
             cells = _cell(f"fp8_crossover_{name}", "amp_recipe", p, 65536, time=t * f,
                           mem=1000 * MB, tc=0.6, busy=0.97, rng=rng, compile="default")
             rows += [r | {"workload_params": params} for r in cells]
-    df = RS.order(pd.DataFrame(rows))
+    df = resultset.order(pd.DataFrame(rows))
     s = summarise(df)
     return s, speedup(df, s)
 
@@ -52,11 +52,13 @@ def _best_rows(s, sp):
 def test_workload_params_are_a_records_own_and_in_the_summary():
     r = {"workload": "amp_recipe", "params": {"seed": 2, "compile": "off", "in_size": 1024,
                                               "loader": "synthetic", "num_layers": 3}}
-    assert RS.workload_params(r) == '{"in_size":1024,"num_layers":3}'
-    assert RS.params_of(RS.workload_params(r)) == {"in_size": "1024", "num_layers": "3"}
-    assert RS.shape_of(W1024) == RS.shape_of(_params(epochs=3, in_size=1024, num_batches=50,
-                                                     out_size=1024, lr=0.1))
-    assert RS.shape_of(W1024) != RS.shape_of(W4096)
+    assert resultset.workload_params(r) == '{"in_size":1024,"num_layers":3}'
+    assert resultset.params_of(resultset.workload_params(r)) == {"in_size": "1024",
+                                                                 "num_layers": "3"}
+    assert resultset.shape_of(W1024) == resultset.shape_of(_params(epochs=3, in_size=1024,
+                                                                   num_batches=50,
+                                                                   out_size=1024, lr=0.1))
+    assert resultset.shape_of(W1024) != resultset.shape_of(W4096)
     s, _ = _set()
     assert set(s.loc[s["experiment"] == "fp8_crossover_w1024", "workload_params"]) == {W1024}
 

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench import stats
 from tcbench.analysis.noisy import noisy_cells
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
-from tcbench.reports import verdict as Vd
+from tcbench.reports import verdict
 
 from test_verdict import answers, cells, repeats, said, with_
 
@@ -31,11 +31,11 @@ KEYS = ("run", "experiment", "workload", "data", "batch_size", "model", "loader"
 def build(rows, interleaved=None, via="verdict"):
     """The verdict of ``rows``; ``interleaved`` (interleaved.csv's rows) given to the verdict,
     or to speedup.csv as aggregate would (``via``)."""
-    m = RS.order(pd.DataFrame(rows))
+    m = resultset.order(pd.DataFrame(rows))
     s = summarise(m)
     il = None if interleaved is None else pd.DataFrame(interleaved)
     sp = speedup(m, s, il if via == "speedup" else None)
-    return Vd.build(s, sp, m, interleaved=il if via == "verdict" else None)
+    return verdict.build(s, sp, m, interleaved=il if via == "verdict" else None)
 
 
 def row_of(v, exp):
@@ -149,7 +149,7 @@ def bimodal_rows():
 
 def test_a_cell_in_two_modes_reports_both_and_claims_nothing():
     rows = bimodal_rows()
-    s = summarise(RS.order(pd.DataFrame(rows)))
+    s = summarise(resultset.order(pd.DataFrame(rows)))
     tf32 = s[s["precision"].astype(str) == "tf32"].iloc[0]
     assert stats.flag(tf32["bimodal"]) and (tf32["slow_mode_n"], tf32["fast_mode_n"]) == (3, 4)
     assert pd.isna(tf32["throughput_samples_per_s_low"])            # no pooled interval
@@ -289,23 +289,23 @@ def test_the_host_speed_over_the_study_is_stated():
 
 
 def test_tables_of_an_older_set_without_the_new_columns_still_make_a_verdict():
-    m = RS.order(pd.DataFrame(bimodal_rows()))
+    m = resultset.order(pd.DataFrame(bimodal_rows()))
     s = summarise(m)
     sp = speedup(m, s)
     new = [c for c in sp.columns if c.endswith(("_gate", "_pairs_low", "_pairs_high"))
            or c in ("claim", "decided_by", "bimodal", "unsteady_n", "slow_mode", "fast_mode")]
-    v = Vd.build(s.drop(columns=[c for c in ("bimodal", "unsteady_n", "slow_mode",
-                                             "fast_mode") if c in s]),
-                 sp.drop(columns=new), m)
+    v = verdict.build(s.drop(columns=[c for c in ("bimodal", "unsteady_n", "slow_mode",
+                                                  "fast_mode") if c in s]),
+                      sp.drop(columns=new), m)
     assert "recipe" in answers(v)
 
 
 def best_of(rows, interleaved):
     from tcbench.analysis.best import best
-    from tcbench.reports import tables as T
-    m = RS.order(pd.DataFrame(rows))
+    from tcbench.reports import tables
+    m = resultset.order(pd.DataFrame(rows))
     s = summarise(m)
-    t = T.best_table(best(s, speedup(m, s, pd.DataFrame(interleaved))))
+    t = tables.best_table(best(s, speedup(m, s, pd.DataFrame(interleaved))))
     return {r[0]: dict(zip(t.columns, r)) for r in t.rows}
 
 
@@ -357,22 +357,22 @@ def compiled(precision, repeat, thr, *, compile="default", graphs=None, warmup=5
 
 def planted(tmp_path, graphs=(None, None, None), **kw):
     """fp32 and amp-bf16 at one setting, amp-bf16 2.5 times as fast (tight): the tables."""
-    from tcbench import aggregate as AG
+    from tcbench import aggregate
     from tcbench import record as R
     paths = []
     for p, thrs in (("fp32", (200e3, 201e3, 199e3)), ("amp-bf16", (500e3, 502e3, 498e3))):
         for rep, (thr, g) in enumerate(zip(thrs, graphs), 1):
             paths.append(R.write(compiled(p, rep, thr, graphs=g, **kw),
                                  tmp_path / f"{p}_r{rep}.json"))
-    return AG.tables(paths)
+    return aggregate.tables(paths)
 
 
 def reports(t):
     """The verdict, the speed table, speedup.md's and best.md's rows of the planted cell."""
-    from tcbench.reports import tables as T
-    v = Vd.build(t["summary"], t["speedup"], t["metrics"])
-    speed = T.speed_table(T.Experiment(t["summary"], t["speedup"], "planted"))
-    sp, best = T.speedup_table(t["speedup"]), T.best_table(t["best"])
+    from tcbench.reports import tables
+    v = verdict.build(t["summary"], t["speedup"], t["metrics"])
+    speed = tables.speed_table(tables.Experiment(t["summary"], t["speedup"], "planted"))
+    sp, best = tables.speedup_table(t["speedup"]), tables.best_table(t["best"])
     return (v, {r[1]: dict(zip(speed.columns, r)) for r in speed.rows},
             {r[2]: dict(zip(sp.columns, r)) for r in sp.rows},
             dict(zip(best.columns, best.rows[0])), speed.notes + sp.notes + best.notes)

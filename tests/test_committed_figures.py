@@ -16,8 +16,8 @@ import pytest
 from conftest import REPO
 
 from tcbench import vocabulary as V
-from tcbench.reports import compare_figures as CF
-from tcbench.reports import figures as F
+from tcbench.reports import compare_figures
+from tcbench.reports import figures
 
 FIGURE_SUFFIXES = {f".{ext}" for ext in V.FIGURE_FORMATS}
 
@@ -28,9 +28,9 @@ def expected_figures(folder: Path) -> set[Path] | None:
     summary = folder / V.SET_TABLES["summary"]
     comparison = folder / V.COMPARE_FILES["csv"]
     if summary.exists():
-        experiments, kinds = pd.read_csv(summary)["experiment"].unique(), F.KINDS
+        experiments, kinds = pd.read_csv(summary)["experiment"].unique(), figures.KINDS
         # rule overview_figure draws the answer at a glance that heads the set's verdict
-        extra = [V.set_figure_name(k, ext) for k in (*F.SET_KINDS, V.OVERVIEW_FIGURE)
+        extra = [V.set_figure_name(k, ext) for k in (*figures.SET_KINDS, V.OVERVIEW_FIGURE)
                  for ext in V.FIGURE_FORMATS]
         # rule crossover draws the FP8 map where the set has the crossover study's experiments
         if any(str(e).startswith(V.CROSSOVER_PREFIX) for e in experiments):
@@ -39,7 +39,7 @@ def expected_figures(folder: Path) -> set[Path] | None:
         if (folder / V.REPRODUCE_FILES["csv"]).exists():
             extra += [f"{V.REPRODUCE_FIGURE}.{ext}" for ext in V.FIGURE_FORMATS]
     elif comparison.exists():
-        experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), CF.KINDS
+        experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), compare_figures.KINDS
         extra = [f"{V.COMPARE_OVERVIEW}.{ext}" for ext in V.FIGURE_FORMATS]
     else:
         return None
@@ -99,7 +99,7 @@ def test_a_figure_of_a_removed_experiment_kind_or_format_is_stale(committed_copy
 def test_a_figure_the_rules_make_that_is_missing_fails(committed_copy):
     results, dst = committed_copy
     exp = pd.read_csv(dst / "summary.csv")["experiment"].iloc[0]
-    gone = dst / "figures" / V.figure_name(exp, next(iter(F.KINDS)), "svg")
+    gone = dst / "figures" / V.figure_name(exp, next(iter(figures.KINDS)), "svg")
     gone.unlink()
     assert figure_problems(results) == [f"missing (a rule makes it): "
                                         f"{gone.relative_to(results)}"]

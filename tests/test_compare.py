@@ -11,11 +11,11 @@ import pytest
 
 import figure_text
 import gpu_like
-from tcbench import references as C_refs
+from tcbench import references
 from tcbench.analysis import crossgpu
-from tcbench.render import plot as F
-from tcbench.reports import compare as C
-from tcbench.reports import compare_figures as CF
+from tcbench.render import plot
+from tcbench.reports import compare
+from tcbench.reports import compare_figures
 from test_figures import pdf_font_problems
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,7 +23,7 @@ SEED = REPO / "config" / "reference" / "seed_t4.csv"
 
 
 def test_seed_reference_has_the_seed_numbers():
-    ref = C_refs.load_reference(SEED)
+    ref = references.load_reference(SEED)
     assert set(ref["kind"]) == {"reference"} and set(ref["label"]) == {"T4 (seed) ‡"}
     assert set(ref["device_name"]) == {"Tesla T4"} and set(ref["torch_version"].astype(str)) \
         == {"1.11"}
@@ -43,7 +43,8 @@ def test_seed_reference_has_the_seed_numbers():
 @pytest.fixture(scope="module")
 def combined(tmp_path_factory):
     out = gpu_like.write(tmp_path_factory.mktemp("gpu-like"))
-    df = C_refs.combine([C_refs.load_run(out / "metrics.csv")], [C_refs.load_reference(SEED)])
+    df = references.combine([references.load_run(out / "metrics.csv")],
+                            [references.load_reference(SEED)])
     return out, crossgpu.pool(df)
 
 
@@ -83,14 +84,14 @@ def test_the_compared_metric_is_named(combined):
     _, c = combined
     assert crossgpu.metric_of(c[c["experiment"] == "amp_recipe"]) == "total_time_s"   # vs the seed
     assert crossgpu.metric_of(c[c["experiment"] == "resnet50"]) == "throughput_samples_per_s"
-    t = C.experiment_table(c, "amp_recipe")
+    t = compare.experiment_table(c, "amp_recipe")
     assert "total time (s)" in t.columns
     assert any(n.startswith("Compared on total time (the seed's metric)") for n in t.notes)
 
 
 def test_references_are_marked_in_tables(combined):
     _, c = combined
-    t = C.experiment_table(c, "mnist_seed")
+    t = compare.experiment_table(c, "mnist_seed")
     sets = [r[0] for r in t.rows]
     assert sets.count("T4 (seed) ‡") == 5                         # 3 published + 2 unsupported
     assert any(n.startswith("‡ T4 (seed): published numbers") and "leolui2004" in n
@@ -106,8 +107,8 @@ def test_a_cpu_sets_memory_is_not_measured_rather_than_missing_its_fp32(tmp_path
     m = m[m["experiment"] == "amp_recipe"].assign(compute_capability=None,
                                                   max_memory_allocated_bytes=None)
     m.to_csv(out / "metrics.csv", index=False)
-    c = crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")], []))
-    rows = [dict(zip(t.columns, r)) for t in [C.experiment_table(c, "amp_recipe")]
+    c = crossgpu.pool(references.combine([references.load_run(out / "metrics.csv")], []))
+    rows = [dict(zip(t.columns, r)) for t in [compare.experiment_table(c, "amp_recipe")]
             for r in t.rows if r[-1] == "ok"]
     assert rows and {(r["peak memory (MiB)"], r["memory × fp32"]) for r in rows} == \
         {("not measured on a CPU", "not measured on a CPU")}
@@ -115,7 +116,7 @@ def test_a_cpu_sets_memory_is_not_measured_rather_than_missing_its_fp32(tmp_path
 
 def test_seed_table_row_by_row(combined):
     _, c = combined
-    t = C.seed_table(c)
+    t = compare.seed_table(c)
     rows = [dict(zip(t.columns, r)) for r in t.rows]
     first = rows[0]
     assert first["experiment"] == "amp_recipe" and first["run"] == "fp32, bs 512"
@@ -139,7 +140,7 @@ def test_the_seed_table_says_which_cells_are_unsteady_or_noisy(combined):
                                                        c["throughput_samples_per_s_low"]),
                  throughput_samples_per_s_high=np.where(here, mean * 1.25,
                                                         c["throughput_samples_per_s_high"]))
-    t = C.seed_table(c)
+    t = compare.seed_table(c)
     rows = {r[1]: dict(zip(t.columns, r)) for r in t.rows if r[0] == "amp_recipe"}
     assert rows["fp32, bs 512"]["samples/s"].endswith("windows unsteady, noisy (±25%)")
     assert any("noisy" not in r["samples/s"] and "unsteady" not in r["samples/s"]
@@ -149,8 +150,8 @@ def test_the_seed_table_says_which_cells_are_unsteady_or_noisy(combined):
 
 def test_figures_mark_references_and_gaps(combined):
     _, c = combined
-    F.style()
-    fig = CF.fig_metric(c, "mnist_seed", "speedup")
+    plot.style()
+    fig = compare_figures.fig_metric(c, "mnist_seed", "speedup")
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert "unsupported" in texts and "no fp32" in texts
     hatched = [p for p in fig.axes[0].patches if p.get_hatch()]
@@ -159,56 +160,58 @@ def test_figures_mark_references_and_gaps(combined):
     assert any("published" in t.get_text() for t in fig.legends[0].get_texts())
     assert "on H200" not in fig.axes[0].get_title() and "across GPUs" in fig.axes[0].get_title()
     for exp in ("amp_recipe", "mnist_seed", "resnet50"):
-        for kind in CF.KINDS:
-            assert figure_text.problems(F.figure_of(CF.fig_metric(c, exp, kind))) == [], \
+        for kind in compare_figures.KINDS:
+            assert figure_text.problems(plot.figure_of(compare_figures.fig_metric(c, exp,
+                                                                                  kind))) == [], \
                 (exp, kind)
     # each kind is a panel of its own (a new kind must not fall through to another's)
-    labels = {F.figure_of(CF.fig_metric(c, "amp_recipe", kind)).axes[0].get_ylabel()
-              for kind in CF.KINDS}
-    assert len(labels) == len(CF.KINDS), labels
-    assert figure_text.problems(CF.fig_overview(c)) == []
-    F.plt.close("all")
+    labels = {plot.figure_of(compare_figures.fig_metric(c, "amp_recipe", kind)).axes[0].get_ylabel()
+              for kind in compare_figures.KINDS}
+    assert len(labels) == len(compare_figures.KINDS), labels
+    assert figure_text.problems(compare_figures.fig_overview(c)) == []
+    plot.plt.close("all")
 
 
 def test_wide_spans_get_a_log_axis(combined):
     _, c = combined
-    F.style()
-    fig = CF.fig_metric(c, "mnist_loaders", "speed")
+    plot.style()
+    fig = compare_figures.fig_metric(c, "mnist_loaders", "speed")
     assert fig.axes[0].get_yscale() == "linear"
-    fig = CF.fig_metric(c, "amp_recipe", "speed")                 # 2.4 s to 7.0 s: linear
+    fig = compare_figures.fig_metric(c, "amp_recipe",
+                                     "speed")                 # 2.4 s to 7.0 s: linear
     assert fig.axes[0].get_yscale() == "linear"
     wide = c.copy()
     wide.loc[wide["label"] == "H200", "total_time_s"] /= 20
-    assert CF.fig_metric(wide, "amp_recipe", "speed").axes[0].get_yscale() == "log"
-    F.plt.close("all")
+    assert compare_figures.fig_metric(wide, "amp_recipe", "speed").axes[0].get_yscale() == "log"
+    plot.plt.close("all")
 
 
 @pytest.mark.slow
 def test_end_to_end_from_tables_alone(combined, tmp_path):
     out, _ = combined
-    written = C.compare([out / "metrics.csv"], [SEED], tmp_path)
+    written = compare.compare([out / "metrics.csv"], [SEED], tmp_path)
     assert not (out / "records").exists()        # nothing but the tables was there to read
     csv = pd.read_csv(tmp_path / "comparison.csv")
     assert set(csv["kind"]) == {"measured", "reference"}
     assert (tmp_path / "figures" / "overview.svg").exists()
-    for kind in CF.KINDS:
-        for ext in F.FORMATS:
+    for kind in compare_figures.KINDS:
+        for ext in plot.FORMATS:
             assert tmp_path / "figures" / f"amp_recipe_{kind}.{ext}" in written
     assert pdf_font_problems(tmp_path / "figures" / "overview.pdf") == []
     md = (tmp_path / "comparison.md").read_text()
     assert "| T4 (seed) ‡ | bs 512 | amp-fp16 | 1/1 | 2.52 (1 run) | 2.78× (1 run) |" in md
     assert r"T4 (seed) \textsuperscript{\ddag}" in (tmp_path / "comparison.tex").read_text()
     assert (tmp_path / "seed.md").read_text().startswith("## The seed's runs, row by row")
-    assert CF.overview_experiments(crossgpu.pool(C_refs.combine([C_refs.load_run(out / "metrics.csv")],
-                                                    [C_refs.load_reference(SEED)]))) == \
-        ["amp_recipe", "mnist_seed"]
+    pooled = crossgpu.pool(references.combine([references.load_run(out / "metrics.csv")],
+                                              [references.load_reference(SEED)]))
+    assert compare_figures.overview_experiments(pooled) == ["amp_recipe", "mnist_seed"]
 
 
 def test_unknown_experiment_is_an_error(combined, tmp_path):
     out, _ = combined
-    with pytest.raises(C_refs.CompareError, match="nope.*in no compared set"):
-        C.compare([out / "metrics.csv"], [SEED], tmp_path, ["amp_recipe", "nope"])
-    assert C.main(["--metrics", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
+    with pytest.raises(references.CompareError, match="nope.*in no compared set"):
+        compare.compare([out / "metrics.csv"], [SEED], tmp_path, ["amp_recipe", "nope"])
+    assert compare.main(["--metrics", str(tmp_path / "missing.csv"), "--out", str(tmp_path)]) == 2
 
 
 @pytest.mark.parametrize("edit,message", [
@@ -224,8 +227,8 @@ def test_bad_reference_names_the_culprit(tmp_path, edit, message):
     df = pd.read_csv(SEED, comment="#")
     bad = tmp_path / "bad.csv"
     edit(df).to_csv(bad, index=False)
-    with pytest.raises(C_refs.CompareError, match=message) as exc:
-        C_refs.load_reference(bad)
+    with pytest.raises(references.CompareError, match=message) as exc:
+        references.load_reference(bad)
     assert str(bad) in str(exc.value)
 
 
@@ -233,8 +236,8 @@ def test_a_table_of_one_set_is_not_across_gpus_and_says_why_a_ratio_is_missing(c
     """resnet50 is in one set only (the seed did not run it); mnist_seed at batch 1024 has no
     fp32 cell in the seed's set: its ratios say so, not "n/a"."""
     _, c = combined
-    assert C.experiment_table(c, "resnet50").title == "resnet50: on H200"
-    t = C.experiment_table(c, "mnist_seed")
+    assert compare.experiment_table(c, "resnet50").title == "resnet50: on H200"
+    t = compare.experiment_table(c, "mnist_seed")
     assert t.title == "mnist_seed: across GPUs"
     rows = [dict(zip(t.columns, r)) for r in t.rows]
     at_1024 = [r for r in rows if r["setting"] == "bs 1024" and r["precision"] == "amp-fp16"
@@ -248,12 +251,13 @@ def test_a_speedup_in_the_seeds_total_time_says_so(combined):
     """amp_recipe is compared on the seed's total time (warm-up included), not tcbench's steady
     throughput: its speedup panels say which, resnet50's (throughput only) say the other."""
     _, c = combined
-    F.style()
-    assert "total time" in CF.fig_metric(c, "amp_recipe", "speedup").axes[0].get_title()
-    assert "throughput" in CF.fig_metric(c, "resnet50", "speedup").axes[0].get_title()
-    over = CF.fig_overview(c)
+    plot.style()
+    assert "total time" in compare_figures.fig_metric(c, "amp_recipe",
+                                                      "speedup").axes[0].get_title()
+    assert "throughput" in compare_figures.fig_metric(c, "resnet50", "speedup").axes[0].get_title()
+    over = compare_figures.fig_overview(c)
     titles = [ax.get_title() for ax in over.axes if "speedup" in ax.get_title()]
     assert titles and all("(total time)" in t for t in titles
                           if t.startswith(("amp_recipe", "mnist_seed")))
     assert figure_text.problems(over) == []
-    F.plt.close("all")
+    plot.plt.close("all")

@@ -15,29 +15,29 @@ import figure_text
 from conftest import REPO
 from tcbench.job import calibrate
 from tcbench.launch import matrix
-from tcbench.analysis import crossover as X
-from tcbench.render import numbers as N
-from tcbench.reports import crossover as M
-from tcbench.reports import fp8_findings as F
+from tcbench.analysis import crossover
+from tcbench.render import numbers
+from tcbench.reports import crossover as crossover_report
+from tcbench.reports import fp8_findings
 
-H200 = X.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
+H200 = crossover.Roofs(775e12, {"tensorwise": 1364e12, "rowwise": 1430e12}, 4.0e12)
 
 
 def test_prediction_grows_with_the_shape_towards_the_roof_ratio():
-    small = X.speedup("fp8-tensorwise", 1024, 1024, 3, H200)
-    large = X.speedup("fp8-tensorwise", 65536, 8192, 3, H200)
+    small = crossover.speedup("fp8-tensorwise", 1024, 1024, 3, H200)
+    large = crossover.speedup("fp8-tensorwise", 65536, 8192, 3, H200)
     assert small < 1 < large < 1364 / 775            # casts dominate small, GEMMs large
-    assert X.speedup("fp8-tensorwise", 8192, 4096, 3, H200) < \
-        X.speedup("fp8-tensorwise", 32768, 4096, 3, H200)
-    assert X.speedup("fp8-rowwise", 16384, 4096, 3, H200) < \
-        X.speedup("fp8-tensorwise", 16384, 4096, 3, H200)   # rowwise moves more bytes here
-    t = X.break_even_tokens("fp8-tensorwise", 4096, H200)
-    assert X.speedup("fp8-tensorwise", t, 4096, 1, H200) >= 1 > \
-        X.speedup("fp8-tensorwise", t - 1, 4096, 1, H200)
-    assert X.break_even_tokens("fp8-tensorwise", 4096, X.Roofs(775e12, {"tensorwise": 700e12,
-                               "rowwise": 700e12}, 4e12)) is None  # a slower FP8 roof never pays
+    assert crossover.speedup("fp8-tensorwise", 8192, 4096, 3, H200) < \
+        crossover.speedup("fp8-tensorwise", 32768, 4096, 3, H200)
+    assert crossover.speedup("fp8-rowwise", 16384, 4096, 3, H200) < \
+        crossover.speedup("fp8-tensorwise", 16384, 4096, 3, H200)   # rowwise moves more bytes here
+    t = crossover.break_even_tokens("fp8-tensorwise", 4096, H200)
+    assert crossover.speedup("fp8-tensorwise", t, 4096, 1, H200) >= 1 > \
+        crossover.speedup("fp8-tensorwise", t - 1, 4096, 1, H200)
+    slower_fp8 = crossover.Roofs(775e12, {"tensorwise": 700e12, "rowwise": 700e12}, 4e12)
+    assert crossover.break_even_tokens("fp8-tensorwise", 4096, slower_fp8) is None  # never pays
     with pytest.raises(ValueError, match="no prediction for mode 'fp32'"):
-        X.step_time("fp32", 1, 1, 1, H200)
+        crossover.step_time("fp32", 1, 1, 1, H200)
 
 
 def test_an_old_calibration_says_how_to_remake_it():
@@ -45,12 +45,12 @@ def test_an_old_calibration_says_how_to_remake_it():
     cal = json.loads((REPO / "results" / "nvidia-h200" / "calibration.json").read_text())
     old = {k: v for k, v in cal.items() if k != "memory"}
     with pytest.raises(ValueError, match="no copy bandwidth.*forcerun calibrate"):
-        X.Roofs.from_calibration(old)
-    roofs = X.Roofs.from_calibration(old | {"memory": {"copy_bandwidth_bytes_per_s": 4e12}})
+        crossover.Roofs.from_calibration(old)
+    roofs = crossover.Roofs.from_calibration(old | {"memory": {"copy_bandwidth_bytes_per_s": 4e12}})
     assert roofs.fp8_flops["rowwise"] > roofs.bf16_flops
-    cpu = {"modes": {m: {"status": "unsupported", "tflops": None} for m in X.FP8_MODES}}
+    cpu = {"modes": {m: {"status": "unsupported", "tflops": None} for m in crossover.FP8_MODES}}
     with pytest.raises(ValueError, match="no matmul roof for amp-bf16, fp8-tensorwise"):
-        X.Roofs.from_calibration(cpu)
+        crossover.Roofs.from_calibration(cpu)
 
 
 def test_calibration_measures_the_copy_bandwidth_on_the_cpu():
@@ -74,7 +74,7 @@ def fixture_records():
     for (w, t), gain in speed.items():
         for r, jitter in enumerate((0.99, 1.0, 1.01), start=1):
             out.append(record(w, t, "amp-bf16", r, 1e6 * jitter, 1000))
-            for mode in X.FP8_MODES:
+            for mode in crossover.FP8_MODES:
                 out.append(record(w, t, mode, r, 1e6 * gain * jitter ** 0.5, 1050))
     out.append(record(2048, 2048, "amp-bf16", 1, 1e6, 1000))
     out.append(record(2048, 2048, "fp8-rowwise", 1, 2e6, 1000, status="unsupported"))
@@ -82,23 +82,23 @@ def fixture_records():
 
 
 def test_the_map_its_sentence_and_its_figure(tmp_path):
-    table = X.ratios(X.cells(fixture_records()), H200)
+    table = crossover.ratios(crossover.cells(fixture_records()), H200)
     tw = table[table["mode"] == "fp8-tensorwise"].set_index(["width", "tokens"])
     assert tw.loc[(4096, 4096), "ratio"] == pytest.approx(1.3, rel=0.01)
     assert tw.loc[(4096, 4096), "pays"] is True and tw.loc[(1024, 4096), "pays"] is False
     assert tw.loc[(4096, 4096), "memory_ratio"] == pytest.approx(1.05)
     assert tw["predicted"].notna().all()
-    sentence = F.starts_to_pay(table, "fp8-tensorwise")
+    sentence = fp8_findings.starts_to_pay(table, "fp8-tensorwise")
     assert sentence.startswith("fp8-tensorwise starts to pay at Linear width 4096 with 4,096 "
                                "tokens a step: 1.30× [") and "so it pays off" in sentence
     assert "the smallest (fewest FLOPs a step) of 2 of 4 shapes" in sentence
     row = table[(table["mode"] == "fp8-rowwise") & (table["width"] == 2048)]
     assert row["ratio"].isna().all() and row["statuses"].iloc[0] == "unsupported"
     assert "no fp8-rowwise run finished, unsupported" in row["unmeasured"].iloc[0]
-    none = F.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
+    none = fp8_findings.starts_to_pay(table[table["width"] == 1024], "fp8-tensorwise")
     assert "at none of the 2 shapes measured" in none and "1.05×" in none
-    from tcbench.render import plot as FIG
-    paths = FIG.save(M.figure(table), tmp_path, "fp8_crossover", formats=("png",))
+    from tcbench.render import plot
+    paths = plot.save(crossover_report.figure(table), tmp_path, "fp8_crossover", formats=("png",))
     assert paths[0].stat().st_size > 10_000
 
 
@@ -133,13 +133,13 @@ def test_write_makes_the_table_the_sentences_and_the_figure(tmp_path, monkeypatc
     records stay out), with the prediction from a calibration that has the copy bandwidth."""
     records = [r | {"experiment": "fp8_crossover_w1024"} for r in fixture_records()]
     records.append(record(1024, 4096, "fp8-tensorwise", 4, 9e9, 1) | {"experiment": "fp8_mlp"})
-    monkeypatch.setattr(M.resultset, "find_records", lambda root: [root])
-    monkeypatch.setattr(M.resultset, "load", lambda paths: records)
+    monkeypatch.setattr(crossover_report.resultset, "find_records", lambda root: [root])
+    monkeypatch.setattr(crossover_report.resultset, "load", lambda paths: records)
     cal = tmp_path / "calibration.json"
     cal.write_text(json.dumps({"modes": {"amp-bf16": {"tflops": 775}, "fp8-tensorwise":
                                          {"tflops": 1364}, "fp8-rowwise": {"tflops": 1430}},
                                "memory": {"copy_bandwidth_bytes_per_s": 4e12}}))
-    paths = M.write(tmp_path / "records", cal, tmp_path / "out")
+    paths = crossover_report.write(tmp_path / "records", cal, tmp_path / "out")
     names = {p.name for p in paths}
     assert {"fp8_crossover.csv", "fp8_crossover.md", "fp8_crossover.pdf"} <= names
     table = __import__("pandas").read_csv(tmp_path / "out" / "tables" / "fp8_crossover.csv")
@@ -154,9 +154,10 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     from matplotlib.collections import LineCollection
     from matplotlib.patches import Rectangle
 
-    table = X.ratios(X.cells([r for r in fixture_records() if r["params"]["in_size"] != 2048]),
-                     H200)
-    fig = M.figure(table)
+    table = crossover.ratios(crossover.cells([r for r in fixture_records()
+                                              if r["params"]["in_size"] != 2048]),
+                             H200)
+    fig = crossover_report.figure(table)
     assert figure_text.problems(fig) == []       # no text overlaps or leaves the canvas
     measured, predicted = fig.axes[0], fig.axes[1]
     # the measured panel: its own break-even (dashed) and the prediction's (dotted) over it,
@@ -172,8 +173,8 @@ def test_the_figure_draws_the_break_even_contour_and_boxes_each_paying_cell():
     tw = table[(table["mode"] == "fp8-tensorwise") & (table["width"] == 4096) &
                (table["tokens"] == 4096)].iloc[0]
     # as the tables print it (``numbers.with_interval``), the interval on a line of its own
-    assert N.with_interval(tw["ratio"], tw["ratio_low"], tw["ratio_high"], tw["ratio_n"],
-                           kind=tw["ratio_interval"]).replace(" [", "\n[") in \
+    assert numbers.with_interval(tw["ratio"], tw["ratio_low"], tw["ratio_high"], tw["ratio_n"],
+                                 kind=tw["ratio_interval"]).replace(" [", "\n[") in \
         {t.get_text() for t in measured.texts}
     boxes = [p for p in measured.patches if isinstance(p, Rectangle) and not p.get_fill()]
     paying = table[(table["mode"] == "fp8-tensorwise") & (table["pays"] == True)]  # noqa: E712
@@ -187,34 +188,34 @@ def test_a_cpu_set_says_there_is_no_fp8_measurement_not_a_ratio(tmp_path):
     records = []
     for w, t in ((64, 32), (64, 128), (128, 32), (128, 128)):
         records.append(record(w, t, "amp-bf16", 1, 1e4, None))
-        for mode in X.FP8_MODES:
+        for mode in crossover.FP8_MODES:
             records.append(record(w, t, mode, 1, None, None, status="unsupported") | {
                 "status_reason": f"{mode} needs a CUDA GPU of compute capability >= 8.9; "
                                  f"this is a CPU"})
     records = [r | {"experiment": "fp8_crossover_tiny"} for r in records]
     cpu = {"modes": {"amp-bf16": {"status": "ok", "tflops": 0.5},
-                     **{m: {"status": "unsupported", "tflops": None} for m in X.FP8_MODES}},
+                     **{m: {"status": "unsupported", "tflops": None} for m in crossover.FP8_MODES}},
            "memory": {"copy_bandwidth_bytes_per_s": 1e10}}
-    table = M.table_of(records, cpu)
+    table = crossover_report.table_of(records, cpu)
     assert table["ratio"].isna().all() and table["predicted"].isna().all()
     assert not table["pays"].astype(str).eq("True").any()
-    text = M.sentences(table)
+    text = crossover_report.sentences(table)
     assert "fp8-rowwise: no FP8 measurement at any of the 4 shapes" in text
     assert "this is a CPU" in text and "cannot be judged" in text and "×" not in text
     assert "No prediction from the calibration" in text and "no matmul roof" in text
-    from tcbench.render import plot as FIG
-    fig = M.figure(table)
+    from tcbench.render import plot
+    fig = crossover_report.figure(table)
     assert figure_text.problems(fig) == []
     assert {t.get_text() for ax in fig.axes for t in ax.texts} == {"unsupported",
                                                                   "no prediction"}
-    assert FIG.save_as(fig, [tmp_path / "fp8_crossover.png"])[0].stat().st_size
+    assert plot.save_as(fig, [tmp_path / "fp8_crossover.png"])[0].stat().st_size
 
 
 def test_too_few_repeats_cannot_be_judged():
     two = [r for r in fixture_records() if r["repeat"] <= 2 and r["params"]["in_size"] != 2048]
-    table = X.ratios(X.cells(two), H200)
+    table = crossover.ratios(crossover.cells(two), H200)
     assert table["pays"].isna().all() and set(table["claim"]) == {"n < 3"}
-    text = F.starts_to_pay(table, "fp8-tensorwise")
+    text = fp8_findings.starts_to_pay(table, "fp8-tensorwise")
     assert text.startswith("fp8-tensorwise: where it starts to pay cannot be judged") and \
         "fewer than three repeats on a side" in text
 
@@ -228,11 +229,11 @@ def test_the_command_writes_the_paths_it_is_given(tmp_path, monkeypatch):
         files[-1].parent.mkdir(exist_ok=True)
         files[-1].write_text(json.dumps(r | {"experiment": "fp8_crossover_w"}))
     # the fixture's records are partial: read as they are, not against the record schema
-    monkeypatch.setattr(M.resultset, "load", lambda paths: [json.loads(p.read_text())
-                                                            for p in paths])
-    assert M.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
-                   "--md", str(tmp_path / "a.md"), "--figures",
-                   str(tmp_path / "fp8_crossover.png")]) == 0
+    monkeypatch.setattr(crossover_report.resultset, "load", lambda paths: [json.loads(p.read_text())
+                                                                           for p in paths])
+    assert crossover_report.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
+                                  "--md", str(tmp_path / "a.md"), "--figures",
+                                  str(tmp_path / "fp8_crossover.png")]) == 0
     assert "No prediction from the calibration: no calibration.json" in \
         (tmp_path / "a.md").read_text()
     assert (tmp_path / "fp8_crossover.png").stat().st_size and \
@@ -322,7 +323,7 @@ def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experi
     import copy
 
     from tcbench import record as R
-    from tcbench.analysis import interleaved as IA
+    from tcbench.analysis import interleaved
 
     r = copy.deepcopy(base)
     experiment = experiment or f"fp8_crossover_w{width}"
@@ -347,7 +348,7 @@ def comparison(base, tmp_path, width, tokens, throughputs, statuses=None, experi
         "unsupported", "fewer than two arms could run")
     path = tmp_path / "interleaved" / experiment / f"bs{tokens}_r{replicate}.json"
     R.write(r, path, R.INTERLEAVED)
-    return IA.load([path])[0]
+    return interleaved.load([path])[0]
 
 
 def drifting(gain, rounds=8, seed=0):
@@ -372,8 +373,8 @@ def test_a_shape_with_an_interleaved_comparison_takes_its_paired_ratio(cpu_compa
     _, rw = drifting(0.95, seed=1)
     c = comparison(cpu_comparison, tmp_path, 4096, 4096,
                    {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": rw})
-    df = X.cells(fixture_records())
-    table = X.ratios(df, H200, X.compared([c]))
+    df = crossover.cells(fixture_records())
+    table = crossover.ratios(df, H200, crossover.compared([c]))
     t = table.set_index(["width", "tokens", "mode"])
     row = t.loc[(4096, 4096, "fp8-tensorwise")]
     e = stats.paired_ratio(tw, base)
@@ -387,14 +388,14 @@ def test_a_shape_with_an_interleaved_comparison_takes_its_paired_ratio(cpu_compa
     assert rowwise["pays"] is False and rowwise["decided_by"] == "interleaved"
     others = table[~((table["width"] == 4096) & (table["tokens"] == 4096))]
     assert set(others["decided_by"]) == {"repeats"}
-    old = X.ratios(df, H200).set_index(["width", "tokens", "mode"])
+    old = crossover.ratios(df, H200).set_index(["width", "tokens", "mode"])
     assert t.loc[(4096, 16384, "fp8-tensorwise"), "ratio"] == \
         old.loc[(4096, 16384, "fp8-tensorwise"), "ratio"]
-    sentence = F.starts_to_pay(table, "fp8-tensorwise")
+    sentence = fp8_findings.starts_to_pay(table, "fp8-tensorwise")
     assert "(interleaved, 95% CI)" in sentence and "interleaved in one process, 8 rounds" in \
         sentence
     assert "Of the 8 measured ratios (shape and FP8 mode), 2 come from interleaved " \
-        "comparisons" in F.sources(table)
+        "comparisons" in fp8_findings.sources(table)
 
 
 def test_a_shape_compared_in_three_processes_takes_the_ratio_across_them(cpu_comparison,
@@ -407,33 +408,34 @@ def test_a_shape_compared_in_three_processes_takes_the_ratio_across_them(cpu_com
     cs = [comparison(cpu_comparison, tmp_path, 4096, 4096,
                      {"amp-bf16": b, "fp8-tensorwise": t, "fp8-rowwise": 0.9 * b},
                      replicate=k + 1) for k, (b, t) in enumerate(runs)]
-    compared = X.compared(cs[::-1])
+    compared = crossover.compared(cs[::-1])
     assert len(compared) == 1 and len(compared[(4096, 4096)].processes) == 3
-    row = X.ratios(X.cells(fixture_records()), H200, compared).set_index(
+    row = crossover.ratios(crossover.cells(fixture_records()), H200, compared).set_index(
         ["width", "tokens", "mode"]).loc[(4096, 4096, "fp8-tensorwise")]
     e = stats.replicated_ratio([stats.paired_ratio(t, b) for b, t in runs]).estimate
     assert (row["ratio"], row["ratio_low"], row["ratio_high"]) == \
         pytest.approx((e.value, e.low, e.high))
     assert (row["ratio_interval"], row["ratio_n"], row["processes"], row["rounds"]) == \
         (stats.REPLICATED, 3, 3, 8)
-    table = X.ratios(X.cells(fixture_records()), H200, compared)
-    assert "; interleaved, 3 processes × 8 rounds" in F.starts_to_pay(table, "fp8-tensorwise")
-    assert "2 across independent processes" in F.sources(table)
+    table = crossover.ratios(crossover.cells(fixture_records()), H200, compared)
+    assert "; interleaved, 3 processes × 8 rounds" in fp8_findings.starts_to_pay(table,
+                                                                                 "fp8-tensorwise")
+    assert "2 across independent processes" in fp8_findings.sources(table)
 
 
 def test_without_comparisons_the_table_is_the_records_alone():
     """No comparisons: the table as it was (no decided_by); an empty set of them: the same
     rows, each decided by the repeats."""
-    df = X.cells(fixture_records())
-    old = X.ratios(df, H200)
+    df = crossover.cells(fixture_records())
+    old = crossover.ratios(df, H200)
     assert "decided_by" not in old and len(old) == 4 * 2 + 1
-    given = X.ratios(df, H200, {})
+    given = crossover.ratios(df, H200, {})
     assert set(given["decided_by"]) == {"repeats"}
     import pandas as pd
     pd.testing.assert_frame_equal(given.drop(columns=["decided_by", "processes", "rounds"]),
                                   old)
-    assert F.sources(old) == F.sources(given) == ""
-    assert M._source_note(given) == ""
+    assert fp8_findings.sources(old) == fp8_findings.sources(given) == ""
+    assert crossover_report._source_note(given) == ""
 
 
 def test_a_shape_with_only_a_comparison_gets_its_row_without_memory(cpu_comparison, tmp_path):
@@ -443,16 +445,17 @@ def test_a_shape_with_only_a_comparison_gets_its_row_without_memory(cpu_comparis
     _, rw = drifting(1.2, seed=2)
     c = comparison(cpu_comparison, tmp_path, 8192, 65536,
                    {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": rw})
-    table = X.ratios(X.cells(fixture_records()), H200, X.compared([c]))
+    table = crossover.ratios(crossover.cells(fixture_records()), H200, crossover.compared([c]))
     rows = table[(table["width"] == 8192) & (table["tokens"] == 65536)]
     assert len(rows) == 2 and set(rows["decided_by"]) == {"interleaved"}
     assert rows["memory_ratio"].isna().all() and rows["ratio"].notna().all()
     assert rows["predicted"].tolist() == pytest.approx(
-        [X.speedup(m, 65536, 8192, 3, H200) for m in rows["mode"]])
-    alone = X.ratios(X.cells([]), None, X.compared([c]))    # no record at all
+        [crossover.speedup(m, 65536, 8192, 3, H200) for m in rows["mode"]])
+    alone = crossover.ratios(crossover.cells([]), None,
+                             crossover.compared([c]))    # no record at all
     assert len(alone) == 2 and alone["memory_ratio"].isna().all()
     # its memory cell says there is no record, not the comparison's status
-    memory_panel = M.figure(table.astype({"pays": object})).axes[2]
+    memory_panel = crossover_report.figure(table.astype({"pays": object})).axes[2]
     assert "no per-process\nrecord" in {t.get_text() for t in memory_panel.texts}
 
 
@@ -464,7 +467,7 @@ def test_an_fp8_arm_that_did_not_run_says_why(cpu_comparison, tmp_path):
     c = comparison(cpu_comparison, tmp_path, 8192, 2048,
                    {"amp-bf16": base, "fp8-tensorwise": tw},
                    {"fp8-rowwise": ("oom", "CUDA out of memory: tried to allocate 2 GiB")})
-    t = X.ratios(X.cells([]), H200, X.compared([c])).set_index("mode")
+    t = crossover.ratios(crossover.cells([]), H200, crossover.compared([c])).set_index("mode")
     assert t.loc["fp8-tensorwise", "ratio"] == pytest.approx(1.3, rel=0.03)
     assert pd_isna(t.loc["fp8-rowwise", "ratio"]) and t.loc["fp8-rowwise", "statuses"] == "oom"
     assert t.loc["fp8-rowwise", "unmeasured"] == (
@@ -472,10 +475,11 @@ def test_an_fp8_arm_that_did_not_run_says_why(cpu_comparison, tmp_path):
         "to allocate 2 GiB")
     assert t.loc["fp8-rowwise", "pays"] is None
     cpu = cpu_comparison | {"experiment": "fp8_crossover_w32"}
-    table = M.table_of([], None, comparisons=[cpu])
+    table = crossover_report.table_of([], None, comparisons=[cpu])
     assert table["ratio"].isna().all() and set(table["statuses"]) == {"unsupported"}
     assert all("compute capability >= 8.9" in w and "CPU" in w for w in table["unmeasured"])
-    assert "fp8-rowwise: no FP8 measurement at any of the 1 shapes" in M.sentences(table)
+    assert "fp8-rowwise: no FP8 measurement at any of the 1 shapes" in \
+        crossover_report.sentences(table)
 
 
 def pd_isna(v) -> bool:
@@ -495,24 +499,25 @@ def test_the_command_reads_a_folder_of_comparisons(cpu_comparison, tmp_path, mon
         files.append(tmp_path / "r" / f"{i}.json")
         files[-1].parent.mkdir(exist_ok=True)
         files[-1].write_text(json.dumps(r | {"experiment": "fp8_crossover_w"}))
-    monkeypatch.setattr(M.resultset, "load", lambda paths: [json.loads(p.read_text())
-                                                            for p in paths])
+    monkeypatch.setattr(crossover_report.resultset, "load", lambda paths: [json.loads(p.read_text())
+                                                                           for p in paths])
     base, tw = drifting(1.6)
     comparison(cpu_comparison, tmp_path, 4096, 4096,
                {"amp-bf16": base, "fp8-tensorwise": tw, "fp8-rowwise": tw})
     comparison(cpu_comparison, tmp_path, 1024, 4096,          # not a crossover experiment
                {"amp-bf16": base, "fp8-tensorwise": 9 * tw, "fp8-rowwise": 9 * tw},
                experiment="amp_recipe_wide")
-    assert M.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
-                   "--md", str(tmp_path / "a.md"), "--figures", str(tmp_path / "f.png"),
-                   "--comparisons", str(tmp_path / "interleaved")]) == 0
+    assert crossover_report.main(["--records", *map(str, files), "--csv", str(tmp_path / "a.csv"),
+                                  "--md", str(tmp_path / "a.md"), "--figures",
+                                  str(tmp_path / "f.png"),
+                                  "--comparisons", str(tmp_path / "interleaved")]) == 0
     table = pd.read_csv(tmp_path / "a.csv")
     il = table[table["decided_by"] == "interleaved"]
     assert set(zip(il["width"], il["tokens"])) == {(4096, 4096)} and len(table) == 4 * 2 + 1
     assert table.loc[(table["width"] == 1024) & (table["tokens"] == 4096), "ratio"].max() < 1
     md = (tmp_path / "a.md").read_text()
     assert "2 come from interleaved comparisons" in md and "interleaved in one process" in md
-    fig = M.figure(table.astype({"pays": object}))
+    fig = crossover_report.figure(table.astype({"pays": object}))
     assert figure_text.problems(fig) == []
     assert any("2 of 8 ratios: interleaved, 2 in one process" in t.get_text()
                for t in fig.texts)

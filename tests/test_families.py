@@ -4,7 +4,7 @@ the kernel shares and busy share it rests on; absent from a set without a zoo.""
 
 from __future__ import annotations
 
-from tcbench.reports import families as Z
+from tcbench.reports import families
 from test_verdict import build, repeats   # the synthetic rows every verdict test builds on
 
 MIB = 2**20
@@ -38,7 +38,7 @@ def zoo_set():
 
 
 def section(rows):
-    return next((s for s in build(rows).sections if s.title == Z.TITLE), None)
+    return next((s for s in build(rows).sections if s.title == families.TITLE), None)
 
 
 def test_each_family_is_one_row_with_every_mode_against_fp32():

@@ -26,9 +26,9 @@ from tcbench import vocabulary as V
 from tcbench.analysis.speedup import speedup as speedup_table
 from tcbench.analysis.summarise import summarise
 from tcbench.render import placeholder
-from tcbench.render import plot as P
-from tcbench.reports import figures as F
-from tcbench.reports import host_figures as H
+from tcbench.render import plot
+from tcbench.reports import figures
+from tcbench.reports import host_figures
 
 matplotlib.use("Agg")
 
@@ -64,9 +64,10 @@ def gpu_tables(tmp_path_factory):
 
 
 def render_and_check(gpu_tables, out, experiments):
-    written = F.render(gpu_tables, out, experiments)
-    expected = {out / f"{e}_{k}.{x}" for e in experiments for k in F.KINDS for x in P.FORMATS}
-    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in P.FORMATS}
+    written = figures.render(gpu_tables, out, experiments)
+    expected = {out / f"{e}_{k}.{x}" for e in experiments for k in figures.KINDS
+                for x in plot.FORMATS}
+    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in plot.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
     return written
 
@@ -80,8 +81,8 @@ def rendered(gpu_tables, tmp_path_factory):
 
 def test_every_kind_in_every_format(rendered):
     out, written = rendered
-    expected = {out / f"amp_recipe_{k}.{x}" for k in F.KINDS for x in P.FORMATS}
-    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in P.FORMATS}
+    expected = {out / f"amp_recipe_{k}.{x}" for k in figures.KINDS for x in plot.FORMATS}
+    expected |= {out / V.set_figure_name(k, x) for k in V.SET_FIGURES for x in plot.FORMATS}
     assert set(written) == expected and all(p.stat().st_size > 0 for p in expected)
 
 
@@ -94,16 +95,16 @@ def test_every_experiment_in_every_format(gpu_tables, tmp_path):
 @pytest.mark.parametrize("width", ["auto", pytest.param("one", marks=pytest.mark.slow)])
 def test_no_text_overlaps_or_leaves_the_canvas(gpu_tables, width):
     """Every figure of the GPU-shaped set, every experiment, each width."""
-    P.style()
+    plot.style()
     experiments = pd.read_csv(gpu_tables / "summary.csv")["experiment"].unique()
     checked = 0
     for exp in experiments:
-        for kind, fig in F.build(*F.read_set(gpu_tables), exp, width).items():
-            fig = P.figure_of(fig)
+        for kind, fig in figures.build(*figures.read_set(gpu_tables), exp, width).items():
+            fig = plot.figure_of(fig)
             assert figure_text.problems(fig) == [], (exp, kind, width)
             checked += 1
-            P.plt.close(fig)
-    assert checked == len(experiments) * len(F.KINDS)
+            plot.plt.close(fig)
+    assert checked == len(experiments) * len(figures.KINDS)
 
 
 @pytest.mark.slow
@@ -113,40 +114,40 @@ def test_committed_result_sets_figures_pass_the_same_check(run):
     tables = REPO / "results" / run
     if not (tables / "summary.csv").exists():
         pytest.skip(f"no committed result set {run}")
-    P.style()
+    plot.style()
     for exp in pd.read_csv(tables / "summary.csv")["experiment"].unique():
-        for kind, fig in F.build(*F.read_set(tables), exp, "auto").items():
-            fig = P.figure_of(fig)
+        for kind, fig in figures.build(*figures.read_set(tables), exp, "auto").items():
+            fig = plot.figure_of(fig)
             assert figure_text.problems(fig) == [], (run, exp, kind)
-            P.plt.close(fig)
+            plot.plt.close(fig)
 
 
 def test_the_overlap_check_catches_overlaps():
-    fig, ax = P.plt.subplots(figsize=(3, 2))
+    fig, ax = plot.plt.subplots(figsize=(3, 2))
     ax.text(0.5, 0.5, "one label")
     ax.text(0.52, 0.5, "another label")
     assert any("overlaps" in p for p in figure_text.problems(fig))
-    fig2, ax2 = P.plt.subplots(figsize=(3, 2), layout="constrained")
+    fig2, ax2 = plot.plt.subplots(figsize=(3, 2), layout="constrained")
     ax2.set_title("a title far too long for a figure three inches wide, it runs off the page")
     assert any("leaves the canvas" in p for p in figure_text.problems(fig2))
     # resnet50_fastest's y label ran into the top edge: longer than its axes
-    fig3, ax3 = P.plt.subplots(figsize=(3.5, 2.6), layout="constrained")
+    fig3, ax3 = plot.plt.subplots(figsize=(3.5, 2.6), layout="constrained")
     ax3.set_ylabel("× plain fp32 (resnet50_fastest, bs 256)")
     ax3.set_xlabel("x")
-    fig3.legend(handles=[P.Patch(label=f"mode {i}") for i in range(6)], loc="outside lower "
+    fig3.legend(handles=[plot.Patch(label=f"mode {i}") for i in range(6)], loc="outside lower "
                 "center", ncols=2)
     assert any("outruns its axes" in p for p in figure_text.problems(fig3))
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_tick_labels_too_wide_for_their_slots_are_broken_to_fit():
     """Settings side by side on a one-column figure: lines broken at spaces and hyphens so
     that no two labels meet; a single word wider than its slot leaves them upright."""
     from tcbench.render.axes import fit_ticks
-    P.style()
+    plot.style()
     groups = [f"bs 256\nchannels_last\ncompile {mode}"
               for mode in ("default", "max-autotune", "reduce-overhead", "default")]
-    fig, ax = P.plt.subplots(figsize=(P.ONE_COLUMN_IN, 2.6), layout="constrained")
+    fig, ax = plot.plt.subplots(figsize=(plot.ONE_COLUMN_IN, 2.6), layout="constrained")
     ax.bar(range(4), [1, 2, 3, 4])
     ax.set_xticks(range(4), groups)
     assert any("overlaps" in p for p in figure_text.problems(fig))
@@ -157,17 +158,17 @@ def test_tick_labels_too_wide_for_their_slots_are_broken_to_fit():
     assert fit_ticks(ax, ["a_word_far_too_wide_for_its_slot"] * 4) == \
         (["a_word_far_too_wide_for_its_slot"] * 4, True)
     assert fit_ticks(ax, ["bs 64", "bs 128"]) == (["bs 64", "bs 128"], False)
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_upright_tick_labels_have_no_more_lines_than_their_slot_is_wide():
     """Five-part settings in narrow slots stand upright: a label's lines then lie side by side,
     so the parts run on rather than five lines wide into the neighbour's slot."""
     from tcbench.render.axes import group_ticks
-    P.style()
+    plot.style()
     groups = [f"bs {b}\ncontiguous\ncompile {c}\ngraphs on\ncudnn on"
               for b in (512, 8192) for c in ("off", "default")] * 2
-    fig, ax = P.plt.subplots(figsize=(P.ONE_COLUMN_IN, 2.6), layout="constrained")
+    fig, ax = plot.plt.subplots(figsize=(plot.ONE_COLUMN_IN, 2.6), layout="constrained")
     ax.bar(range(len(groups)), range(len(groups)))
     ax.set_xticks(range(len(groups)), groups)
     ax.tick_params(axis="x", labelrotation=90)
@@ -179,7 +180,7 @@ def test_upright_tick_labels_have_no_more_lines_than_their_slot_is_wide():
     assert all(len(t.splitlines()) < 5 for t in labels)
     assert any("compile default" in line for line in labels[1].splitlines())   # never split
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_pdfs_embed_truetype_fonts(rendered):
@@ -207,10 +208,10 @@ def test_pdffonts_agrees(rendered):
 def test_font_check_catches_what_journals_reject(tmp_path, rc):
     """The check above is not vacuous: Type 3 and non-embedded core fonts fail it."""
     with matplotlib.rc_context(rc):
-        fig, ax = P.plt.subplots()
+        fig, ax = plot.plt.subplots()
         ax.set_title("x")
         fig.savefig(tmp_path / "bad.pdf")
-        P.plt.close(fig)
+        plot.plt.close(fig)
     assert pdf_font_problems(tmp_path / "bad.pdf")
 
 
@@ -220,43 +221,46 @@ def _texts(fig) -> list[str]:
 
 
 def _cells(gpu_tables, exp, table="summary"):
-    return F.experiment_rows(pd.read_csv(gpu_tables / f"{table}.csv").query(f"experiment == '{exp}'"))
+    rows = pd.read_csv(gpu_tables / f"{table}.csv").query(f"experiment == '{exp}'")
+    return figures.experiment_rows(rows)
 
 
 def test_missing_cells_are_labelled_not_dropped(gpu_tables):
-    P.style()
-    assert "oom" in _texts(F.fig_throughput(_cells(gpu_tables, "resnet50"), "resnet50"))
+    plot.style()
+    assert "oom" in _texts(figures.fig_throughput(_cells(gpu_tables, "resnet50"), "resnet50"))
     # fp32 (oom at bs 256) has no slot on the speedup figure; the cells it leaves without a
     # baseline say so
-    texts = _texts(F.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
+    texts = _texts(figures.fig_speedup(_cells(gpu_tables, "resnet50", "speedup"), "resnet50"))
     assert "oom" not in texts and texts.count("no fp32") == 3
-    assert _texts(F.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
+    assert _texts(figures.fig_memory(_cells(gpu_tables, "mnist_seed"), "mnist_seed")).count(
         "no record") == 2                         # no plan known: only that there is none
-    assert "diverged" in _texts(F.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
-    P.plt.close("all")
+    assert "diverged" in _texts(figures.fig_throughput(_cells(gpu_tables, "digits"), "digits"))
+    plot.plt.close("all")
 
 
 def test_a_cell_without_a_record_says_whether_the_design_had_it(gpu_tables):
     """mnist_seed has no tf32 nor amp-bf16 cell at batch 1024: with the study's plan, the
     one it planned says so and the one it never had says that instead."""
-    P.style()
+    plot.style()
     metrics = pd.read_csv(gpu_tables / "metrics.csv").query("experiment == 'mnist_seed'")
     planned = ["fp32_bs512", "tf32_bs512", "amp-fp16_bs512", "amp-bf16_bs512", "fp32_bs1024",
                "amp-fp16_bs1024", "tf32_bs1024"]
-    plan = F.Plan(metrics, planned)
-    texts = _texts(F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed", plan=plan))
-    assert texts.count(F.PLANNED) == 1 and texts.count(F.NOT_IN_DESIGN) == 1
-    assert plan("bs 1024", "tf32") == F.PLANNED and plan("bs 1024", "amp-bf16") == \
-        F.NOT_IN_DESIGN
-    P.plt.close("all")
+    plan = figures.Plan(metrics, planned)
+    texts = _texts(figures.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed",
+                                          plan=plan))
+    assert texts.count(figures.PLANNED) == 1 and texts.count(figures.NOT_IN_DESIGN) == 1
+    assert plan("bs 1024", "tf32") == figures.PLANNED and plan("bs 1024", "amp-bf16") == \
+        figures.NOT_IN_DESIGN
+    plot.plt.close("all")
 
 
 def test_the_rule_passes_the_plan_and_the_cli_uses_it(gpu_tables, tmp_path):
     out = tmp_path / "mnist_seed_throughput.svg"
-    assert F.main(["--metrics", str(gpu_tables / "metrics.csv"), "--summary",
-                   str(gpu_tables / "summary.csv"), "--speedup", str(gpu_tables / "speedup.csv"),
-                   "--experiment", "mnist_seed", "--outputs", str(out),
-                   "--planned", "fp32_bs512", "tf32_bs1024"]) == 0
+    assert figures.main(["--metrics", str(gpu_tables / "metrics.csv"), "--summary",
+                         str(gpu_tables / "summary.csv"), "--speedup",
+                         str(gpu_tables / "speedup.csv"),
+                         "--experiment", "mnist_seed", "--outputs", str(out),
+                         "--planned", "fp32_bs512", "tf32_bs1024"]) == 0
     assert out.stat().st_size > 0
     rule = (REPO / "workflow" / "rules" / "figures.smk").read_text()
     assert "planned_cells(wc.run, wc.experiment)" in rule and "{params.planned:q}" in rule
@@ -265,9 +269,10 @@ def test_the_rule_passes_the_plan_and_the_cli_uses_it(gpu_tables, tmp_path):
 def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
     """The baseline is named in the title (the y label stays inside its axes), and its runs
     are another experiment's: each dot is one run over their mean."""
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "resnet50_fast", "speedup")
-    fig = F.fig_speedup(sp, "resnet50_fast", runs=F.Runs(pd.read_csv(gpu_tables / "metrics.csv")))
+    fig = figures.fig_speedup(sp, "resnet50_fast",
+                              runs=figures.Runs(pd.read_csv(gpu_tables / "metrics.csv")))
     ax = fig.axes[0]
     assert ax.get_ylabel() == "× plain fp32"
     assert "resnet50's fp32 at bs 64" in ax.get_title().replace("\n", " ")
@@ -276,57 +281,57 @@ def test_knob_experiments_plot_the_gain_over_plain_fp32(gpu_tables):
     dots = _dots(ax)
     assert len(dots) == 9 and min(dots) > 1
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_a_knobs_studys_own_baseline_cell_is_not_drawn_over_itself(gpu_tables):
     """resnet50_fastest's plain fp32 cell read 1.00 in a slot of its own; its setting's
     other slots read "not in design"."""
-    P.style()
+    plot.style()
     metrics = pd.read_csv(gpu_tables / "metrics.csv")
     own = metrics[(metrics["experiment"] == "resnet50") & (metrics["batch_size"] == 64)
                   & (metrics["precision"] == "fp32")].assign(experiment="resnet50_fast")
     m = pd.concat([metrics[metrics["experiment"] == "resnet50_fast"], own])
     summary = summarise(m)
-    sp = F.experiment_rows(speedup_table(m, summary))
+    sp = figures.experiment_rows(speedup_table(m, summary))
     assert ((sp["precision"].astype(str) == "fp32") & (sp["gain"] == 1)).any()
-    fig = F.fig_speedup(sp, "resnet50_fast", runs=F.Runs(m))
+    fig = figures.fig_speedup(sp, "resnet50_fast", runs=figures.Runs(m))
     ax = fig.axes[0]
     assert len(ax.patches) == 3 and all(p.get_height() > 1 for p in ax.patches)
     assert "fp32" not in [t.get_text() for t in fig.legends[0].get_texts()]
     assert "bs 64" not in [t.get_text() for t in ax.get_xticklabels()]
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_cpu_figures_are_not_drawn_and_say_why(gpu_tables):
-    P.style()
+    plot.style()
     s = _cells(gpu_tables, "amp_recipe").assign(max_memory_allocated_bytes=float("nan"),
                                                 tensor_core_share=float("nan"))
-    memory, tensor = F.fig_memory(s, "amp_recipe"), F.fig_tensor_cores(s, "amp_recipe")
-    assert isinstance(memory, P.NotDrawn) and "only on CUDA devices" in memory.reason
-    assert isinstance(tensor, P.NotDrawn) and "no kernel profile" in tensor.reason
-    note = P.figure_of(memory)
+    memory, tensor = figures.fig_memory(s, "amp_recipe"), figures.fig_tensor_cores(s, "amp_recipe")
+    assert isinstance(memory, plot.NotDrawn) and "only on CUDA devices" in memory.reason
+    assert isinstance(tensor, plot.NotDrawn) and "no kernel profile" in tensor.reason
+    note = plot.figure_of(memory)
     assert not note.axes and figure_text.problems(note) == []   # a note, not an empty panel
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_fixed_colour_per_precision(gpu_tables):
-    P.style()
-    fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")
+    plot.style()
+    fig = figures.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")
     colours = {matplotlib.colors.to_hex(p.get_facecolor()) for p in fig.axes[0].patches}
-    assert colours <= {c.lower() for c in P.PALETTE.values()}
+    assert colours <= {c.lower() for c in plot.PALETTE.values()}
     handles = fig.legends[0].get_patches()
     assert [h.get_label() for h in handles] == ["fp32", "tf32", "amp-fp16", "amp-bf16"]
     assert [matplotlib.colors.to_hex(h.get_facecolor()) for h in handles] == \
-        [P.PALETTE[p].lower() for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")]
-    P.plt.close("all")
+        [plot.PALETTE[p].lower() for p in ("fp32", "tf32", "amp-fp16", "amp-bf16")]
+    plot.plt.close("all")
 
 
 def test_every_precisions_text_and_outline_colour_reads_on_white():
     """fp8-tensorwise's yellow fills a bar well, but as a "no record" label or an outline on
     white it all but vanishes (contrast 1.3:1): text and thin lines take each mode's colour
     darkened where it is light, every one at least 2.5:1 against white (WCAG's ratio)."""
-    from tcbench.render import bars as B
+    from tcbench.render import bars
 
     def luminance(c):
         rgb = np.array(matplotlib.colors.to_rgb(c))
@@ -336,93 +341,93 @@ def test_every_precisions_text_and_outline_colour_reads_on_white():
     def contrast(c):
         return 1.05 / (luminance(c) + 0.05)
 
-    assert contrast(P.PALETTE["fp8-tensorwise"]) < 2.5               # the fill itself
-    assert {p: round(contrast(B.legible(c)), 1) for p, c in P.PALETTE.items()
-            if contrast(B.legible(c)) < 2.5} == {}
-    assert B.legible(P.PALETTE["fp32"]) == matplotlib.colors.to_rgb(P.PALETTE["fp32"])
-    P.style()
-    fig, ax = P.plt.subplots()
-    B.label_slot(ax, 0.0, "no record", P.PALETTE["fp8-tensorwise"])
+    assert contrast(plot.PALETTE["fp8-tensorwise"]) < 2.5               # the fill itself
+    assert {p: round(contrast(bars.legible(c)), 1) for p, c in plot.PALETTE.items()
+            if contrast(bars.legible(c)) < 2.5} == {}
+    assert bars.legible(plot.PALETTE["fp32"]) == matplotlib.colors.to_rgb(plot.PALETTE["fp32"])
+    plot.style()
+    fig, ax = plot.plt.subplots()
+    bars.label_slot(ax, 0.0, "no record", plot.PALETTE["fp8-tensorwise"])
     assert contrast(ax.texts[0].get_color()) >= 2.5
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_intervals_say_what_they_are(gpu_tables):
-    P.style()
+    plot.style()
 
-    def bars(fig):
+    def error_bars(fig):
         return [c for c in fig.axes[0].containers
                 if isinstance(c, matplotlib.container.ErrorbarContainer)]
 
     def legend(fig):
         return [t.get_text() for t in fig.legends[0].get_texts()]
-    fig = F.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe")
-    assert len(bars(fig)) == 4 and "95% CI (n ≥ 3)" in legend(fig)      # n = 3
-    fig = F.fig_throughput(_cells(gpu_tables, "mnist_loaders"), "mnist_loaders")
-    assert len(bars(fig)) == 8 and "range (n = 2)" in legend(fig) and \
+    fig = figures.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe")
+    assert len(error_bars(fig)) == 4 and "95% CI (n ≥ 3)" in legend(fig)      # n = 3
+    fig = figures.fig_throughput(_cells(gpu_tables, "mnist_loaders"), "mnist_loaders")
+    assert len(error_bars(fig)) == 8 and "range (n = 2)" in legend(fig) and \
         "95% CI (n ≥ 3)" not in legend(fig)
-    fig = F.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")  # single runs
-    assert not bars(fig) and "single run" in legend(fig)
-    assert _texts(fig).count(P.SINGLE) == 6
-    fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
-    assert len(bars(fig)) == 3                  # ratios carry intervals too; fp32 has no bar
-    P.plt.close("all")
+    fig = figures.fig_throughput(_cells(gpu_tables, "mnist_seed"), "mnist_seed")  # single runs
+    assert not error_bars(fig) and "single run" in legend(fig)
+    assert _texts(fig).count(plot.SINGLE) == 6
+    fig = figures.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
+    assert len(error_bars(fig)) == 3                  # ratios carry intervals too; fp32 has no bar
+    plot.plt.close("all")
 
 
 def test_one_tick_format_and_log_axes_for_wide_spans():
-    P.style()
-    fig, ax = P.plt.subplots()
+    plot.style()
+    fig, ax = plot.plt.subplots()
     ax.set_ylim(0, 12000)
-    ax.yaxis.set_major_formatter(P.Ticks())
+    ax.yaxis.set_major_formatter(plot.Ticks())
     fig.canvas.draw()
     labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
     assert all(label.endswith("k") for label in labels if label != "0k"), labels
     assert len({len(label.split(".")[-1]) if "." in label else 0 for label in labels}) == 1
-    fig, ax = P.plt.subplots()
-    assert P.value_axis(ax, [1.0, 50.0]) is True and ax.get_yscale() == "log"
-    fig, ax = P.plt.subplots()
-    assert P.value_axis(ax, [1.0, 5.0]) is False and ax.get_yscale() == "linear"
-    P.plt.close("all")
+    fig, ax = plot.plt.subplots()
+    assert plot.value_axis(ax, [1.0, 50.0]) is True and ax.get_yscale() == "log"
+    fig, ax = plot.plt.subplots()
+    assert plot.value_axis(ax, [1.0, 5.0]) is False and ax.get_yscale() == "linear"
+    plot.plt.close("all")
 
 
 def test_tensor_core_share_and_gpu_busy_have_their_own_axes(gpu_tables):
-    P.style()
-    fig = F.fig_tensor_cores(_cells(gpu_tables, "resnet50"), "resnet50")
+    plot.style()
+    fig = figures.fig_tensor_cores(_cells(gpu_tables, "resnet50"), "resnet50")
     assert len(fig.axes) == 2
     assert "kernel time" in fig.axes[0].get_ylabel() and "timed steps" in fig.axes[1].get_ylabel()
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_widths_follow_the_paper_layouts():
-    assert P.figure_width(8) == P.ONE_COLUMN_IN == 3.5
-    assert P.figure_width(16) == P.TWO_COLUMN_IN == 7.0
-    assert P.figure_width(16, "one") == 3.5 and P.figure_width(2, "two") == 7.0
+    assert plot.figure_width(8) == plot.ONE_COLUMN_IN == 3.5
+    assert plot.figure_width(16) == plot.TWO_COLUMN_IN == 7.0
+    assert plot.figure_width(16, "one") == 3.5 and plot.figure_width(2, "two") == 7.0
     with pytest.raises(ValueError, match="width"):
-        P.figure_width(2, "three")
+        plot.figure_width(2, "three")
 
 
 def test_cli_writes_exactly_the_outputs_it_is_given(gpu_tables, tmp_path):
     csvs = [x for k in ("metrics", "summary", "speedup")
             for x in (f"--{k}", str(gpu_tables / f"{k}.csv"))]
-    wanted = [tmp_path / V.figure_name("digits", k, "png") for k in F.KINDS]
-    assert F.main([*csvs, "--experiment", "digits", "--width", "two",
-                   "--outputs", *map(str, wanted)]) == 0
+    wanted = [tmp_path / V.figure_name("digits", k, "png") for k in figures.KINDS]
+    assert figures.main([*csvs, "--experiment", "digits", "--width", "two",
+                         "--outputs", *map(str, wanted)]) == 0
     assert sorted(tmp_path.iterdir()) == sorted(wanted)
-    assert F.main([*csvs, "--experiment", "nope", "--outputs",
-                   str(tmp_path / V.figure_name("nope", "memory", "png"))]) == 2
+    assert figures.main([*csvs, "--experiment", "nope", "--outputs",
+                         str(tmp_path / V.figure_name("nope", "memory", "png"))]) == 2
     # a file name that is no figure of the experiment is refused before anything is drawn
-    assert F.main([*csvs, "--experiment", "digits", "--outputs",
-                   str(tmp_path / "digits_memory.jpg")]) == 2
+    assert figures.main([*csvs, "--experiment", "digits", "--outputs",
+                         str(tmp_path / "digits_memory.jpg")]) == 2
     assert not (tmp_path / "digits_memory.jpg").exists()
 
 
 def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
     """The rules list vocabulary.FIGURES and SET_FIGURES as outputs; this module draws KINDS
     and SET_KINDS: one list each. Every caption says what a figure not drawn is."""
-    from tcbench.reports import compare_figures as CF
+    from tcbench.reports import compare_figures
 
-    assert tuple(F.KINDS) == V.FIGURES and tuple(CF.KINDS) == V.COMPARE_FIGURES
-    assert tuple(F.SET_KINDS) == V.SET_FIGURES
+    assert tuple(figures.KINDS) == V.FIGURES and tuple(compare_figures.KINDS) == V.COMPARE_FIGURES
+    assert tuple(figures.SET_KINDS) == V.SET_FIGURES
     report = REPO / "workflow" / "report"
     for k in (*V.FIGURES, *V.SET_FIGURES):
         assert "**not drawn**" in (report / f"figure_{k}.rst").read_text(), k
@@ -446,14 +451,15 @@ def test_the_figure_kinds_are_the_vocabularys_and_each_has_a_caption():
 def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
     """The throughput figure says its unit: tokens/s where the rows count tokens (the bars'
     heights are the tokens/s column), samples/s otherwise."""
-    P.style()
+    plot.style()
     s = _cells(gpu_tables, "amp_recipe")
-    assert F.fig_throughput(s, "amp_recipe").axes[0].get_ylabel() == "samples/s (steady state)"
+    assert figures.fig_throughput(s,
+                                  "amp_recipe").axes[0].get_ylabel() == "samples/s (steady state)"
     lm = s.copy()
     for end in ("", "_low", "_high", "_n"):
         lm[f"throughput_tokens_per_s{end}"] = lm[f"throughput_samples_per_s{end}"] * (
             1024 if end != "_n" else 1)
-    ax = F.fig_throughput(lm, "lm", runs=F.NO_RUNS).axes[0]
+    ax = figures.fig_throughput(lm, "lm", runs=figures.NO_RUNS).axes[0]
     assert ax.get_ylabel() == "tokens/s (steady state)"
     assert max(p.get_height() for p in ax.patches) == pytest.approx(
         lm["throughput_tokens_per_s"].max())
@@ -461,32 +467,32 @@ def test_a_token_workloads_throughput_is_drawn_in_tokens_per_second(gpu_tables):
 
 def test_every_tick_prints_its_own_value():
     """2.5, 7.5, 12.5 GiB are "2.5", "7.5", "12.5" (they printed as 2, 8, 12)."""
-    P.style()
-    fig, ax = P.plt.subplots()
+    plot.style()
+    fig, ax = plot.plt.subplots()
     ax.set_ylim(0, 20)
     ax.set_yticks([0, 2.5, 5, 7.5, 10, 12.5])
-    ax.yaxis.set_major_formatter(P.Ticks())
+    ax.yaxis.set_major_formatter(plot.Ticks())
     fig.canvas.draw()
     assert [t.get_text() for t in ax.get_yticklabels()] == ["0.0", "2.5", "5.0", "7.5",
                                                             "10.0", "12.5"]
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def _log_labels(values):
-    fig, ax = P.plt.subplots()
+    fig, ax = plot.plt.subplots()
     ax.bar([0, 1], values)
-    assert P.value_axis(ax, values) is True
+    assert plot.value_axis(ax, values) is True
     fig.canvas.draw()
     lo, hi = ax.get_ylim()
     labels = [t.get_text() for t, v in zip(ax.get_yticklabels(), ax.get_yticks())
               if t.get_text() and lo <= v <= hi]
-    P.plt.close(fig)
+    plot.plt.close(fig)
     return labels
 
 
 def test_a_log_axis_of_few_decades_labels_1_2_and_5():
     """fp8_mlp's throughput (200k to 2.9M) had one labelled tick, its speedup (1 to 15) two."""
-    P.style()
+    plot.style()
     assert _log_labels([1.9e5, 2.9e6]) == ["200k", "500k", "1M", "2M"]
     assert _log_labels([1.0, 15.0]) == ["1", "2", "5", "10", "20"]
     assert _log_labels([1.0, 1e5]) == ["1", "10", "100", "1k", "10k", "100k"]   # decades
@@ -505,15 +511,15 @@ def _warm_rows():
             r[f"{stem}_interval"] = "median-range" if (v[3] or 0) > 1 else \
                 "single" if v[3] == 1 else "none"
         rows.append(r)
-    return F.experiment_rows(pd.DataFrame(rows))
+    return figures.experiment_rows(pd.DataFrame(rows))
 
 
 def test_warmup_is_points_with_their_range_and_misses_apart():
     """A median is a point, not a bar from zero; whiskers are the runs' own min and max (never
     below zero, so never clipped on a log axis); cache misses are diamonds of their own beside
     the point; a cell whose every run missed says so."""
-    P.style()
-    fig = F.fig_warmup(_warm_rows(), "e")
+    plot.style()
+    fig = figures.fig_warmup(_warm_rows(), "e")
     ax = fig.axes[0]
     assert not [p for p in ax.patches if p.get_height() > 0]
     whiskers = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
@@ -529,7 +535,7 @@ def test_warmup_is_points_with_their_range_and_misses_apart():
     assert sorted(round(float(ln.get_ydata()[0]), 1) for ln in diamonds) == [12.4, 46.2]
     assert "every run missed" in _texts(fig)
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def _dots(ax) -> list[float]:
@@ -541,15 +547,15 @@ def _dots(ax) -> list[float]:
 def test_each_run_is_a_dot_on_its_bar(gpu_tables):
     """amp_recipe's throughput: a dot per finished run at its own value; its speedup: a dot
     per run of the mode over the mean of fp32's runs, whose mean is the bar."""
-    P.style()
+    plot.style()
     metrics = pd.read_csv(gpu_tables / "metrics.csv")
-    runs = F.Runs(metrics)
+    runs = figures.Runs(metrics)
     amp = metrics[(metrics["experiment"] == "amp_recipe") & (metrics["status"] == "ok")]
-    fig = F.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe", runs=runs)
+    fig = figures.fig_throughput(_cells(gpu_tables, "amp_recipe"), "amp_recipe", runs=runs)
     assert sorted(_dots(fig.axes[0])) == pytest.approx(sorted(amp["throughput_samples_per_s"]))
     assert "each run" in [t.get_text() for t in fig.legends[0].get_texts()]
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
-    fig = F.fig_speedup(sp, "amp_recipe", runs=runs)
+    fig = figures.fig_speedup(sp, "amp_recipe", runs=runs)
     ax = fig.axes[0]
     fp32 = amp[amp["precision"] == "fp32"]["throughput_samples_per_s"].mean()
     tf32 = amp[amp["precision"] == "tf32"]["throughput_samples_per_s"]
@@ -557,7 +563,7 @@ def test_each_run_is_a_dot_on_its_bar(gpu_tables):
     assert set(map(round, (tf32 / fp32 * 1e6))) <= set(round(d * 1e6) for d in _dots(ax))
     bar = sp.loc[sp["precision"].astype(str) == "tf32", "speedup"].iloc[0]
     assert (tf32 / fp32).mean() == pytest.approx(bar)
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def _hlines(ax) -> set[float]:
@@ -567,18 +573,18 @@ def _hlines(ax) -> set[float]:
 
 
 def test_speedup_panels_have_lines_at_1_and_at_the_pays_off_threshold(gpu_tables):
-    P.style()
-    fig = F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
+    plot.style()
+    fig = figures.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe")
     assert {1.0, stats.GAIN} <= _hlines(fig.axes[0])
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert f"{stats.GAIN:.2f}× (pays-off threshold)" in legend and "fp32" not in legend
     assert not [p for p in fig.axes[0].patches
-                if matplotlib.colors.to_hex(p.get_facecolor()) == P.PALETTE["fp32"].lower()]
-    P.plt.close("all")
+                if matplotlib.colors.to_hex(p.get_facecolor()) == plot.PALETTE["fp32"].lower()]
+    plot.plt.close("all")
 
 
 def _bar_of(ax, precision: str):
-    colour = P.PALETTE[precision].lower()
+    colour = plot.PALETTE[precision].lower()
     return [p for p in ax.patches if matplotlib.colors.to_hex(p.get_facecolor()) == colour]
 
 
@@ -588,12 +594,12 @@ def test_a_cell_judged_by_its_interleaved_comparison_draws_that_ratio_as_its_bar
     and its printed value are the ratio the verdict judges, and the per-process ratio is a
     hollow square beside it, named in the legend as the one not judged on; a set without
     comparisons draws none."""
-    from tcbench.reports import speed_figures as SF
+    from tcbench.reports import speed_figures
 
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
-    plain = F.fig_speedup(sp, "amp_recipe")
-    assert SF.PER_PROCESS_HANDLE.get_label() not in \
+    plain = figures.fig_speedup(sp, "amp_recipe")
+    assert speed_figures.PER_PROCESS_HANDLE.get_label() not in \
         [t.get_text() for t in plain.legends[0].get_texts()]
     tf32 = sp["precision"] == "tf32"
     per_process = float(sp.loc[tf32, "speedup"].iloc[0])
@@ -603,17 +609,17 @@ def test_a_cell_judged_by_its_interleaved_comparison_draws_that_ratio_as_its_bar
                    interleaved_speedup_high=np.where(tf32, 3.6, np.nan),
                    interleaved_speedup_n=np.where(tf32, 3, np.nan),
                    interleaved_speedup_interval=np.where(tf32, stats.REPLICATED, None))
-    fig = F.fig_speedup(sp, "amp_recipe")
+    fig = figures.fig_speedup(sp, "amp_recipe")
     ax = fig.axes[0]
     assert [round(b.get_height(), 6) for b in _bar_of(ax, "tf32")] == [3.5]
     squares = [ln for ln in ax.get_lines() if ln.get_marker() == "s"]
     assert len(squares) == 1 and squares[0].get_ydata()[0] == pytest.approx(per_process)
     assert "3.50" in _texts(fig) and num_text(per_process) not in _texts(fig)
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert SF.PER_PROCESS_HANDLE.get_label() in legend
+    assert speed_figures.PER_PROCESS_HANDLE.get_label() in legend
     assert any(t.startswith("bar: interleaved ratio (judged)") for t in legend)
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def num_text(v: float) -> str:
@@ -624,46 +630,46 @@ def num_text(v: float) -> str:
 def test_a_cell_the_verdict_does_not_judge_is_drawn_hatched_and_named(gpu_tables):
     """A cell whose repeats are gated (unsteady windows) was drawn as an ordinary bar: it is
     washed out and cross-hatched, and the legend says why no claim is made of it."""
-    from tcbench.render import bars as B
+    from tcbench.render import bars
 
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     fp16 = sp["precision"] == "amp-fp16"
     sp = sp.assign(speedup_gate=np.where(fp16, stats.UNSTEADY, None))
-    fig = F.fig_speedup(sp, "amp_recipe")
+    fig = figures.fig_speedup(sp, "amp_recipe")
     ax = fig.axes[0]
-    hatched = [p for p in ax.patches if p.get_hatch() == B.UNJUDGED_HATCH]
+    hatched = [p for p in ax.patches if p.get_hatch() == bars.UNJUDGED_HATCH]
     assert len(hatched) == 1
     assert matplotlib.colors.to_hex(hatched[0].get_facecolor()) == \
-        matplotlib.colors.to_hex(B.washed(P.PALETTE["amp-fp16"]))
+        matplotlib.colors.to_hex(bars.washed(plot.PALETTE["amp-fp16"]))
     assert all(p.get_hatch() is None for p in _bar_of(ax, "tf32") + _bar_of(ax, "amp-bf16"))
     assert "not judged (unsteady windows)" in [t.get_text() for t in fig.legends[0].get_texts()]
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_no_printed_value_is_struck_through_by_a_reference_line(gpu_tables):
     """tf_gpt2's 0.909 sat on the 1× line: a value whose label a reference line crosses is
     lifted above it, and the pays-off line keeps room above it where every bar is below."""
-    from tcbench.render import bars as B
+    from tcbench.render import bars
 
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     reduced = sp["precision"] != "fp32"
     sp = sp.assign(speedup=np.where(reduced, 0.95, sp["speedup"]),
                    speedup_low=np.where(reduced, 0.94, sp["speedup_low"]),
                    speedup_high=np.where(reduced, 0.96, sp["speedup_high"]))
-    fig = F.fig_speedup(sp, "amp_recipe")
+    fig = figures.fig_speedup(sp, "amp_recipe")
     fig.canvas.draw()
     ax, renderer = fig.axes[0], fig.canvas.get_renderer()
     lines = [ax.transData.transform((0, y))[1] for y in (1.0, stats.GAIN)]
-    labels = [t for t in ax.texts if t.get_gid() == B.VALUE_GID]
+    labels = [t for t in ax.texts if t.get_gid() == bars.VALUE_GID]
     assert len(labels) == 3
     for t in labels:
         box = t.get_window_extent(renderer)
         assert not any(box.y0 <= y <= box.y1 for y in lines), t.get_text()
     assert ax.get_ylim()[1] > stats.GAIN * 1.02
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def _fp8_set(bf16_repeats: int = 2, with_bf16: bool = True):
@@ -680,16 +686,16 @@ def _fp8_set(bf16_repeats: int = 2, with_bf16: bool = True):
                                samples=32768 * 100, rng=rng)
     m = pd.DataFrame(rows)
     summary = summarise(m)
-    return m, F.experiment_rows(speedup_table(m, summary))
+    return m, figures.experiment_rows(speedup_table(m, summary))
 
 
 def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
     """fp8_mlp: the FP8-over-bf16 ratio is its own panel (amp-bf16 at n = 2: the range), and
     no FP8 bar stands over fp32; the panel over fp32 has amp-bf16 alone, on a log axis that
     says so."""
-    P.style()
+    plot.style()
     m, sp = _fp8_set()
-    fig = F.fig_speedup(sp, "fp8_mlp", runs=F.Runs(m))
+    fig = figures.fig_speedup(sp, "fp8_mlp", runs=figures.Runs(m))
     over_bf16, over_fp32 = fig.axes
     assert over_bf16.get_ylabel() == "× amp-bf16" and "FP8 over amp-bf16" in over_bf16.get_title()
     heights = sorted(round(p.get_height(), 6) for p in over_bf16.patches)
@@ -700,95 +706,96 @@ def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
     # a bar from a log axis's arbitrary floor would misstate its length: a point
     assert not over_fp32.patches
     points = [ln for ln in over_fp32.get_lines() if ln.get_marker() == "o"
-              and ln.get_markerfacecolor() == P.PALETTE["amp-bf16"]]
+              and ln.get_markerfacecolor() == plot.PALETTE["amp-bf16"]]
     assert [round(float(ln.get_ydata()[0]), 3) for ln in points] == [
         round(sp.loc[sp["precision"].astype(str) == "amp-bf16", "speedup"].iloc[0], 3)]
     assert len(_dots(over_bf16)) == 6 and len(_dots(over_fp32)) == 2
     assert {1.0, stats.GAIN} <= _hlines(over_bf16)
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_fp8_without_amp_bf16_is_not_drawn_over_fp32_and_says_why():
     """fp8_digits drew its FP8 cells over fp32, the comparison the rules forbid (it credits
     FP8 with bf16's own gain): with no amp-bf16 beside them there is no ratio to draw."""
-    P.style()
+    plot.style()
     m, sp = _fp8_set(with_bf16=False)
-    nd = F.fig_speedup(sp, "fp8_digits", runs=F.Runs(m))
-    assert isinstance(nd, P.NotDrawn)
+    nd = figures.fig_speedup(sp, "fp8_digits", runs=figures.Runs(m))
+    assert isinstance(nd, plot.NotDrawn)
     assert "judged against amp-bf16 only" in nd.reason and "no amp-bf16 run" in nd.reason
     tf32 = sp[sp["precision"] == "fp32"].assign(precision="tf32", speedup=1.3,
                                                  speedup_low=1.2, speedup_high=1.4)
-    fig = F.fig_speedup(pd.concat([sp, tf32]), "fp8_digits", runs=F.Runs(m))
+    fig = figures.fig_speedup(pd.concat([sp, tf32]), "fp8_digits", runs=figures.Runs(m))
     assert "amp-bf16, did not run" in fig.axes[0].get_title()
     assert len(fig.axes[0].patches) == 1 and _texts(fig).count("no amp-bf16") == 2
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_tensor_core_panels_draw_every_mode_the_same_way(gpu_tables):
     """fp32 got a floating black line and no bar: now every cell is an outline as tall as its
     matrix kernels, filled as far as they ran on Tensor Cores, its share printed above; the
     host-bound line is the vocabulary's threshold."""
-    P.style()
+    plot.style()
     s = _cells(gpu_tables, "amp_recipe")
-    fig = F.fig_tensor_cores(s, "amp_recipe")
+    fig = figures.fig_tensor_cores(s, "amp_recipe")
     top, bottom = fig.axes
     outlines = {matplotlib.colors.to_hex(p.get_edgecolor()): p.get_height()
                 for p in top.patches if not p.get_fill()}
     for p in ("fp32", "tf32", "amp-fp16", "amp-bf16"):
         mm = float(s.loc[s["precision"].astype(str) == p, "matmul_share"].iloc[0]) * 100
-        assert outlines[P.PALETTE[p].lower()] == pytest.approx(mm)
+        assert outlines[plot.PALETTE[p].lower()] == pytest.approx(mm)
     assert [t.get_text() for t in top.texts if t.get_text().isdigit()] == ["0", "60", "35", "35"]
     assert V.HOST_BOUND_BUSY_SHARE * 100 in _hlines(bottom)
     assert "host-bound below 90%" in [t.get_text() for t in fig.legends[0].get_texts()]
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_attribution_attributes_and_its_legend_lists_what_shows(gpu_tables):
     """amp_recipe (busy 0.3, wait 2%): GPU, host and wait all show and are named; resnet50
     with its wait under 1%: the wait is not in the legend and the axis says why; each bar
     adds up to the whole step."""
-    P.style()
+    plot.style()
     metrics = pd.read_csv(gpu_tables / "metrics.csv")
     amp = metrics.query("experiment == 'amp_recipe'")
-    fig = F.fig_attribution(amp, "amp_recipe")
+    fig = figures.fig_attribution(amp, "amp_recipe")
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert {"GPU running kernels", "GPU idle, host issuing work", "waiting for data"} <= \
         set(legend)
     assert "where the step time goes" in fig.axes[0].get_title()
-    parts = F.step_parts(F.experiment_rows(amp))
+    parts = figures.step_parts(figures.experiment_rows(amp))
     assert list(parts[["gpu", "host", "wait"]].sum(axis=1)) == pytest.approx([1.0] * 4)
     tf32 = parts[parts["precision"] == "tf32"].iloc[0]
     assert tf32["gpu"] == pytest.approx(0.3) and tf32["wait"] == pytest.approx(0.02)
     quiet = metrics.query("experiment == 'resnet50'").assign(
         data_wait_s=lambda d: d["compute_s"] * 0.001)
-    fig = F.fig_attribution(quiet, "resnet50")
+    fig = figures.fig_attribution(quiet, "resnet50")
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "waiting for data" not in legend
     assert "waiting for data: under 1% of every step" in fig.axes[0].get_xlabel()
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_a_figure_with_nothing_to_draw_is_not_drawn_and_marked_so(gpu_tables, tmp_path):
     """zoo's speedup was an empty frame with one sentence: it is not drawn; its files are a
     note saying why, marked in every format's metadata, which the report reads."""
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
     sp = sp[sp["precision"].astype(str) != "fp32"].assign(speedup=float("nan"),
                                                           gain=float("nan"))
-    nd = F.fig_speedup(sp, "zoo")
-    assert isinstance(nd, P.NotDrawn) and "no fp32 run finished" in nd.reason
-    paths = P.save_as(nd, [tmp_path / f"zoo_speedup.{x}" for x in P.FORMATS])
+    nd = figures.fig_speedup(sp, "zoo")
+    assert isinstance(nd, plot.NotDrawn) and "no fp32 run finished" in nd.reason
+    paths = plot.save_as(nd, [tmp_path / f"zoo_speedup.{x}" for x in plot.FORMATS])
     for path in paths:
         assert placeholder.reason(path) == nd.reason, path.suffix
         assert placeholder.label(path) == f"no: {nd.reason}"
-    drawn = P.save_as(F.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"), "amp_recipe"),
-                      [tmp_path / f"amp_recipe_speedup.{x}" for x in P.FORMATS])
+    drawn = plot.save_as(figures.fig_speedup(_cells(gpu_tables, "amp_recipe", "speedup"),
+                                             "amp_recipe"),
+                         [tmp_path / f"amp_recipe_speedup.{x}" for x in plot.FORMATS])
     assert all(placeholder.reason(p) is None and placeholder.label(p) == "yes" for p in drawn)
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_a_figure_not_drawn_shows_what_the_experiment_ran(gpu_tables, tmp_path):
@@ -796,54 +803,55 @@ def test_a_figure_not_drawn_shows_what_the_experiment_ran(gpu_tables, tmp_path):
     each a swatch in its precision's colour (washed where no run finished) with how many of
     its runs finished and, where some did not, their status; the file stays marked "not
     drawn" for the report."""
-    from tcbench.render import bars as B
-    P.style()
+    from tcbench.render import bars
+    plot.style()
     tables = [pd.read_csv(gpu_tables / f"{t}.csv") for t in ("metrics", "summary", "speedup")]
     fp32 = [t[(t["experiment"] == "amp_recipe") & (t["precision"] == "fp32")] for t in tables]
     oom = fp32[1].iloc[[0]].assign(precision="amp-fp16", status=V.OOM, repeats_ok=0)
     fp32[1] = pd.concat([fp32[1], oom], ignore_index=True)
-    nd = F.build(*fp32, "amp_recipe", kinds=["speedup"])["speedup"]
-    assert isinstance(nd, P.NotDrawn) and len(nd.cells) == len(fp32[1])
-    fig = P.figure_of(nd)
+    nd = figures.build(*fp32, "amp_recipe", kinds=["speedup"])["speedup"]
+    assert isinstance(nd, plot.NotDrawn) and len(nd.cells) == len(fp32[1])
+    fig = plot.figure_of(nd)
     texts = [t.get_text() for t in fig.texts]
     assert "only strict fp32 ran" in texts[0]
     runs = fp32[1]["repeats"].iloc[0]
     assert {"fp32", "amp-fp16", f"{runs} of {runs} finished", "no run finished\noom"} <= \
         set(texts)
     swatches = {matplotlib.colors.to_hex(a.get_facecolor()) for a in fig.artists}
-    assert swatches == {P.PALETTE["fp32"].lower(),
-                        matplotlib.colors.to_hex(B.washed(P.PALETTE["amp-fp16"]))}
+    assert swatches == {plot.PALETTE["fp32"].lower(),
+                        matplotlib.colors.to_hex(bars.washed(plot.PALETTE["amp-fp16"]))}
     assert figure_text.problems(fig) == []
-    path, = P.save_as(nd, [tmp_path / "amp_recipe_speedup.png"])
+    path, = plot.save_as(nd, [tmp_path / "amp_recipe_speedup.png"])
     assert placeholder.reason(path) == nd.reason
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_the_not_drawn_mark_survives_text_beyond_latin_1(tmp_path):
     why = "needs compute capability ≥ 8.9 — none here"
-    paths = P.save_as(P.NotDrawn("e: speedup", why), [tmp_path / f"n.{x}" for x in P.FORMATS])
+    paths = plot.save_as(plot.NotDrawn("e: speedup", why), [tmp_path / f"n.{x}"
+                                                            for x in plot.FORMATS])
     assert [placeholder.reason(p) for p in paths] == [why] * 3
 
 
 def test_an_fp32_only_experiment_is_not_drawn(gpu_tables):
     """fp32 over fp32 is 1.00 by definition: an experiment that ran only fp32 (zoo_timm) has
     no speedup figure, and says why."""
-    P.style()
+    plot.style()
     sp = _cells(gpu_tables, "amp_recipe", "speedup")
-    nd = F.fig_speedup(sp[sp["precision"].astype(str) == "fp32"], "only_fp32")
-    assert isinstance(nd, P.NotDrawn) and "only strict fp32 ran" in nd.reason
+    nd = figures.fig_speedup(sp[sp["precision"].astype(str) == "fp32"], "only_fp32")
+    assert isinstance(nd, plot.NotDrawn) and "only strict fp32 ran" in nd.reason
 
 
 def test_log_axes_say_so():
-    P.style()
-    fig, ax = P.plt.subplots()
-    assert P.value_axis(ax, [1.0, 50.0], label="× fp32") and ax.get_ylabel() == \
+    plot.style()
+    fig, ax = plot.plt.subplots()
+    assert plot.value_axis(ax, [1.0, 50.0], label="× fp32") and ax.get_ylabel() == \
         "× fp32 (log scale)"
-    assert P.value_axis(ax, [1.0, 50.0], label="samples/s (steady state)")
+    assert plot.value_axis(ax, [1.0, 50.0], label="samples/s (steady state)")
     assert ax.get_ylabel() == "samples/s (steady state)\n(log scale)"
-    fig, ax = P.plt.subplots()
-    assert not P.value_axis(ax, [1.0, 5.0], label="× fp32") and ax.get_ylabel() == "× fp32"
-    P.plt.close("all")
+    fig, ax = plot.plt.subplots()
+    assert not plot.value_axis(ax, [1.0, 5.0], label="× fp32") and ax.get_ylabel() == "× fp32"
+    plot.plt.close("all")
 
 
 # ------------------------------------------------------------------------ the set's figures
@@ -855,13 +863,13 @@ def host_tables(tmp_path_factory):
 def test_host_bound_cells_against_the_host_probe(host_tables):
     """One point per run of each host-bound cell (GPU busy < 90%: not fp32 at 0.99), at the
     probe's mean over its window, in the mode's colour."""
-    P.style()
+    plot.style()
     m = pd.read_csv(host_tables["metrics"])
-    fig = H.fig_host_bound(m)
+    fig = host_figures.fig_host_bound(m)
     ax = fig.axes[0]
     points = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
     colours = {matplotlib.colors.to_hex(ln.get_markerfacecolor()) for ln in points}
-    assert colours == {P.PALETTE[p].lower() for p in ("tf32", "amp-fp16", "amp-bf16")}
+    assert colours == {plot.PALETTE[p].lower() for p in ("tf32", "amp-fp16", "amp-bf16")}
     xs = sorted(x for ln in points for x in ln.get_xdata())
     bound = m[m["precision"] != "fp32"]
     assert xs == pytest.approx(sorted(bound["host_probe_ops_per_s"]))
@@ -869,56 +877,56 @@ def test_host_bound_cells_against_the_host_probe(host_tables):
         sorted(bound["throughput_samples_per_s"]))
     assert "amp_recipe, bs 512" in ax.get_title()
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_host_bound_figure_is_not_drawn_without_its_data():
     m = host_like.metrics(with_probe=False)
-    assert "no host probe" in H.fig_host_bound(m).reason
+    assert "no host probe" in host_figures.fig_host_bound(m).reason
     busy = host_like.metrics().assign(gpu_busy_share=lambda d: d["gpu_busy_share"] * 0 + 0.99)
-    assert "no cell is host-bound" in H.fig_host_bound(busy).reason
+    assert "no cell is host-bound" in host_figures.fig_host_bound(busy).reason
     none = host_like.metrics().assign(gpu_busy_share=float("nan"))
-    assert "GPU busy share" in H.fig_host_bound(none).reason
+    assert "GPU busy share" in host_figures.fig_host_bound(none).reason
 
 
 def test_an_input_bound_cell_is_not_drawn_as_host_bound():
     """host_bound.png showed mnist_seed, whose GPU idles waiting for its loader, under the
     host-bound title: a cell most of whose runs were input-bound is left out."""
-    P.style()
+    plot.style()
     m = host_like.metrics()
     waits = m.assign(input_bound=m["precision"] == "tf32")
-    fig = H.fig_host_bound(waits)
+    fig = host_figures.fig_host_bound(waits)
     colours = {matplotlib.colors.to_hex(ln.get_markerfacecolor())
                for ax in fig.axes for ln in ax.get_lines() if ln.get_marker() == "o"}
-    assert colours == {P.PALETTE[p].lower() for p in ("amp-fp16", "amp-bf16")}
-    assert "no cell is host-bound" in H.fig_host_bound(m.assign(input_bound=True)).reason
-    P.plt.close("all")
+    assert colours == {plot.PALETTE[p].lower() for p in ("amp-fp16", "amp-bf16")}
+    assert "no cell is host-bound" in host_figures.fig_host_bound(m.assign(input_bound=True)).reason
+    plot.plt.close("all")
 
 
 def test_many_interleaved_settings_share_rows_and_rounds_are_whole(host_tables):
     """interleaved.png was 11,901 px tall, one row a setting, its round ticks at 0.5, 1.5:
     past four settings two share a row, and a round tick is a whole round."""
-    P.style()
+    plot.style()
     settings = [host_like.rounds(n=8, seed=k).assign(batch_size=64 * k) for k in range(1, 7)]
     rounds = pd.concat(settings, ignore_index=True)
-    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds)
+    fig = host_figures.fig_interleaved(host_like.interleaved(rounds), rounds)
     assert len(fig.axes) == 12 and fig.axes[0].get_gridspec().ncols == 4
     assert fig.get_size_inches()[1] < 0.6 + 2.3 * 6
     fig.canvas.draw()
     for ax in fig.axes[::2]:
         ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
         assert ticks and all(float(t).is_integer() for t in ticks)
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_interleaved_rounds_and_paired_ratios(host_tables):
     """Left: each arm's throughput in every round; right: per arm but fp32, its per-round
     ratios to fp32 (recomputed here from the rounds) and the median with its bootstrap
     interval as interleaved.csv holds it."""
-    P.style()
+    plot.style()
     rounds = pd.read_csv(host_tables["interleaved_rounds"])
     ratios = pd.read_csv(host_tables["interleaved"])
-    fig = H.fig_interleaved(ratios, rounds)
+    fig = host_figures.fig_interleaved(ratios, rounds)
     left, right = fig.axes
     assert len(left.get_lines()) == 4 and all(len(ln.get_xdata()) == 24
                                               for ln in left.get_lines())
@@ -930,13 +938,13 @@ def test_interleaved_rounds_and_paired_ratios(host_tables):
     for c, arm in zip(medians, ("tf32", "amp-fp16", "amp-bf16")):
         row = ratios[(ratios["precision"] == arm) & (ratios["baseline"] == "fp32")].iloc[0]
         assert float(c.lines[0].get_ydata()[0]) == pytest.approx(row["ratio"])
-        per_round = H.round_ratios(rounds, arm, "fp32")
+        per_round = host_figures.round_ratios(rounds, arm, "fp32")
         assert len(per_round) == 24 and per_round.median() == pytest.approx(row["ratio"])
         assert row["ratio_low"] < row["ratio"] < row["ratio_high"]
     assert len(_dots(right)) == 3 * 24
     assert {1.0, stats.GAIN} <= _hlines(right)
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_interleaved_rounds_of_a_token_workload_are_in_tokens():
@@ -944,13 +952,13 @@ def test_interleaved_rounds_of_a_token_workload_are_in_tokens():
     tokens/s: a setting whose experiment's records count tokens is drawn in tokens/s (its
     samples/s times the records' tokens per sample), another's in samples/s beside it; the
     ratios are the same in either unit."""
-    P.style()
+    plot.style()
     gpt = dict(host_like.SETTING, experiment="tf_gpt2", workload="transformers")
     rounds = pd.concat([host_like.rounds(n=6), host_like.rounds(n=6, setting=gpt)],
                        ignore_index=True)
     metrics = host_like.metrics().assign(tokens_per_sample=float("nan"))
     metrics = pd.concat([metrics, metrics.assign(experiment="tf_gpt2", tokens_per_sample=1024)])
-    fig = H.fig_interleaved(host_like.interleaved(rounds), rounds, metrics)
+    fig = host_figures.fig_interleaved(host_like.interleaved(rounds), rounds, metrics)
     mnist, tokens = fig.axes[0], fig.axes[2]
     assert mnist.get_ylabel().startswith("samples/s") and tokens.get_ylabel().startswith(
         "tokens/s")
@@ -963,14 +971,14 @@ def test_interleaved_rounds_of_a_token_workload_are_in_tokens():
     two = metrics.assign(tokens_per_sample=lambda d: d["tokens_per_sample"].where(
         d["repeat"] != 1, 512))
     with pytest.raises(ValueError, match="'tf_gpt2'.*one sequence length"):
-        H.fig_interleaved(host_like.interleaved(rounds), rounds, two)
-    P.plt.close("all")
+        host_figures.fig_interleaved(host_like.interleaved(rounds), rounds, two)
+    plot.plt.close("all")
 
 
 def test_interleaved_processes_are_laid_end_to_end_with_the_ratio_across_them():
     """Three processes of one setting: on the left one after another (a line between them),
     on the right every round of every process and the ratio across the processes (t CI)."""
-    P.style()
+    plot.style()
     rounds = pd.concat([host_like.rounds(n=8, seed=k).assign(replicate=k) for k in (1, 2, 3)])
     thr = [g.pivot(index="round", columns="precision", values="throughput_samples_per_s")
            for _, g in rounds.groupby("replicate")]
@@ -979,26 +987,28 @@ def test_interleaved_processes_are_laid_end_to_end_with_the_ratio_across_them():
         e = stats.replicated_paired([(t[arm], t["fp32"]) for t in thr])[0].estimate
         rows.append({**host_like.SETTING, "precision": arm, "baseline": "fp32",
                      **e.as_dict("ratio"), "ratio_interval": e.method, "processes": 3})
-    fig = H.fig_interleaved(pd.DataFrame(rows), rounds)
+    fig = host_figures.fig_interleaved(pd.DataFrame(rows), rounds)
     left, right = fig.axes
     traces = [ln for ln in left.get_lines() if len(ln.get_xdata()) == 8]
     assert len(traces) == 4 * 3 and len(left.get_lines()) == 4 * 3 + 2   # two separators
     assert sorted({float(ln.get_xdata()[0]) for ln in traces}) == [0.0, 8.0, 16.0]
     assert "processes one after another" in left.get_xlabel()
-    assert len(H.round_ratios(rounds, "tf32", "fp32")) == 24 and len(_dots(right)) == 3 * 24
+    assert len(host_figures.round_ratios(rounds, "tf32",
+                                         "fp32")) == 24 and len(_dots(right)) == 3 * 24
     assert "across processes, 95% t CI" in right.get_title()
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert H.IL_MARKS[stats.REPLICATED][1] in labels
-    assert H.IL_MARKS[stats.PAIRED][1] not in labels
+    assert host_figures.IL_MARKS[stats.REPLICATED][1] in labels
+    assert host_figures.IL_MARKS[stats.PAIRED][1] not in labels
     assert figure_text.problems(fig) == []
-    P.plt.close("all")
+    plot.plt.close("all")
 
 
 def test_interleaved_figure_is_not_drawn_without_its_tables():
     assert "no experiment of this set was compared interleaved" in \
-        H.fig_interleaved(None, None).reason
+        host_figures.fig_interleaved(None, None).reason
     empty = host_like.rounds().iloc[0:0]
-    assert "empty" in H.fig_interleaved(host_like.interleaved(host_like.rounds()), empty).reason
+    assert "empty" in host_figures.fig_interleaved(host_like.interleaved(host_like.rounds()),
+                                                   empty).reason
 
 
 def test_set_figures_cli(host_tables, tmp_path):
@@ -1006,18 +1016,18 @@ def test_set_figures_cli(host_tables, tmp_path):
     args = ["--metrics", str(host_tables["metrics"]), "--interleaved",
             str(host_tables["interleaved"]), "--interleaved-rounds",
             str(host_tables["interleaved_rounds"])]
-    assert F.main([*args, "--outputs", *map(str, outs)]) == 0
+    assert figures.main([*args, "--outputs", *map(str, outs)]) == 0
     assert sorted(tmp_path.iterdir()) == sorted(outs)
     assert all(placeholder.reason(p) is None for p in outs)
     # without the interleaved tables (a set whose aggregate writes none): a note, not an error
     alone = tmp_path / "alone" / V.set_figure_name("interleaved", "png")
-    assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs", str(alone)]) == 0
+    assert figures.main(["--metrics", str(host_tables["metrics"]), "--outputs", str(alone)]) == 0
     assert "compared interleaved" in placeholder.reason(alone)
     # a table named but missing is an error naming it; a name that is no set figure too
-    assert F.main(["--metrics", str(host_tables["metrics"]), "--interleaved",
-                   str(tmp_path / "nope.csv"), "--outputs", str(alone)]) == 2
-    assert F.main(["--metrics", str(host_tables["metrics"]), "--outputs",
-                   str(tmp_path / "host.png")]) == 2
+    assert figures.main(["--metrics", str(host_tables["metrics"]), "--interleaved",
+                         str(tmp_path / "nope.csv"), "--outputs", str(alone)]) == 2
+    assert figures.main(["--metrics", str(host_tables["metrics"]), "--outputs",
+                         str(tmp_path / "host.png")]) == 2
 
 
 def test_a_throughput_whose_windows_were_unsteady_is_drawn_hatched_and_a_log_axis_has_points(
@@ -1025,20 +1035,20 @@ def test_a_throughput_whose_windows_were_unsteady_is_drawn_hatched_and_a_log_axi
     """mnist_seed's every-window-unsteady throughputs were drawn as ordinary bars: a cell of
     unsteady windows is washed out and hatched, named in the legend; where the values span a
     log axis each cell is a point (a bar's length from an arbitrary floor means nothing)."""
-    from tcbench.render import bars as B
+    from tcbench.render import bars
 
-    P.style()
+    plot.style()
     s = _cells(gpu_tables, "amp_recipe")
     s = s.assign(unsteady_n=np.where(s["precision"] == "tf32", 1, 0))
-    fig = F.fig_throughput(s, "amp_recipe")
+    fig = figures.fig_throughput(s, "amp_recipe")
     ax = fig.axes[0]
     assert [matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches
-            if p.get_hatch() == B.UNJUDGED_HATCH] == [
-        matplotlib.colors.to_hex(B.washed(P.PALETTE["tf32"]))]
+            if p.get_hatch() == bars.UNJUDGED_HATCH] == [
+        matplotlib.colors.to_hex(bars.washed(plot.PALETTE["tf32"]))]
     assert "unsteady windows" in [t.get_text() for t in fig.legends[0].get_texts()]
     wide = s.assign(throughput_samples_per_s=np.where(s["precision"] == "fp32", 1e3, 1e5),
                     throughput_samples_per_s_low=np.nan, throughput_samples_per_s_high=np.nan)
-    ax = F.fig_throughput(wide, "amp_recipe").axes[0]
+    ax = figures.fig_throughput(wide, "amp_recipe").axes[0]
     assert ax.get_yscale() == "log" and not ax.patches
     assert len([ln for ln in ax.get_lines() if ln.get_marker() == "x"]) == 1
-    P.plt.close("all")
+    plot.plt.close("all")

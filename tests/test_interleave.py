@@ -11,7 +11,7 @@ import pytest
 from tcbench.job import interleave
 from tcbench.launch import matrix
 from tcbench import record as R, stats
-from tcbench.analysis import interleaved as A
+from tcbench.analysis import interleaved
 from tcbench.vocabulary import ConfigError
 
 TINY = {"workload": "amp_recipe", "batch_size": 16, "device": "cpu",
@@ -55,7 +55,7 @@ def test_its_log_says_how_far_it_got(capsys):
 
 
 def test_its_ratios_are_recomputed_from_its_own_per_round_numbers(compared):
-    ratios = A.ratios([compared])
+    ratios = interleaved.ratios([compared])
     row = ratios[(ratios["precision"] == "amp-bf16") & (ratios["baseline"] == "fp32")].iloc[0]
     by_hand = []
     for r in compared["rounds"]:
@@ -72,7 +72,7 @@ def test_its_ratios_are_recomputed_from_its_own_per_round_numbers(compared):
     assert "tf32" not in set(ratios["baseline"])
     tf32 = ratios[ratios["precision"] == "tf32"].iloc[0]
     assert tf32["status"] == "unsupported" and np.isnan(tf32["ratio"])
-    rounds = A.rounds([compared])
+    rounds = interleaved.rounds([compared])
     assert len(rounds) == 8 and set(rounds["precision"]) == {"fp32", "amp-bf16"}
 
 

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 import gpu_like
-from tcbench.reports import compare as C
+from tcbench.reports import compare
 from tcbench.render.table import to_latex
-from tcbench.reports import tables as T
+from tcbench.reports import tables
 
 REPO = Path(__file__).resolve().parents[1]
 PREAMBLE = r"""\documentclass[11pt]{article}
@@ -54,9 +54,9 @@ def compile_tex(body: str, where: Path) -> str:
 def test_every_table_of_a_gpu_set_compiles_and_fits(tmp_path):
     out = gpu_like.write(tmp_path / "set")
     s, sp = (pd.read_csv(out / f"{k}.csv") for k in ("summary", "speedup"))
-    T.write_combined(s, sp, None, tmp_path / "tables.tex")
+    tables.write_combined(s, sp, None, tmp_path / "tables.tex")
     tex = (tmp_path / "tables.tex").read_text()
-    n = sum(len(T.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
+    n = sum(len(tables.experiment_tables(s, sp, e)) for e in s["experiment"].unique())
     # a table taller or wider than the page is set in parts: its caption once
     parts = tex.count("continued, part")
     assert n >= 2 * s["experiment"].nunique() and tex.count(r"\begin{table}") - parts == n
@@ -68,8 +68,8 @@ def test_every_table_of_a_gpu_set_compiles_and_fits(tmp_path):
 @needs_latex
 def test_comparison_tables_compile_and_fit(tmp_path):
     out = gpu_like.write(tmp_path / "set")
-    C.compare([out / "metrics.csv"], [REPO / "config" / "reference" / "seed_t4.csv"],
-              tmp_path / "cmp", formats=("png",))
+    compare.compare([out / "metrics.csv"], [REPO / "config" / "reference" / "seed_t4.csv"],
+                    tmp_path / "cmp", formats=("png",))
     tex = (tmp_path / "cmp" / "comparison.tex").read_text()
     compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)
 
@@ -78,11 +78,12 @@ def _float(tabular: str) -> str:
     return "\\begin{table}[tbp]\n\\centering\n" + tabular + "\\end{table}\n"
 
 
-WIDE = T.Table("too wide", [f"column {i}" for i in range(30)],
-               [[f"{i}{j}" for i in range(30)] for j in range(3)])
-TALL = T.Table("too tall", ["setting", "precision", "value"],
-               [[f"bs {j}", "amp-bf16", f"{j},000 [{j - 1},900, {j},100]"] for j in range(120)],
-               notes=["A note long enough to take several lines of the caption. " * 8])
+WIDE = tables.Table("too wide", [f"column {i}" for i in range(30)],
+                    [[f"{i}{j}" for i in range(30)] for j in range(3)])
+TALL = tables.Table("too tall", ["setting", "precision", "value"],
+                    [[f"bs {j}", "amp-bf16", f"{j},000 [{j - 1},900, {j},100]"]
+                     for j in range(120)],
+                    notes=["A note long enough to take several lines of the caption. " * 8])
 
 
 @needs_latex
@@ -100,7 +101,7 @@ def test_a_table_wider_or_taller_than_a_page_is_set_in_parts_that_fit(tmp_path):
     """Its columns in parts led by the first two, its rows in parts under the header; the
     caption and label once, on the first part; every cell still there."""
     for t in (WIDE, TALL):
-        tex = to_latex(T.Table(t.title, t.columns, t.rows, notes=t.notes, label="tab:x"))
+        tex = to_latex(tables.Table(t.title, t.columns, t.rows, notes=t.notes, label="tab:x"))
         assert tex.count(r"\begin{table}") > 1 and tex.count(r"\label{tab:x}") == 1
         assert tex.count("continued, part") == tex.count(r"\begin{table}") - 1
         for row in t.rows:
@@ -118,7 +119,7 @@ def test_the_committed_h200_sets_tables_compile_and_fit(tmp_path):
     if not (h200 / "summary.csv").exists():
         pytest.skip("no committed H200 set")
     s, sp = (pd.read_csv(h200 / f"{k}.csv") for k in ("summary", "speedup"))
-    T.write_combined(s, sp, None, tmp_path / "tables.tex")
+    tables.write_combined(s, sp, None, tmp_path / "tables.tex")
     tex = (tmp_path / "tables.tex").read_text()
     assert "fp8\\_digits" in tex
     compile_tex(tex.replace(r"\end{table}", r"\end{table}\clearpage"), tmp_path)

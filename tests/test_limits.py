@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tcbench import kernels as K
-from tcbench.analysis import diagnosis as D
+from tcbench import kernels
+from tcbench.analysis import diagnosis
 
 FUSED = "triton_red_fused__native_batch_norm_legit_functional_convolution_15"
 
@@ -24,12 +24,12 @@ FUSED = "triton_red_fused__native_batch_norm_legit_functional_convolution_15"
     ("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc", True),
 ])
 def test_an_inductor_kernel_is_matrix_work_only_as_a_template(name, matrix):
-    assert K.is_matmul(name) is matrix
-    assert K.classify(name)[0] is (matrix and not name.startswith("triton_"))
+    assert kernels.is_matmul(name) is matrix
+    assert kernels.classify(name)[0] is (matrix and not name.startswith("triton_"))
 
 
 def test_a_profile_records_its_rules_and_an_older_one_is_reclassified_as_a_bound():
-    assert K.summarise_kernels({FUSED: (1.0, 5)})["kernel_rules"] == K.RULES
+    assert kernels.summarise_kernels({FUSED: (1.0, 5)})["kernel_rules"] == kernels.RULES
     top = [{"name": "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn", "time_s": 4.0, "tensor_core": True,
             "class": "other_tensor_core"},
            {"name": FUSED, "time_s": 3.0, "tensor_core": False, "class": "simt_matmul"},
@@ -38,11 +38,12 @@ def test_a_profile_records_its_rules_and_an_older_one_is_reclassified_as_a_bound
     old = {"profiled": True, "kernel_time_s": 10.0, "tensor_core_time_s": 4.0,
            "tensor_core_share": 0.4, "matmul_time_s": 7.5, "matmul_share": 0.75,
            "kernels_distinct": 12, "top_kernels": top}
-    new = K.reclassified(old)
+    new = kernels.reclassified(old)
     assert new["matmul_share"] == pytest.approx(0.45) and new["tensor_core_share"] == 0.4
     assert new["matmul_share_bound"] == "at most"       # nine more kernels the list omits
-    assert K.reclassified(old | {"kernels_distinct": 3})["matmul_share_bound"] is None
-    assert K.reclassified(old | {"kernel_rules": K.RULES}) == old | {"kernel_rules": K.RULES}
+    assert kernels.reclassified(old | {"kernels_distinct": 3})["matmul_share_bound"] is None
+    rules = {"kernel_rules": kernels.RULES}
+    assert kernels.reclassified(old | rules) == old | rules
 
 
 def test_the_label_names_the_largest_shares_with_their_numbers():
@@ -50,30 +51,30 @@ def test_the_label_names_the_largest_shares_with_their_numbers():
     llama = {"precision": "fp8-tensorwise", "gpu_busy_share": 0.97, "tensor_core_share": 0.55,
              "matmul_share": 0.55, "fp8_gemm_share": 0.21, "other_tensor_core_share": 0.34,
              "fp8_scaling_share": 0.23, "kernel_classes_from": "all kernels"}
-    assert D.bottleneck(llama) == "tensor"
-    assert D.short(llama) == "other GEMMs 34%, casts and scales 23%"
+    assert diagnosis.bottleneck(llama) == "tensor"
+    assert diagnosis.short(llama) == "other GEMMs 34%, casts and scales 23%"
     fused = {"precision": "amp-bf16", "gpu_busy_share": 0.98, "tensor_core_share": 0.42,
              "matmul_share": 0.68, "matmul_share_bound": "at most"}
-    assert D.short(fused) == "Tensor Core 42%, non-matrix ≥32%"
-    assert D.short({"input_bound": True}) == "input"
+    assert diagnosis.short(fused) == "Tensor Core 42%, non-matrix ≥32%"
+    assert diagnosis.short({"input_bound": True}) == "input"
 
 
 def test_a_busy_share_over_one_says_why_from_the_profile():
     """The old note asserted overlapping kernels whatever the profile showed."""
-    overlap = K.busy_note(1.50, 1.48)
+    overlap = kernels.busy_note(1.50, 1.48)
     assert overlap.startswith("the kernels' times add up to 150% of the step's wall time")
     assert "148% of its own wall time: kernels ran at the same time" in overlap
-    slower = K.busy_note(1.01, 0.99)
+    slower = kernels.busy_note(1.01, 0.99)
     assert "99% of its own wall time: the profiled steps ran longer than the timed" in slower
-    assert "does not say" in K.busy_note(1.2)
-    assert K.busy_note(0.9, 0.9) is None
+    assert "does not say" in kernels.busy_note(1.2)
+    assert kernels.busy_note(0.9, 0.9) is None
 
 
 def _old_row(bound: bool) -> dict:
     """An amp-bf16 cell from a record summarised before the rules (``OLD``, reclassified):
     Tensor Core 40%, matrix kernels 45% at most, so other matrix kernels 5% at most and the
     kernels of no matrix work 55% at least; ``bound`` False: the same shares, exact."""
-    ev = K.reclassified(OLD | ({} if bound else {"kernels_distinct": 3}))
+    ev = kernels.reclassified(OLD | ({} if bound else {"kernels_distinct": 3}))
     return {"precision": "amp-bf16", "gpu_busy_share": 0.98, "compute_capability": 9.0,
             **{k: ev.get(k) for k in ("tensor_core_share", "matmul_share",
                                       "matmul_share_bound")}}
@@ -94,18 +95,19 @@ def test_an_older_records_shares_are_said_as_bounds_in_every_sentence():
     time ran on Tensor Cores" from a record whose matrix share is an upper bound: the matrix
     share is at most, the Tensor Core part of it at least, the other matrix kernels at most
     and the rest at least what they say; a record made under the rules says them plain."""
-    from tcbench.reports import evidence as E
-    from tcbench.reports import families as FA
+    from tcbench.reports import evidence
+    from tcbench.reports import families
 
     old, new = _old_row(True), _old_row(False)
     assert old["matmul_share_bound"] == "at most" and new["matmul_share_bound"] is None
-    text = E.brief(old, "amp-bf16")
+    text = evidence.brief(old, "amp-bf16")
     assert "and at least 55% of its kernel time went to kernels that do no matrix work" in text
     assert "at least 89% of its matrix kernel time ran on Tensor Cores" in text
     assert "of at most 45% in matrix kernels" in text
-    assert "of at most 45% in matrix kernels" in E.evidence(old, "amp-bf16")
-    assert FA._kernels(old) == "40% / ≤5% / ≥55%"
-    plain = E.brief(new, "amp-bf16") + E.evidence(new, "amp-bf16") + FA._kernels(new)
+    assert "of at most 45% in matrix kernels" in evidence.evidence(old, "amp-bf16")
+    assert families._kernels(old) == "40% / ≤5% / ≥55%"
+    plain = evidence.brief(new, "amp-bf16") + evidence.evidence(new,
+                                                                "amp-bf16") + families._kernels(new)
     assert not any(w in plain for w in ("at most", "at least", "≤", "≥"))
     assert "of 45% in matrix kernels" in plain
 
@@ -117,26 +119,26 @@ def test_an_older_records_matrix_share_is_a_bound_in_its_table_and_figure(tmp_pa
     import matplotlib
 
     import gpu_like
-    from tcbench import resultset as RS
-    from tcbench.render import plot as P
-    from tcbench.reports import figures as F
-    from tcbench.reports import tables as T
+    from tcbench import resultset
+    from tcbench.render import plot
+    from tcbench.reports import figures
+    from tcbench.reports import tables
 
-    s = RS.read_raw(gpu_like.write(tmp_path) / "summary.csv")
-    sp = RS.read_raw(tmp_path / "speedup.csv")
+    s = resultset.read_raw(gpu_like.write(tmp_path) / "summary.csv")
+    sp = resultset.read_raw(tmp_path / "speedup.csv")
     mine = (s["experiment"] == "amp_recipe") & (s["precision"] == "amp-bf16")
     old = s.assign(matmul_share_bound=np.where(mine, "at most", None))
     for table, bounded in ((old, True), (s.assign(matmul_share_bound=None), False)):
-        t = T.evidence_table(T.Experiment(table, sp, "amp_recipe"))
+        t = tables.evidence_table(tables.Experiment(table, sp, "amp_recipe"))
         col = t.columns.index("matmul share")
         marked = [r[1] for r in t.rows if r[col].startswith("≤")]
         assert marked == (["amp-bf16"] if bounded else [])
-        assert (D.BOUND_NOTE in t.notes) is bounded
-    P.style()
-    fig = F.fig_tensor_cores(F.experiment_rows(old[old["experiment"] == "amp_recipe"]),
-                             "amp_recipe")
+        assert (diagnosis.BOUND_NOTE in t.notes) is bounded
+    plot.style()
+    fig = figures.fig_tensor_cores(figures.experiment_rows(old[old["experiment"] == "amp_recipe"]),
+                                   "amp_recipe")
     dashed = {matplotlib.colors.to_hex(p.get_edgecolor()) for p in fig.axes[0].patches
               if not p.get_fill() and p.get_linestyle() not in ("-", "solid")}
-    assert dashed == {P.PALETTE["amp-bf16"].lower()}
+    assert dashed == {plot.PALETTE["amp-bf16"].lower()}
     assert any("at most" in t.get_text() for t in fig.legends[0].get_texts())
-    P.plt.close("all")
+    plot.plt.close("all")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench import stats
 from tcbench import vocabulary as V
 from tcbench.analysis.noisy import noisy_cells
@@ -15,7 +15,7 @@ from test_verdict import repeats, row
 
 
 def summary_of(rows):
-    return summarise(RS.order(pd.DataFrame(rows)))
+    return summarise(resultset.order(pd.DataFrame(rows)))
 
 
 def test_wide_cells_are_named_with_why_and_tight_ones_are_not():

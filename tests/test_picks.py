@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench import stats
 from tcbench.analysis import claims
 from tcbench.analysis.best import best
@@ -37,7 +37,7 @@ def test_tied_needs_two_confidence_intervals_that_overlap():
 
 
 def test_a_tie_is_picked_by_the_higher_mean_and_said_in_both_tables():
-    m = RS.order(pd.DataFrame(_tie_rows()))
+    m = resultset.order(pd.DataFrame(_tie_rows()))
     s = summarise(m)
     sp = speedup(m, s)
     j = claims.strongest(sp)

@@ -17,7 +17,7 @@ from tcbench.job import interleave
 from tcbench import record as R
 from tcbench import stats
 from tcbench import vocabulary as V
-from tcbench.analysis import interleaved as A
+from tcbench.analysis import interleaved
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "results" / "nvidia-h200"
@@ -216,7 +216,7 @@ def planted(base, folder: Path, replicate: int | None, throughputs: dict,
         for i in range(n)]
     path = folder / f"{setting}_r{replicate or 1}.json"
     R.write(r, path, R.INTERLEAVED)
-    return A.load([path])[0]
+    return interleaved.load([path])[0]
 
 
 def drifting(gain: float, seed: int, rounds: int = 12) -> dict:
@@ -239,14 +239,15 @@ def three(base, tmp_path):
 
 def test_a_setting_row_is_the_ratio_across_its_processes(three):
     found, old = three
-    t = A.tables([*found, old])
+    t = interleaved.tables([*found, old])
     procs, rows = t["interleaved_processes"], t["interleaved"]
-    assert list(procs.columns) == A.PROCESS_COLUMNS and list(rows.columns) == A.RATIO_COLUMNS
+    assert list(procs.columns) == interleaved.PROCESS_COLUMNS
+    assert list(rows.columns) == interleaved.RATIO_COLUMNS
     mine = procs[(procs["setting"] == "bs16") & (procs["precision"] == "amp-bf16")
                  & (procs["baseline"] == "fp32")].sort_values("replicate")
     assert list(mine["replicate"]) == [1, 2, 3] and list(mine["training_cpu"]) == [3, 4, 5]
     for (_, p), r in zip(mine.iterrows(), found):
-        thr = A.per_round(r)
+        thr = interleaved.per_round(r)
         own = stats.process_ratio(thr["amp-bf16"], thr["fp32"])
         assert (p["ratio"], p["ratio_low"], p["ratio_high"], p["block_length"]) == \
             pytest.approx((own.estimate.value, own.estimate.low, own.estimate.high, own.block))
@@ -265,7 +266,7 @@ def test_a_setting_row_is_the_ratio_across_its_processes(three):
 
 def test_a_record_made_before_replicates_is_one_process_with_its_own_interval(three):
     found, old = three
-    t = A.tables([*found, old])
+    t = interleaved.tables([*found, old])
     row = t["interleaved"].query("setting == 'bs32' and precision == 'amp-bf16' "
                                  "and baseline == 'fp32'").iloc[0]
     assert (row["processes"], row["ratio_interval"], row["ratio_n"]) == (1, stats.PAIRED, 12)
@@ -280,7 +281,7 @@ def test_a_process_whose_arm_failed_leaves_two_and_says_which(three, base, tmp_p
     failed = planted(base, tmp_path / "x", 3, {k: v for k, v in drifting(2.1, 3).items()
                                                if k != "amp-bf16"},
                      {"amp-bf16": ("error", "RuntimeError: out of luck")})
-    row = A.ratios([*found[:2], failed]).query(
+    row = interleaved.ratios([*found[:2], failed]).query(
         "precision == 'amp-bf16' and baseline == 'fp32'").iloc[0]
     assert (row["processes"], row["ratio_interval"], row["status"]) == (2, stats.RANGE, "ok")
     assert row["status_reason"] == "process 3: error: RuntimeError: out of luck"
@@ -292,7 +293,7 @@ def test_two_records_of_one_replicate_are_refused_by_name(three, base, tmp_path)
     again = planted(base, tmp_path / "copy", 2, drifting(2.3, 2))
     with pytest.raises(R.RecordError, match=r"bs16_r2\.json and .*bs16_r2\.json are both "
                                             r"replicate 2 of recipe/bs16"):
-        A.ratios([*found, again])
+        interleaved.ratios([*found, again])
 
 
 @pytest.mark.skipif(not (COMMITTED / "interleaved").is_dir(),

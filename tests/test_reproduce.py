@@ -18,12 +18,12 @@ from conftest import REPO, copy_workflow, snakemake
 from figure_text import problems
 from tcbench import stats
 from tcbench import vocabulary as V
-from tcbench.analysis import interleaved as IL
-from tcbench.analysis import reproduce as R
+from tcbench.analysis import interleaved
+from tcbench.analysis import reproduce
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
 from tcbench.references import CompareError
-from tcbench.reports import reproduce as REP
+from tcbench.reports import reproduce as reproduce_report
 from tcbench.reports.reproduce_figure import figure
 
 AMP = {"experiment": "amp_recipe", "workload": "amp_recipe", "data": "synthetic",
@@ -34,12 +34,12 @@ AMP = {"experiment": "amp_recipe", "workload": "amp_recipe", "data": "synthetic"
 ARMS = {"tf32": (2.6, 2.5, 2.7), "amp-fp16": (2.9, 2.8, 3.0), "amp-bf16": (2.8, 2.7, 2.9)}
 
 
-def interleaved(run: str, arms: dict = ARMS) -> pd.DataFrame:
+def interleaved_ratios(run: str, arms: dict = ARMS) -> pd.DataFrame:
     rows = [AMP | {"run": run, "precision": p, "baseline": V.BASELINE, "ratio": r,
                    "ratio_low": lo, "ratio_high": hi, "ratio_n": 20,
                    "ratio_interval": stats.PAIRED, "rounds": 20, "status": V.OK}
             for p, (r, lo, hi) in arms.items()]
-    return pd.DataFrame(rows, columns=IL.RATIO_COLUMNS)
+    return pd.DataFrame(rows, columns=interleaved.RATIO_COLUMNS)
 
 
 def planted(folder, run: str, edit=None, arms: dict = ARMS):
@@ -49,7 +49,7 @@ def planted(folder, run: str, edit=None, arms: dict = ARMS):
     df["run"] = run
     if edit is not None:
         df = edit(df)
-    il = interleaved(run, arms)
+    il = interleaved_ratios(run, arms)
     summary = summarise(df)
     folder.mkdir(parents=True, exist_ok=True)
     for name, table in (("metrics", df), ("summary", summary),
@@ -73,7 +73,7 @@ def check(tmp_path, edit=None, arms: dict = ARMS, both=None):
     ref = planted(tmp_path / "ref", "nvidia-planted", both)
     new = planted(tmp_path / "new", "nvidia-planted-rerun",
                   edit if both is None else lambda df: (edit or (lambda d: d))(both(df)), arms)
-    return REP.build(new, ref)
+    return reproduce_report.build(new, ref)
 
 
 def rows(frame, kind, **keys) -> pd.DataFrame:
@@ -95,30 +95,31 @@ RESNET_AMP16 = {"experiment": "resnet50", "precision": "amp-fp16", "batch_size":
 # ------------------------------------------------------------------------------ the check
 def test_a_rerun_of_the_same_runs_is_inside_everywhere_and_claims_the_same(tmp_path):
     frame, tol, ref, new = check(tmp_path)
-    assert set(frame["outcome"]) == {R.INSIDE, R.NO_INTERVAL, R.SAME}
-    t = R.tally(frame)
-    for kind in R.ESTIMATED:
-        assert t[kind][R.INSIDE] > 0, kind
-    assert t[R.INTERLEAVED][R.INSIDE] == len(ARMS)
+    assert set(frame["outcome"]) == {reproduce.INSIDE, reproduce.NO_INTERVAL, reproduce.SAME}
+    t = reproduce.tally(frame)
+    for kind in reproduce.ESTIMATED:
+        assert t[kind][reproduce.INSIDE] > 0, kind
+    assert t[reproduce.INTERLEAVED][reproduce.INSIDE] == len(ARMS)
     # every claim of the verdict's answer, one per experiment (per model in the zoo)
-    assert t[R.ANSWER][R.SAME] == len(REP.answers(ref)) > 5
+    assert t[reproduce.ANSWER][reproduce.SAME] == len(reproduce_report.answers(ref)) > 5
     assert tol.measured == 0 and tol.cells > 0
-    n_in, n_same = (sum(t[k][o] for k in ks) for ks, o in ((R.ESTIMATED, R.INSIDE),
-                                                           (R.CLAIMED, R.SAME)))
-    assert REP.summary_line(frame).startswith(
+    n_in, n_same = (sum(t[k][o] for k in ks) for ks, o in ((reproduce.ESTIMATED, reproduce.INSIDE),
+                                                           (reproduce.CLAIMED, reproduce.SAME)))
+    assert reproduce_report.summary_line(frame).startswith(
         f"{n_in} of {n_in} rerun estimates inside the reference's 95% interval; "
         f"{n_same} of {n_same} claims the same.")
-    assert "Nothing: every rerun estimate" in REP.markdown(frame, tol, ref, new)
+    assert "Nothing: every rerun estimate" in reproduce_report.markdown(frame, tol, ref, new)
 
 
 def test_a_range_or_a_single_run_is_no_interval_never_inside(tmp_path):
     frame, *_ = check(tmp_path)
     # mnist_loaders has two repeats a cell (a range), mnist_seed one (a single run)
     for exp in ("mnist_loaders", "mnist_seed"):
-        found = rows(frame, R.THROUGHPUT, experiment=exp)
-        assert len(found) and set(found["outcome"]) == {R.NO_INTERVAL}
+        found = rows(frame, reproduce.THROUGHPUT, experiment=exp)
+        assert len(found) and set(found["outcome"]) == {reproduce.NO_INTERVAL}
         assert found["inside"].isna().all()
-    assert set(rows(frame, R.THROUGHPUT, experiment="mnist_seed")["reference_interval"]) == \
+    assert set(rows(frame, reproduce.THROUGHPUT,
+                    experiment="mnist_seed")["reference_interval"]) == \
         {stats.SINGLE}
 
 
@@ -129,15 +130,16 @@ def resnet_amp16(df):
 
 def test_an_estimate_outside_the_reference_interval(tmp_path):
     frame, tol, ref, new = check(tmp_path, scaled(resnet_amp16, 0.8))
-    for kind in (R.THROUGHPUT, R.PER_PROCESS):
+    for kind in (reproduce.THROUGHPUT, reproduce.PER_PROCESS):
         r = one(frame, kind, **RESNET_AMP16, **({"baseline": V.BASELINE}
-                                                if kind == R.PER_PROCESS else {}))
-        assert r["outcome"] == R.OUTSIDE and r["inside"] == False  # noqa: E712
+                                                if kind == reproduce.PER_PROCESS else {}))
+        assert r["outcome"] == reproduce.OUTSIDE and r["inside"] == False  # noqa: E712
         assert r["relative_difference"] == pytest.approx(-0.2)
-    assert one(frame, R.THROUGHPUT, **RESNET_AMP16)["within_tolerance"] == False  # noqa: E712
-    others = rows(frame, R.THROUGHPUT, experiment="resnet50")
-    assert (others["outcome"] == R.OUTSIDE).sum() == 1
-    md = REP.markdown(frame, tol, ref, new)
+    assert one(frame, reproduce.THROUGHPUT,
+               **RESNET_AMP16)["within_tolerance"] == False  # noqa: E712
+    others = rows(frame, reproduce.THROUGHPUT, experiment="resnet50")
+    assert (others["outcome"] == reproduce.OUTSIDE).sum() == 1
+    md = reproduce_report.markdown(frame, tol, ref, new)
     failed = md.split("## What did not reproduce")[1].split("\n## ")[0]
     assert "| throughput | resnet50 | bs 64 | amp-fp16 | samples/s |" in failed
     assert "−20.00%" in failed or "-20.00%" in failed
@@ -147,17 +149,18 @@ def test_a_changed_claim_of_a_judged_ratio_and_of_the_answer(tmp_path):
     level = {p: (1.0, 0.985, 1.015) for p in ARMS}     # every arm equivalent within ±3%
     frame, *_ = check(tmp_path, arms=level)
     for p in ARMS:
-        c = one(frame, R.CLAIM, experiment="amp_recipe", precision=p)
+        c = one(frame, reproduce.CLAIM, experiment="amp_recipe", precision=p)
         assert (c["reference_claim"], c["rerun_claim"], c["outcome"]) == \
-            (stats.PAYS_OFF, stats.EQUIVALENT, R.CHANGED)
+            (stats.PAYS_OFF, stats.EQUIVALENT, reproduce.CHANGED)
         assert c["reference_basis"] == c["rerun_basis"] == "interleaved"
-        assert one(frame, R.INTERLEAVED, experiment="amp_recipe", precision=p)["outcome"] == \
-            R.OUTSIDE
-    a = one(frame, R.ANSWER, experiment="amp_recipe")
+        assert one(frame, reproduce.INTERLEAVED, experiment="amp_recipe",
+                   precision=p)["outcome"] == \
+            reproduce.OUTSIDE
+    a = one(frame, reproduce.ANSWER, experiment="amp_recipe")
     assert (a["reference_claim"], a["rerun_claim"], a["outcome"]) == \
-        (stats.PAYS_OFF, stats.EQUIVALENT, R.CHANGED)
-    assert set(rows(frame, R.ANSWER)["outcome"]) == {R.SAME, R.CHANGED}
-    assert R.tally(frame)[R.CLAIM][R.CHANGED] == len(ARMS)
+        (stats.PAYS_OFF, stats.EQUIVALENT, reproduce.CHANGED)
+    assert set(rows(frame, reproduce.ANSWER)["outcome"]) == {reproduce.SAME, reproduce.CHANGED}
+    assert reproduce.tally(frame)[reproduce.CLAIM][reproduce.CHANGED] == len(ARMS)
 
 
 def test_cells_of_one_set_only_are_listed_and_not_counted(tmp_path):
@@ -167,23 +170,25 @@ def test_cells_of_one_set_only_are_listed_and_not_counted(tmp_path):
         extra = df[df["experiment"] == "resnet50_fast"].assign(experiment="resnet50_faster")
         return pd.concat([df[~gone], extra], ignore_index=True)
     frame, tol, ref, new = check(tmp_path, edit)
-    gone = rows(frame, R.THROUGHPUT, experiment="resnet50", precision="tf32", batch_size=64)
-    assert list(gone["outcome"]) == [R.ONLY_REFERENCE] and gone["rerun"].isna().all()
-    assert one(frame, R.PER_PROCESS, experiment="resnet50", precision="tf32",
-               batch_size=64)["outcome"] == R.ONLY_REFERENCE
-    added = rows(frame, R.THROUGHPUT, experiment="resnet50_faster")
-    assert len(added) == 3 and set(added["outcome"]) == {R.ONLY_RERUN}
-    t = R.tally(frame)
-    assert t[R.THROUGHPUT][R.ONLY_REFERENCE] == 1 and t[R.THROUGHPUT][R.ONLY_RERUN] == 3
-    assert t[R.THROUGHPUT][R.OUTSIDE] == 0
-    only = sum(t[k][o] for k in t for o in (R.ONLY_REFERENCE, R.ONLY_RERUN))
-    line = REP.summary_line(frame)
-    n_in = sum(t[k][R.INSIDE] for k in R.ESTIMATED)
+    gone = rows(frame, reproduce.THROUGHPUT, experiment="resnet50", precision="tf32", batch_size=64)
+    assert list(gone["outcome"]) == [reproduce.ONLY_REFERENCE] and gone["rerun"].isna().all()
+    assert one(frame, reproduce.PER_PROCESS, experiment="resnet50", precision="tf32",
+               batch_size=64)["outcome"] == reproduce.ONLY_REFERENCE
+    added = rows(frame, reproduce.THROUGHPUT, experiment="resnet50_faster")
+    assert len(added) == 3 and set(added["outcome"]) == {reproduce.ONLY_RERUN}
+    t = reproduce.tally(frame)
+    speeds = t[reproduce.THROUGHPUT]
+    assert speeds[reproduce.ONLY_REFERENCE] == 1 and speeds[reproduce.ONLY_RERUN] == 3
+    assert t[reproduce.THROUGHPUT][reproduce.OUTSIDE] == 0
+    only = sum(t[k][o] for k in t for o in (reproduce.ONLY_REFERENCE, reproduce.ONLY_RERUN))
+    line = reproduce_report.summary_line(frame)
+    n_in = sum(t[k][reproduce.INSIDE] for k in reproduce.ESTIMATED)
     assert line.startswith(f"{n_in} of {n_in} rerun estimates inside")
-    assert f"In one set only, not counted: {only - sum(t[k][R.ONLY_RERUN] for k in t)} " \
-           f"quantities only in the reference, {sum(t[k][R.ONLY_RERUN] for k in t)} only in " \
+    rerun_only = sum(t[k][reproduce.ONLY_RERUN] for k in t)
+    assert f"In one set only, not counted: {only - rerun_only} " \
+           f"quantities only in the reference, {rerun_only} only in " \
            f"the rerun." in line
-    md = REP.markdown(frame, tol, ref, new)
+    md = reproduce_report.markdown(frame, tol, ref, new)
     assert "## In one set only" in md and "| resnet50_faster |" in md
 
 
@@ -193,8 +198,9 @@ def test_another_gpu_model_is_refused_pointing_to_compare(tmp_path, capsys):
                   lambda df: df.assign(device_name="NVIDIA A100-SXM4-80GB"))
     with pytest.raises(CompareError, match="another GPU model is compared, not reproduced; "
                                            "use snakemake compare"):
-        REP.build(new, ref)
-    assert REP.main([str(new), "--reference", str(ref), "--out", str(tmp_path / "o")]) == 2
+        reproduce_report.build(new, ref)
+    assert reproduce_report.main([str(new), "--reference", str(ref), "--out",
+                                  str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "NVIDIA A100-SXM4-80GB" in err and "NVIDIA H200" in err
     assert not (tmp_path / "o").exists()
@@ -204,7 +210,7 @@ def test_a_set_without_its_tables_is_named(tmp_path):
     ref = planted(tmp_path / "ref", "nvidia-planted")
     (ref / V.SET_TABLES["speedup"]).unlink()
     with pytest.raises(CompareError, match=f"{ref / 'speedup.csv'}: no such table"):
-        R.load(ref)
+        reproduce.load(ref)
 
 
 def test_the_rules_reference_is_checked_before_anything_is_read(tmp_path):
@@ -212,7 +218,8 @@ def test_the_rules_reference_is_checked_before_anything_is_read(tmp_path):
     culprit and what to do."""
     results = tmp_path / "results"
     ref = planted(results / "nvidia-planted", "nvidia-planted")
-    check = lambda reference: R.reference_tables(reference, "nvidia-planted-rerun", results)  # noqa: E731
+    check = lambda reference: reproduce.reference_tables(reference, "nvidia-planted-rerun",
+                                                         results)  # noqa: E731
     assert check("nvidia-planted") == [str(ref / V.SET_TABLES[t]) for t in
                                        ("metrics", "summary", "speedup", "interleaved")]
     for reference, said in ((None, "needs the set to check against: --config reference="),
@@ -260,14 +267,14 @@ def test_the_tolerance_is_the_gpu_bound_cells_median_shift(tmp_path):
     assert tol.cells == len(busy) and set(busy["experiment"]) == {*GPU_BOUND, "amp_recipe"}
     assert tol.measured == pytest.approx(0.004) and tol.value == pytest.approx(0.004)
     assert not tol.capped
-    held = one(frame, R.THROUGHPUT, **TIGHT)
-    assert (held["outcome"], held["within_tolerance"]) == (R.OUTSIDE, True)
-    shifted = rows(frame, R.THROUGHPUT)
+    held = one(frame, reproduce.THROUGHPUT, **TIGHT)
+    assert (held["outcome"], held["within_tolerance"]) == (reproduce.OUTSIDE, True)
+    shifted = rows(frame, reproduce.THROUGHPUT)
     shifted = shifted[shifted["experiment"].isin(GPU_BOUND) & shifted["inside"].notna()]
     assert shifted["within_tolerance"].all()
-    host = rows(frame, R.THROUGHPUT, experiment="digits").dropna(subset=["inside"])
+    host = rows(frame, reproduce.THROUGHPUT, experiment="digits").dropna(subset=["inside"])
     assert len(host) and not host["within_tolerance"].any()
-    assert "Between-run tolerance: ±0.40%" in REP.tolerance_line(frame, tol)
+    assert "Between-run tolerance: ±0.40%" in reproduce_report.tolerance_line(frame, tol)
 
 
 def test_host_bound_throughputs_are_named_with_the_two_hosts_speed(tmp_path):
@@ -285,24 +292,24 @@ def test_host_bound_throughputs_are_named_with_the_two_hosts_speed(tmp_path):
         return df
 
     frame, tol, ref, new = check(tmp_path, slower_host, both=probed)
-    assert R.host_speed(ref) == 300_000 and R.host_speed(new) == 150_000
-    missed = rows(frame, R.THROUGHPUT)
-    missed = missed[missed["outcome"].eq(R.OUTSIDE) & ~missed["within_tolerance"].eq(True)]
+    assert reproduce.host_speed(ref) == 300_000 and reproduce.host_speed(new) == 150_000
+    missed = rows(frame, reproduce.THROUGHPUT)
+    missed = missed[missed["outcome"].eq(reproduce.OUTSIDE) & ~missed["within_tolerance"].eq(True)]
     assert len(missed) and missed["host_bound"].all()
-    assert not rows(frame, R.THROUGHPUT, experiment="resnet50")["host_bound"].any()
-    line = REP.host_line(frame, ref, new)
+    assert not rows(frame, reproduce.THROUGHPUT, experiment="resnet50")["host_bound"].any()
+    line = reproduce_report.host_line(frame, ref, new)
     assert "300,000 ops/s in the reference and 150,000 in the rerun (0.500×)" in line
     assert f"{len(missed)} of the {len(missed)} throughputs outside" in line
-    assert "host-bound" in REP.markdown(frame, tol, ref, new).split("## In one set")[0]
+    assert "host-bound" in reproduce_report.markdown(frame, tol, ref, new).split("## In one set")[0]
 
 
 def test_the_tolerance_is_capped_at_one_percent(tmp_path):
     frame, tol, ref, new = check(tmp_path, scaled(gpu_bound, 1.2))
     assert tol.measured == pytest.approx(0.2)
-    assert tol.value == R.TOLERANCE_CAP == 0.01 and tol.capped
-    assert not rows(frame, R.THROUGHPUT, experiment="resnet50")["within_tolerance"] \
+    assert tol.value == reproduce.TOLERANCE_CAP == 0.01 and tol.capped
+    assert not rows(frame, reproduce.THROUGHPUT, experiment="resnet50")["within_tolerance"] \
         .dropna().any()
-    said = REP.tolerance_line(frame, tol)
+    said = reproduce_report.tolerance_line(frame, tol)
     assert said.startswith("Between-run tolerance: ±1.00% (measured 20.00%, capped)")
     assert "capped at 1%" in said
 
@@ -311,19 +318,23 @@ def test_no_gpu_bound_cell_in_both_sets_measures_no_tolerance(tmp_path):
     frame, tol, *_ = check(tmp_path, lambda df: df[~gpu_bound(df)])
     assert tol.measured is None and tol.value is None and tol.cells == 0
     assert frame["within_tolerance"].isna().all()
-    assert REP.tolerance_line(frame, tol).startswith("Between-run tolerance: not measured")
+    assert reproduce_report.tolerance_line(frame,
+                                           tol).startswith("Between-run tolerance: not measured")
 
 
 def test_the_summary_line_counts_each_kind():
-    planted_outcomes = {R.THROUGHPUT: [R.INSIDE] * 5 + [R.OUTSIDE, R.NO_INTERVAL,
-                                                         R.ONLY_REFERENCE],
-                        R.PER_PROCESS: [R.INSIDE] * 3 + [R.OUTSIDE] * 2,
-                        R.INTERLEAVED: [R.INSIDE, R.ONLY_RERUN],
-                        R.CLAIM: [R.SAME] * 4 + [R.COMPATIBLE, R.CHANGED],
-                        R.ANSWER: [R.SAME, R.SAME, R.ONLY_REFERENCE]}
+    planted_outcomes = {reproduce.THROUGHPUT: [reproduce.INSIDE] * 5 + [reproduce.OUTSIDE,
+                                                                        reproduce.NO_INTERVAL,
+                                                         reproduce.ONLY_REFERENCE],
+                        reproduce.PER_PROCESS: [reproduce.INSIDE] * 3 + [reproduce.OUTSIDE] * 2,
+                        reproduce.INTERLEAVED: [reproduce.INSIDE, reproduce.ONLY_RERUN],
+                        reproduce.CLAIM: [reproduce.SAME] * 4 + [reproduce.COMPATIBLE,
+                                                                 reproduce.CHANGED],
+                        reproduce.ANSWER: [reproduce.SAME, reproduce.SAME,
+                                           reproduce.ONLY_REFERENCE]}
     frame = pd.DataFrame([{"kind": k, "outcome": o} for k, os in planted_outcomes.items()
-                          for o in os], columns=R.COLUMNS)
-    assert REP.summary_line(frame) == (
+                          for o in os], columns=reproduce.COLUMNS)
+    assert reproduce_report.summary_line(frame) == (
         "9 of 12 rerun estimates inside the reference's 95% interval; 6 of 8 claims the same. "
         "Estimates inside: throughputs 5 of 6, per-process ratios 3 of 5, interleaved ratios "
         "1 of 1; claims the same: judged ratios 4 of 6, the answer per experiment 2 of 2. "
@@ -339,11 +350,11 @@ def test_a_claim_decided_otherwise_in_the_rerun_is_the_same_claim_on_other_evide
     one decides them by its repeats (host-bound: not judged), and says so, the claim keyed
     alike on both sides."""
     frame, *_ = check(tmp_path, arms={})
-    c = one(frame, R.CLAIM, experiment="amp_recipe", precision="amp-bf16")
+    c = one(frame, reproduce.CLAIM, experiment="amp_recipe", precision="amp-bf16")
     assert (c["reference_basis"], c["rerun_basis"]) == ("interleaved", "repeats")
     # a rerun that could not judge it does not contradict the reference's claim
-    assert (c["rerun_claim"], c["outcome"]) == (stats.HOST_BOUND, R.COMPATIBLE)
-    assert set(rows(frame, R.INTERLEAVED)["outcome"]) == {R.ONLY_REFERENCE}
+    assert (c["rerun_claim"], c["outcome"]) == (stats.HOST_BOUND, reproduce.COMPATIBLE)
+    assert set(rows(frame, reproduce.INTERLEAVED)["outcome"]) == {reproduce.ONLY_REFERENCE}
 
 
 # --------------------------------------------------------------------------- files, figure
@@ -352,9 +363,10 @@ def test_the_files_and_a_figure_whose_text_never_overlaps(tmp_path):
     new = planted(tmp_path / "new", "nvidia-planted-rerun",
                   lambda df: scaled(resnet_amp16, 0.7)(scaled(gpu_bound, 1.003)(df)))
     out = tmp_path / "out"
-    assert REP.main([str(new), "--reference", str(ref), "--out", str(out)]) == 0
+    assert reproduce_report.main([str(new), "--reference", str(ref), "--out", str(out)]) == 0
     csv = pd.read_csv(out / V.REPRODUCE_FILES["csv"])
-    assert list(csv.columns) == R.COLUMNS and set(csv["kind"]) == {*R.ESTIMATED, *R.CLAIMED}
+    assert list(csv.columns) == reproduce.COLUMNS and set(csv["kind"]) == {*reproduce.ESTIMATED,
+                                                                           *reproduce.CLAIMED}
     md = (out / V.REPRODUCE_FILES["md"]).read_text()
     assert md.startswith("# Reproduction check: `nvidia-planted-rerun` against "
                          "`nvidia-planted`")
@@ -362,7 +374,7 @@ def test_the_files_and_a_figure_whose_text_never_overlaps(tmp_path):
                      r"\d+ of \d+ claims the same\.", md)
     for ext in V.FIGURE_FORMATS:
         assert (out / "figures" / f"{V.REPRODUCE_FIGURE}.{ext}").stat().st_size > 1000
-    frame, tol, r, n = REP.build(new, ref)
+    frame, tol, r, n = reproduce_report.build(new, ref)
     fig = figure(frame, tol, n.run, r.run)
     assert problems(fig) == []
     assert [ax.get_title().split(" (")[0] for ax in fig.axes] == \
@@ -385,9 +397,9 @@ def test_the_committed_set_against_itself_reproduces_everything(tmp_path):
     copy.mkdir()
     for name in ("metrics", "summary", "speedup", "interleaved"):
         shutil.copy(src / V.SET_TABLES[name], copy / V.SET_TABLES[name])
-    frame, tol, *_ = REP.build(copy, src)
-    assert set(frame["outcome"]) <= {R.INSIDE, R.NO_INTERVAL, R.SAME}
-    assert R.tally(frame)[R.ANSWER][R.SAME] > 10
+    frame, tol, *_ = reproduce_report.build(copy, src)
+    assert set(frame["outcome"]) <= {reproduce.INSIDE, reproduce.NO_INTERVAL, reproduce.SAME}
+    assert reproduce.tally(frame)[reproduce.ANSWER][reproduce.SAME] > 10
 
 
 # --------------------------------------------------------------------------------- the rule

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from tcbench import stats
-from tcbench.analysis import reproduce as R
-from tcbench.analysis import runs as RUNS
+from tcbench.analysis import reproduce
+from tcbench.analysis import runs
 from tcbench.references import CompareError
-from tcbench.reports import reproduce as REP
+from tcbench.reports import reproduce as reproduce_report
 from test_reproduce import ARMS, one, planted, rows, scaled
 
 
@@ -88,37 +88,37 @@ def pooled(tmp_path, rerun_factor: float):
             for i, f in enumerate(MACHINES)]
     new = planted(tmp_path / "new", "nvidia-planted-rerun",
                   scaled(lambda df: df.index == df.index, rerun_factor), machine(rerun_factor))
-    return REP.build(new, refs)
+    return reproduce_report.build(new, refs)
 
 
 def test_a_rerun_on_another_machine_is_inside_the_runs_prediction_interval(tmp_path):
     frame, tol, ref, new = pooled(tmp_path, 1.008)
-    assert isinstance(ref, RUNS.Pooled) and len(ref.sets) == 3
+    assert isinstance(ref, runs.Pooled) and len(ref.sets) == 3
     for p in ARMS:
-        r = one(frame, R.INTERLEAVED, experiment="amp_recipe", precision=p)
+        r = one(frame, reproduce.INTERLEAVED, experiment="amp_recipe", precision=p)
         assert r["reference_interval"] == stats.PREDICTION and r["reference_n"] == 3
-        assert r["outcome"] == R.INSIDE
-        c = one(frame, R.CLAIM, experiment="amp_recipe", precision=p)
-        assert c["reference_claim"] == stats.PAYS_OFF and c["outcome"] == R.SAME
+        assert r["outcome"] == reproduce.INSIDE
+        c = one(frame, reproduce.CLAIM, experiment="amp_recipe", precision=p)
+        assert c["reference_claim"] == stats.PAYS_OFF and c["outcome"] == reproduce.SAME
         assert "3 runs" in c["reference_basis"]
     assert tol.value is None        # the runs' intervals span machines already
-    md = REP.markdown(frame, tol, ref, new)
+    md = reproduce_report.markdown(frame, tol, ref, new)
     assert "The reference pools 3 runs" in md and "Between-run tolerance: none added" in md
 
 
 def test_a_rerun_far_from_every_run_is_outside(tmp_path):
     frame, *_ = pooled(tmp_path, 0.8)
-    assert set(rows(frame, R.INTERLEAVED)["outcome"]) == {R.OUTSIDE}
+    assert set(rows(frame, reproduce.INTERLEAVED)["outcome"]) == {reproduce.OUTSIDE}
 
 
 def test_runs_that_claim_differently_pool_their_answer_and_say_so():
     est = stats.Estimate(1.02, 1.0, 1.04, 3, stats.REPLICATED)
     answers = [{"digits": {"claim": c, "basis": "tf32, bs 64", "estimate": est}}
                for c in (stats.FASTER, stats.FASTER, stats.INCONCLUSIVE)]
-    a = RUNS.answers(answers)["digits"]
-    assert a["claim"] == f"{RUNS.DIFFERS}: faster; faster; inconclusive"
+    a = runs.answers(answers)["digits"]
+    assert a["claim"] == f"{runs.DIFFERS}: faster; faster; inconclusive"
     assert a["estimate"].method == stats.RUNS and a["estimate"].value == pytest.approx(1.02)
-    same = RUNS.answers(answers[:2] + answers[:1])["digits"]
+    same = runs.answers(answers[:2] + answers[:1])["digits"]
     assert same["claim"] == stats.FASTER
 
 
@@ -126,23 +126,23 @@ def test_a_gated_claim_in_any_run_is_pooled_as_the_runs_common_claim():
     est = stats.Estimate(1.3, 1.1, 1.5, 3, stats.CI)
     js = [{"claim": stats.UNSTEADY, "basis": "repeats", "gate": stats.UNSTEADY,
            "estimate": est}] * 3
-    assert RUNS.claim(js)["claim"] == stats.UNSTEADY
+    assert runs.claim(js)["claim"] == stats.UNSTEADY
     mixed = js[:2] + [{"claim": stats.PAYS_OFF, "basis": "repeats", "gate": None,
                        "estimate": est}]
-    assert RUNS.claim(mixed)["claim"] == RUNS.DIFFERS
+    assert runs.claim(mixed)["claim"] == runs.DIFFERS
 
 
 def test_two_runs_are_refused_and_a_run_is_not_its_own_reference(tmp_path):
     a, b = (planted(tmp_path / n, f"nvidia-planted-{n}") for n in "ab")
     with pytest.raises(CompareError, match="needs at least 3"):
-        RUNS.pool([a, b])
+        runs.pool([a, b])
     c = planted(tmp_path / "c", "nvidia-planted-c")
     with pytest.raises(CompareError, match="among its own references"):
-        REP.build(a, [a, b, c])
+        reproduce_report.build(a, [a, b, c])
     with pytest.raises(CompareError, match="at least 3 runs"):
-        R.reference_tables("a,b", "c", tmp_path)
+        reproduce.reference_tables("a,b", "c", tmp_path)
     with pytest.raises(CompareError, match="the rerun's own set"):
-        R.reference_tables("a,b,c", "c", tmp_path)
-    tables = R.reference_tables("a,b,c", "x", tmp_path)
+        reproduce.reference_tables("a,b,c", "c", tmp_path)
+    tables = reproduce.reference_tables("a,b,c", "x", tmp_path)
     assert {str(tmp_path / n) for n in "abc"} == {t.rsplit("/", 1)[0] for t in tables}
-    assert R.references(["a", "b"]) == ["a", "b"] and R.references(None) == []
+    assert reproduce.references(["a", "b"]) == ["a", "b"] and reproduce.references(None) == []

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tcbench import resultset as RS
+from tcbench import resultset
 from tcbench import vocabulary as V
-from tcbench.reports import fp8_findings as F8
+from tcbench.reports import fp8_findings
 
 RECORD = (Path(__file__).resolve().parents[1] / "results" / "nvidia-h200" / "records" /
           "mnist_fastest" /
@@ -23,12 +23,12 @@ RECORD = (Path(__file__).resolve().parents[1] / "results" / "nvidia-h200" / "rec
 def test_a_graphed_steps_warm_up_and_total_time_include_its_capture():
     r = json.loads(RECORD.read_text()) | {"_path": str(RECORD)}
     capture = r["harness"]["phases_s"]["capturing_cuda_graph"]
-    row = RS.tidy([r]).iloc[0]
+    row = resultset.tidy([r]).iloc[0]
     assert capture > 0.5
     assert row[V.WARMUP] == pytest.approx(r["metrics"]["time_to_steady_s"] + capture)
     assert row[V.SEED_METRIC] == pytest.approx(r["metrics"]["total_time_s"] + capture)
     eager = dict(r, params=dict(r["params"], cuda_graphs="off"))
-    assert RS.tidy([eager]).iloc[0][V.WARMUP] == r["metrics"]["time_to_steady_s"]
+    assert resultset.tidy([eager]).iloc[0][V.WARMUP] == r["metrics"]["time_to_steady_s"]
 
 
 def test_a_warm_up_says_its_cache_misses():
@@ -38,6 +38,6 @@ def test_a_warm_up_says_its_cache_misses():
            "time_to_steady_miss_s": 95.8, "time_to_steady_miss_s_low": 95.8,
            "time_to_steady_miss_s_high": 95.8, "time_to_steady_miss_s_n": 1,
            "time_to_steady_miss_s_interval": "median"}
-    said = F8._warmup(row)
+    said = fp8_findings._warmup(row)
     assert said.startswith("36.7") and said.endswith("; cache miss 95.8 (1 run)")
-    assert "cache miss" not in F8._warmup(row | {"time_to_steady_miss_s_n": 0})
+    assert "cache miss" not in fp8_findings._warmup(row | {"time_to_steady_miss_s_n": 0})

@@ -191,3 +191,74 @@ def test_measurement_chunks_record_one_premade_event_per_chunk(monkeypatch):
     assert [n for *_, n, _ in chunks.spans] == [16, 16, 8] and chunks.samples == 320
     step_s = chunks.step_s()
     assert len(step_s) == 40 and len(set(step_s[:16])) == 1 and (step_s >= 0.0004).all()
+
+
+class Counted:
+    """A planted loader: the workload's batches, numbered, counting passes and draws."""
+
+    def __init__(self, loader):
+        self.batches, self.passes, self.drawn = list(loader), 0, []
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        self.passes += 1
+        for k, batch in enumerate(self.batches):
+            self.drawn.append(k)
+            yield batch
+
+
+def seeing(step, loader: Counted, seen: list):
+    """``step``, noting which of the loader's batches each call was given."""
+    def counted(data, target):
+        seen.append(next(k for k, (d, _) in enumerate(loader.batches) if d is data))
+        return step(data, target)
+    return counted
+
+
+@pytest.fixture
+def moved(monkeypatch):
+    """Every batch moved to the device, counted."""
+    calls, to_device = [], train.to_device
+    monkeypatch.setattr(train, "to_device",
+                        lambda batch, *a: (calls.append(1), to_device(batch, *a))[1])
+    return calls
+
+
+def test_the_schedule_and_its_measurement_steps_draw_one_batch_a_step_a_fresh_pass_each(moved):
+    w = recipe(epochs=2, batches=5)
+    w.train_loader = loader = Counted(w.train_loader)
+    mode, seen = precision.get("fp32"), []
+    scaler = mode.scaler(CPU)
+    loop = train.train(w, seeing(train.eager_step(w.model, w, scaler, mode, CPU), loader, seen),
+                       CPU, measure.StepTimer(CPU), scaler)
+    loop.more(3)                     # a measurement call starts its own pass
+    loop.more(7)
+    assert seen == loader.drawn == [0, 1, 2, 3, 4] * 2 + [0, 1, 2] + [0, 1, 2, 3, 4, 0, 1]
+    assert loader.passes == 5 and len(moved) == 20 == loop.log.steps + loop.chunks.steps
+
+
+def test_an_interleaved_arm_draws_one_batch_a_step_resuming_across_segments(moved, monkeypatch):
+    from tcbench.job import harness, interleave, run as job
+
+    build, planted = job.Job.build, []
+
+    def build_planted(self):
+        w = build(self)
+        w.train_loader = Counted(w.train_loader)
+        planted.append(w.train_loader)
+        return w
+
+    monkeypatch.setattr(job.Job, "build", build_planted)
+    spec = interleave.parse({"workload": "amp_recipe", "batch_size": 4, "device": "cpu",
+                             "precisions": ["fp32", "amp-bf16"],
+                             "params": {"in_size": 8, "out_size": 8, "num_batches": 3}})
+    arm = interleave.Arm(spec["cells"][0], harness.Phases())
+    arm.build()
+    [loader], seen = planted, []
+    arm.step = seeing(arm.step, loader, seen)
+    moved.clear()
+    assert arm.run(2)[0] == 8 and arm.run(5)[0] == 20   # a segment goes on where one stopped
+    assert seen == loader.drawn == [0, 1, 2, 0, 1, 2, 0]
+    assert loader.passes == 3 and len(moved) == 7

@@ -11,14 +11,14 @@ import pytest
 
 import gpu_like
 from tcbench import closing
-from tcbench import resultset as RS
-from tcbench.analysis import diagnosis as D
+from tcbench import resultset
+from tcbench.analysis import diagnosis
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
-from tcbench.reports import answer as A
-from tcbench.reports import findings as F
+from tcbench.reports import answer
+from tcbench.reports import findings
 from tcbench.reports import noisy
-from tcbench.reports import verdict as Vd
+from tcbench.reports import verdict as verdict_report
 
 MIB = 2**20
 
@@ -51,9 +51,9 @@ def repeats(exp, precision, thrs, **kw):
 
 
 def build(rows):
-    m = RS.order(pd.DataFrame(rows))
+    m = resultset.order(pd.DataFrame(rows))
     s = summarise(m)
-    return Vd.build(s, speedup(m, s), m)
+    return verdict_report.build(s, speedup(m, s), m)
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ def answers(v):
 
 
 def test_the_answer_table_has_every_experiment_and_its_columns(verdict):
-    assert verdict.answer.columns == A.COLUMNS
+    assert verdict.answer.columns == answer.COLUMNS
     experiments = [s.title.split(" (")[0] for s in verdict.sections if s.title != noisy.TITLE]
     assert list(answers(verdict)) == experiments
     fast = answers(verdict)["fast"]
@@ -134,7 +134,7 @@ def test_an_fp8_accuracy_check_without_bf16_answers_its_accuracy_and_not_its_spe
     rows = [*repeats("fp8acc", "fp32", [1000, 1010, 990], accs=accs),
             *repeats("fp8acc", "fp8-rowwise", [400, 410, 390],
                      accs=[a + d for a, d in zip(accs, (0.002, -0.003, 0.001))])]
-    a = {r[0]: dict(zip(A.COLUMNS, r)) for r in build(rows).answer.rows}["fp8acc"]
+    a = {r[0]: dict(zip(answer.COLUMNS, r)) for r in build(rows).answer.rows}["fp8acc"]
     assert a["question it answers"] == \
         "does FP8 keep the accuracy of mnist_cnn, and train it faster than amp-bf16?"
     assert a["claim"].startswith("not judged: no amp-bf16 run"), a["claim"]
@@ -146,7 +146,7 @@ def test_a_section_is_a_table_and_at_most_three_sentences(verdict):
     for s in verdict.sections:
         if s.title == noisy.TITLE:
             continue
-        assert s.table is not None and len(s.sentences) <= F.MAX_SENTENCES, s.title
+        assert s.table is not None and len(s.sentences) <= findings.MAX_SENTENCES, s.title
     fast = cells(verdict, "fast")
     assert fast[("bs 512", "amp-fp16")]["samples/s"].startswith("2,500 [")
     assert fast[("bs 512", "amp-fp16")]["claim"] == "pays off"
@@ -220,34 +220,38 @@ def test_the_bottom_line_says_each_experiments_claim(verdict):
 
 
 def test_rules_of_thumb():
-    assert D.bottleneck({"input_bound": True, "gpu_busy_share": 0.1}) == "input"
-    assert D.bottleneck({"input_bound": "True"}) == "input"          # as read back from CSV
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.49,
-                         "tensor_core_share": 0.9}) == "host"
+    assert diagnosis.bottleneck({"input_bound": True, "gpu_busy_share": 0.1}) == "input"
+    assert diagnosis.bottleneck({"input_bound": "True"}) == "input"          # as read back from CSV
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.49,
+                                 "tensor_core_share": 0.9}) == "host"
     # the host is named below the share at which a cell is decided as host-bound
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.84,
-                         "tensor_core_share": 0.68, "matmul_share": 0.68}) == "host"
-    assert D.host_bound({"gpu_busy_share": 0.84}) and not D.host_bound({"gpu_busy_share": 0.9})
-    assert not D.host_bound({"gpu_busy_share": 0.2, "input_bound": True})   # the loader's
-    assert not D.host_bound({"gpu_busy_share": None})
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.3, "matmul_share": 0.35}) == "non_matrix"
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.84,
+                                 "tensor_core_share": 0.68, "matmul_share": 0.68}) == "host"
+    assert diagnosis.host_bound({"gpu_busy_share": 0.84})
+    assert not diagnosis.host_bound({"gpu_busy_share": 0.9})
+    assert not diagnosis.host_bound({"gpu_busy_share": 0.2, "input_bound": True})   # the loader's
+    assert not diagnosis.host_bound({"gpu_busy_share": None})
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                                 "tensor_core_share": 0.3, "matmul_share": 0.35}) == "non_matrix"
     # a near tie (51% Tensor Core, 49% the rest) is called for neither side
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.51, "matmul_share": 0.51}) == "mixed"
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.4, "matmul_share": 0.55}) == "mixed"
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.0, "matmul_share": 0.8}) == "simt"
-    assert D.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
-                         "tensor_core_share": 0.9}) == "tensor"
-    assert D.bottleneck({"input_bound": False}) is None              # no profile (CPU)
-    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.24, "matmul_share": 0.25}) is True
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                                 "tensor_core_share": 0.51, "matmul_share": 0.51}) == "mixed"
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                                 "tensor_core_share": 0.4, "matmul_share": 0.55}) == "mixed"
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                                 "tensor_core_share": 0.0, "matmul_share": 0.8}) == "simt"
+    assert diagnosis.bottleneck({"input_bound": False, "gpu_busy_share": 0.9,
+                                 "tensor_core_share": 0.9}) == "tensor"
+    assert diagnosis.bottleneck({"input_bound": False}) is None              # no profile (CPU)
+    assert diagnosis.matmuls_on_tensor_cores({"tensor_core_share": 0.24,
+                                              "matmul_share": 0.25}) is True
     # four fifths of the matrix time is not "the matrix work ran on Tensor Cores"
-    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.2, "matmul_share": 0.25}) is False
-    assert D.tensor_core_fraction({"tensor_core_share": 0.2, "matmul_share": 0.25}) == \
+    assert diagnosis.matmuls_on_tensor_cores({"tensor_core_share": 0.2,
+                                              "matmul_share": 0.25}) is False
+    assert diagnosis.tensor_core_fraction({"tensor_core_share": 0.2, "matmul_share": 0.25}) == \
         pytest.approx(0.8)
-    assert D.matmuls_on_tensor_cores({"tensor_core_share": 0.0, "matmul_share": 0.8}) is False
+    assert diagnosis.matmuls_on_tensor_cores({"tensor_core_share": 0.0,
+                                              "matmul_share": 0.8}) is False
 
 
 def test_cpu_set_says_it_is_not_a_gpu():
@@ -289,8 +293,8 @@ def test_the_intervals_are_described_as_computed():
 
 def test_a_model_zoo_is_answered_per_model(tmp_path):
     out = gpu_like.write(tmp_path)
-    v = Vd.build(pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv"),
-                 pd.read_csv(out / "metrics.csv"))
+    v = verdict_report.build(pd.read_csv(out / "summary.csv"), pd.read_csv(out / "speedup.csv"),
+                             pd.read_csv(out / "metrics.csv"))
     titles = [s.title for s in v.sections]
     assert "zoo: resnet18 (torchvision, synthetic data)" in titles
     assert "zoo: vit_b_16 (torchvision, synthetic data)" in titles
@@ -299,7 +303,7 @@ def test_a_model_zoo_is_answered_per_model(tmp_path):
 
 def test_summary_md_opens_with_the_table_of_every_experiment(tmp_path):
     out = gpu_like.write(tmp_path)
-    md, html = Vd.write(out / "metrics.csv", out / "summary.csv", out / "speedup.csv",
+    md, html = verdict_report.write(out / "metrics.csv", out / "summary.csv", out / "speedup.csv",
                          out / "summary.md", out / "summary.html")
     lines = md.read_text().splitlines()
     first = next(i for i, x in enumerate(lines) if x.startswith("| "))
@@ -317,12 +321,12 @@ def test_summary_md_opens_with_the_table_of_every_experiment(tmp_path):
         want = {exp} if len(models) == 1 else {f"{exp}: {m}" for m in models}
         assert want <= named, (exp, named)
     # the methods follow the table, never before it
-    assert lines.index(f"## {Vd.METHODS}") > first
+    assert lines.index(f"## {verdict_report.METHODS}") > first
 
 
 def test_markdown_and_html_say_the_same(tmp_path):
     out = gpu_like.write(tmp_path)
-    md, html = Vd.write(out / "metrics.csv", out / "summary.csv", out / "speedup.csv",
+    md, html = verdict_report.write(out / "metrics.csv", out / "summary.csv", out / "speedup.csv",
                          out / "summary.md", out / "summary.html")
     md_text, html_text = md.read_text(), html.read_text()
     assert md_text.startswith("# Verdict: gpu-like on NVIDIA H200")
@@ -330,7 +334,7 @@ def test_markdown_and_html_say_the_same(tmp_path):
         assert f"## {exp} (" in md_text and f"<h3>{exp} (" in html_text
         assert f"<td style=\"text-align:left\">{exp}</td>" in html_text
     assert "question it answers</th>" in html_text and "**" not in html_text
-    assert html_text.index("question it answers") < html_text.index(Vd.METHODS)
+    assert html_text.index("question it answers") < html_text.index(verdict_report.METHODS)
     assert closing.bottom_line(md).startswith("Reduced precision ")
 
 
@@ -477,10 +481,10 @@ def test_a_fastest_study_with_a_changed_batch_says_what_changed():
 
 def best_rows(rows):
     from tcbench.analysis.best import best
-    from tcbench.reports import tables as T
-    m = RS.order(pd.DataFrame(rows))
+    from tcbench.reports import tables
+    m = resultset.order(pd.DataFrame(rows))
     s = summarise(m)
-    t = T.best_table(best(s, speedup(m, s)))
+    t = tables.best_table(best(s, speedup(m, s)))
     return {r[0]: dict(zip(t.columns, r)) for r in t.rows}
 
 
@@ -622,12 +626,12 @@ def lm_verdict(crossover=None, split=None):
     rows = [*lm_rows("amp-bf16", [18.0, 18.2, 17.8]),
             *lm_rows("fp8-tensorwise", [16.0, 16.1, 15.9]),
             *lm_rows("fp8-rowwise", [1.0], status="error", reason="RuntimeError: boom")]
-    m = add_tokens(RS.order(pd.DataFrame(rows)))
+    m = add_tokens(resultset.order(pd.DataFrame(rows)))
     s = summarise(m)
     if split:
         for col, v in split.items():
             s[col] = [v if p == "fp8-tensorwise" else None for p in s["precision"].astype(str)]
-    return Vd.build(s, speedup(m, s), m, crossover)
+    return verdict_report.build(s, speedup(m, s), m, crossover)
 
 
 def test_each_transformer_fp8_against_bf16_and_mfu_against_its_modes_roof():
@@ -675,9 +679,9 @@ def test_the_fp8_split_is_read_from_the_tables_where_they_have_it():
 
 def test_the_verdict_says_where_fp8_starts_to_pay_from_the_crossover_map():
     from test_crossover import H200, fixture_records
-    from tcbench.analysis import crossover as X
+    from tcbench.analysis import crossover as fp8_crossover
 
-    table = X.ratios(X.cells(fixture_records()), H200)
+    table = fp8_crossover.ratios(fp8_crossover.cells(fixture_records()), H200)
     v = lm_verdict(crossover=table)
     fp8 = next(s for s in v.sections if s.title == "FP8 on this GPU").sentences
     assert fp8[0].startswith("**Where FP8 starts to pay:** fp8-tensorwise starts to pay at "
@@ -710,10 +714,10 @@ def test_a_set_made_by_two_commits_says_which_experiments_each_made():
         "git_commit": ["a" * 40, "a" * 40, "b" * 40, "b" * 40],
         "timestamp_utc": ["2026-11-20T10:00:00+00:00", "2026-11-20T10:01:00+00:00",
                           "2026-12-01T23:40:00+00:00", "2026-12-01T23:41:00+00:00"]})
-    line = Vd.code_line(metrics)
+    line = verdict_report.code_line(metrics)
     assert line == ("Code: 2 commits, newest first: bbbbbbbbbbbb (2 records: amp_recipe, digits); "
                     "aaaaaaaaaaaa (2 records: resnet50).")
-    assert Vd.code_line(metrics.iloc[:2]) == "Code: commit aaaaaaaaaaaa."
+    assert verdict_report.code_line(metrics.iloc[:2]) == "Code: commit aaaaaaaaaaaa."
 
 
 def test_an_interleaved_comparison_of_a_newer_commit_is_named_beside_the_records():
@@ -722,12 +726,12 @@ def test_an_interleaved_comparison_of_a_newer_commit_is_named_beside_the_records
     interleaved = pd.DataFrame({"experiment": ["amp_recipe"] * 3, "setting": ["bs512"] * 3,
                                 "git_commit": ["b" * 40] * 3,
                                 "timestamp_utc": ["2026-12-01T23:41:49+00:00"] * 3})
-    assert Vd.code_line(metrics, interleaved) == (
+    assert verdict_report.code_line(metrics, interleaved) == (
         "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
         "aaaaaaaaaaaa (2 records: amp_recipe).")
     # a setting whose processes ran two commits (interleaved.csv joins them): each named
     both = interleaved.assign(git_commit="a" * 40 + ";" + "b" * 40)
-    assert Vd.code_line(metrics, both) == (
+    assert verdict_report.code_line(metrics, both) == (
         "Code: 2 commits, newest first: bbbbbbbbbbbb (1 interleaved comparison: amp_recipe); "
         "aaaaaaaaaaaa (2 records and 1 interleaved comparison: amp_recipe).")
 

@@ -74,10 +74,10 @@ def test_a_records_row_carries_every_cell_key(tiny_record, tmp_path):
     import pandas as pd
 
     from tcbench import record as R
-    from tcbench import resultset as RS
+    from tcbench import resultset
 
     R.write(tiny_record, tmp_path / "r.json")
-    row = RS.tidy(RS.load([tmp_path / "r.json"])).iloc[0]
+    row = resultset.tidy(resultset.load([tmp_path / "r.json"])).iloc[0]
     assert [k for k in V.CELL_KEYS if k not in row.index or pd.isna(row[k])] == []
 
 

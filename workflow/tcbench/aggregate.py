@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import cli, record as R, resultset as RS, vocabulary as V
-from .analysis import interleaved as IL
+from . import cli, record as R, resultset, vocabulary as V
+from .analysis import interleaved
 from .analysis.best import best
 from .analysis.overhead import overhead
 from .analysis.speedup import speedup
@@ -40,7 +40,7 @@ from .analysis.throughput import add_tokens
 
 
 def _paths(records) -> list[Path]:
-    return RS.find_records(records) if isinstance(records, (str, Path)) \
+    return resultset.find_records(records) if isinstance(records, (str, Path)) \
         else sorted(map(Path, records))
 
 
@@ -69,13 +69,13 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
     (None: each record's own)."""
     paths = _paths(records)
     _check(paths, records, expected)
-    df = RS.tidy(_into(RS.load(paths), run))
+    df = resultset.tidy(_into(resultset.load(paths), run))
     cal = json.loads(Path(calibration).read_text()) if calibration and Path(calibration).exists() \
         else None
-    df = add_tokens(RS.add_mfu(df, cal))
+    df = add_tokens(resultset.add_mfu(df, cal))
     summary = summarise(df)
-    compared = _into(IL.load(sorted(map(Path, comparisons or []))), run)
-    il_tables = IL.tables(compared)
+    compared = _into(interleaved.load(sorted(map(Path, comparisons or []))), run)
+    il_tables = interleaved.tables(compared)
     # a host-bound cell's ratios are its interleaved comparison's (claims.attach_interleaved)
     table = speedup(df, summary, il_tables["interleaved"])
     result = {"metrics": df, "summary": summary, "speedup": table, "best": best(summary, table),
@@ -95,7 +95,7 @@ def aggregate(records, out: Path | dict[str, Path], calibration: Path | None = N
     paths = out if isinstance(out, dict) else {k: Path(out) / name
                                                for k, name in V.SET_TABLES.items()}
     for key, df in result.items():
-        RS.write_csv(df, paths[key])
+        resultset.write_csv(df, paths[key])
     return result
 
 
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     bench = args.benchmarks
     if bench is not None and len(bench) == 1 and bench[0].is_dir():
         bench = bench[0]
-    comparisons = RS.given_records(args.comparisons)
+    comparisons = resultset.given_records(args.comparisons)
 
     def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,

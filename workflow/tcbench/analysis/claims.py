@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from .. import resultset as RS
+from .. import resultset
 from .. import stats
 from .. import vocabulary as V
 from . import diagnosis
@@ -235,7 +235,7 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
     unchanged where there is none (a set made before the interleaved comparison existed)."""
     if interleaved is None or interleaved.empty:
         return df
-    il = RS.order(interleaved)
+    il = resultset.order(interleaved)
     if "status" in il:
         il = il[il["status"].astype(str) == V.OK]
     found = {}
@@ -244,7 +244,7 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
         if stem is None:
             continue
         e = stats.from_row(r, "ratio")
-        found.setdefault(RS.cell_key(r), {}).update(
+        found.setdefault(resultset.cell_key(r), {}).update(
             e.as_dict(stem) | {f"{stem}_interval": e.method,
                                "interleaved_processes": r.get("processes", 1),
                                "interleaved_rounds": r.get("rounds"),
@@ -252,5 +252,5 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
     out = df.copy()
     cols = sorted({c for v in found.values() for c in v})
     for c in cols:
-        out[c] = [found.get(RS.cell_key(r), {}).get(c) for _, r in out.iterrows()]
+        out[c] = [found.get(resultset.cell_key(r), {}).get(c) for _, r in out.iterrows()]
     return out

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .. import record as R
-from .. import resultset as RS
+from .. import resultset
 from .. import stats
 from .. import vocabulary as V
 
@@ -74,7 +74,7 @@ def replicates(records: list[dict]) -> dict[tuple, list[dict]]:
 
 
 def _keys(r: dict) -> dict:
-    s = RS.setting(r)
+    s = resultset.setting(r)
     return {"run": r["run"], "experiment": r["experiment"], "workload": r["workload"],
             "data": s["data"], "batch_size": r["batch_size"],
             **{a: s[a] for a in V.AXIS_NAMES}, "setting": r["setting"]}

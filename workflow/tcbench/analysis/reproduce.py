@@ -35,12 +35,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import resultset as RS
+from .. import resultset
 from .. import stats
 from .. import vocabulary as V
 from ..references import CompareError, load_run
 from . import claims
-from . import throughput as TP
+from . import throughput
 
 KEYS: tuple[str, ...] = tuple(k for k in V.CELL_KEYS if k != "run")
 THROUGHPUT, PER_PROCESS, INTERLEAVED, CLAIM, ANSWER = (
@@ -110,9 +110,9 @@ def load(folder: Path) -> ResultSet:
                                f"`snakemake --config run=<name>` or committed")
     il = folder / V.SET_TABLES["interleaved"]
     return ResultSet(folder, load_run(folder / V.SET_TABLES["metrics"]),
-                     RS.read_raw(folder / V.SET_TABLES["summary"]),
-                     RS.read_raw(folder / V.SET_TABLES["speedup"]),
-                     RS.read_raw(il) if il.exists() and il.stat().st_size else None)
+                     resultset.read_raw(folder / V.SET_TABLES["summary"]),
+                     resultset.read_raw(folder / V.SET_TABLES["speedup"]),
+                     resultset.read_raw(il) if il.exists() and il.stat().st_size else None)
 
 
 def same_gpu(reference: ResultSet, rerun: ResultSet) -> None:
@@ -183,9 +183,9 @@ def _key(row, baseline, quantity) -> tuple:
 def throughputs(summary: pd.DataFrame) -> dict[tuple, tuple[stats.Estimate, float | None]]:
     """Each cell's throughput (in the experiment's unit) and its GPU-busy share."""
     out = {}
-    s = RS.order(summary)
+    s = resultset.order(summary)
     for _, rows in s.groupby("experiment", sort=False, observed=True):
-        column = TP.main_column(rows)
+        column = throughput.main_column(rows)
         for _, r in rows.iterrows():
             e = stats.from_row(r, column)
             if e.value is not None:
@@ -196,7 +196,7 @@ def throughputs(summary: pd.DataFrame) -> dict[tuple, tuple[stats.Estimate, floa
 def process_ratios(speedup: pd.DataFrame) -> dict[tuple, stats.Estimate]:
     """Each cell's ratio of per-process means to each of its baselines (``claims.STEMS``)."""
     out = {}
-    for _, r in RS.order(speedup).iterrows():
+    for _, r in resultset.order(speedup).iterrows():
         for base, stem in claims.STEMS.items():
             e = stats.from_row(r, stem) if str(r["precision"]) != base else stats.EMPTY
             if e.value is not None:
@@ -209,7 +209,7 @@ def interleaved_ratios(interleaved: pd.DataFrame | None) -> dict[tuple, stats.Es
     if interleaved is None or interleaved.empty:
         return {}
     out = {}
-    for _, r in RS.order(interleaved).iterrows():
+    for _, r in resultset.order(interleaved).iterrows():
         e = stats.from_row(r, "ratio")
         if e.value is not None:
             out[_key(r, str(r["baseline"]), "ratio")] = e
@@ -219,7 +219,7 @@ def interleaved_ratios(interleaved: pd.DataFrame | None) -> dict[tuple, stats.Es
 def judged(s: ResultSet) -> dict[tuple, claims.Judgement]:
     """Each judged ratio's judgement, as the verdict makes it (``claims.judgements`` of the
     set's cells with their interleaved ratios attached)."""
-    df = claims.attach_interleaved(RS.order(s.speedup), s.interleaved)
+    df = claims.attach_interleaved(resultset.order(s.speedup), s.interleaved)
     # keyed by baseline alone: a claim the reference decided by an interleaved comparison and
     # the rerun by its repeats is the same claim, made on other evidence
     return {_key(j.row, j.baseline, CLAIM): j for j in claims.judgements(df)}

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .. import stats
 from ..references import CompareError
-from . import reproduce as R
+from . import reproduce
 
 MIN_RUNS = stats.MIN_CI_N
 DIFFERS = "differs between the runs"
@@ -29,7 +29,7 @@ DIFFERS = "differs between the runs"
 class Pooled:
     """Several result sets of one GPU model (``pool``), read as one reference."""
 
-    sets: tuple[R.ResultSet, ...]
+    sets: tuple[reproduce.ResultSet, ...]
 
     @property
     def run(self) -> str:
@@ -43,10 +43,10 @@ class Pooled:
     def devices(self) -> list[str]:
         return self.sets[0].devices
 
-    def quantities(self) -> R.Quantities:
+    def quantities(self) -> reproduce.Quantities:
         each = [s.quantities() for s in self.sets]
         tp = _by_key(each, "throughputs")
-        return R.Quantities(
+        return reproduce.Quantities(
             # a cell host-bound in any run is host-bound: its lowest GPU-busy share stands
             {k: (_predicted(e.value for e, _ in v),
                  min((b for _, b in v if b is not None), default=None)) for k, v in tp.items()},
@@ -66,13 +66,13 @@ def pool(folders) -> Pooled:
             f"more runs of the same study (reference=a,b,c)")
     if len(set(f.resolve() for f in folders)) < len(folders):
         raise CompareError(f"a run is named twice among the references: {folders}")
-    sets = tuple(R.load(f) for f in folders)
+    sets = tuple(reproduce.load(f) for f in folders)
     for s in sets[1:]:
-        R.same_gpu(sets[0], s)
+        reproduce.same_gpu(sets[0], s)
     return Pooled(sets)
 
 
-def _by_key(each: list[R.Quantities], name: str) -> dict[tuple, list]:
+def _by_key(each: list[reproduce.Quantities], name: str) -> dict[tuple, list]:
     """Per key of the ``name`` quantities (the first run's order, then the others'), the value
     of every run that has it."""
     out: dict[tuple, list] = {}

@@ -7,7 +7,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..resultset import numeric, order
-from . import throughput as TP
+from . import throughput
 
 # pooled per cell as a mean with its interval (tcbench.stats.estimate)
 ESTIMATED = [m.column for m in V.METRICS if m.pooled == "mean"]
@@ -23,7 +23,7 @@ DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share"
              "gpu_busy_share_under_profiler", "gpu_busy_share_uncapped",
              "kernel_time_over_profile_wall", *SPLIT_SHARES]
 # what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
-DESCRIBED += [TP.PER_SAMPLE, "ceiling_tflops"]
+DESCRIBED += [throughput.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
 EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
                  "kernel_classes_from", "matmul_share_bound")
@@ -77,7 +77,7 @@ def _modes(ok: pd.DataFrame, pooled: dict) -> dict:
                     ("fast_mode", None if m is None else m.fast)):
         row |= {name: None if e is None else e.value, f"{name}_n": None if e is None else e.n}
     if m is not None:
-        for col in (V.HEADLINE, TP.TOKENS):
+        for col in (V.HEADLINE, throughput.TOKENS):
             if col in pooled:
                 row |= {f"{col}_low": None, f"{col}_high": None}
     return row

@@ -33,6 +33,7 @@ Memory, warm-up and absolute throughput come from the per-process jobs (``tcbenc
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import time
@@ -119,7 +120,7 @@ class Arm:
         self.steps_per_segment = None
         self.step_time_s = None
         self.nonfinite = False
-        self._batches = None
+        self.batches = None      # the workload's batches, pass after pass, drawn across rounds
         self.samples_per_step = cell["batch_size"]
 
     def build(self) -> None:
@@ -130,12 +131,16 @@ class Arm:
             return
         import torch
 
+        from .train import Batches
+
         torch.manual_seed(job.params["seed"])   # replicate k: the seed of the cell's repeat k
         w, step = job.prepare(flags=self.flags())
         if step is None:
             self.status, self.reason = job.record["status"], job.record["status_reason"]
             return
         self.w, self.step = w, step
+        self.batches = Batches(w.train_loader, job.device, w.non_blocking,
+                               job.channels_last).endless()
         w.model.train()
 
     def flags(self) -> dict:
@@ -146,26 +151,11 @@ class Arm:
     def ok(self) -> bool:
         return self.status == V.OK
 
-    def _next(self):
-        from .train import to_device
-
-        w, job = self.w, self.job
-        while True:
-            if self._batches is None:
-                self._batches = iter(w.train_loader)
-            try:
-                batch = next(self._batches)
-                break
-            except StopIteration:
-                self._batches = None
-        return to_device(batch, job.device, w.non_blocking, job.channels_last)
-
     def run(self, steps: int):
         """``steps`` training steps; returns (samples, last loss)."""
         samples, loss = 0, None
         sync_loss = self.job.params["sync_loss_every_step"]
-        for _ in range(steps):
-            data, target = self._next()
+        for data, target in itertools.islice(self.batches, steps):
             loss = self.step(data, target)
             if sync_loss:
                 loss.item()   # host sync: the seed's per-step loss read, part of its step

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -99,6 +99,33 @@ def to_device(batch, device, non_blocking=False, channels_last=False):
     if channels_last and data.dim() == 4:
         data = data.contiguous(memory_format=torch.channels_last)
     return data, target
+
+
+class Batches:
+    """The workload's training batches on the device: the one source that the schedule's epochs,
+    the measurement steps and an interleaved arm draw from, one loader batch a step. Drawing is
+    ``next`` on the loader then ``to_device``; what times a step stays with the caller, around
+    the draw."""
+
+    def __init__(self, loader, device: torch.device, non_blocking: bool = False,
+                 channels_last: bool = False):
+        self.loader, self.device = loader, device
+        self.non_blocking, self.channels_last = non_blocking, channels_last
+
+    def epoch(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """One pass over the loader, started now (a worker loader starts its workers here, so
+        a mark taken after this call leaves the start out)."""
+        return self._moved(iter(self.loader))
+
+    def endless(self) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        """Pass after pass, the next started when one ends; a caller that stops drawing and
+        comes back later resumes where it stopped."""
+        while True:
+            yield from self.epoch()
+
+    def _moved(self, batches):
+        for batch in batches:
+            yield to_device(batch, self.device, self.non_blocking, self.channels_last)
 
 
 def train_step(model, loss_fn, optimizer, scaler, precision, device, data, target):
@@ -212,22 +239,22 @@ class Loop:
     boundary: Callable[[], None] | None = None   # called once, after the warm-up steps
     warmup: int = 0
     chunks: "Chunks" = None                      # the measurement steps (``more``)
+    batches: Batches = None                      # what every step draws from
 
     def __post_init__(self):
         if self.device.type == "cuda" and self.device.index is None:  # tensors say cuda:N
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.chunks = Chunks(self.device)
+        self.batches = Batches(self.w.train_loader, self.device, self.w.non_blocking,
+                               self.channels_last)
 
-    def epoch(self, limit: int | None = None) -> None:
-        w, timer, log = self.w, self.timer, self.log
+    def epoch(self) -> None:
+        timer, log = self.timer, self.log
         static_loss = getattr(self.step, "loss", None)  # a CUDA graph's output, overwritten
-        batches = iter(w.train_loader)
+        batches = self.batches.epoch()
         timer.fetch()                                   # a fresh mark: after the loader's start
         self.at_boundary()
-        for k, batch in enumerate(batches):
-            if limit is not None and k == limit:
-                break
-            data, target = to_device(batch, self.device, w.non_blocking, self.channels_last)
+        for data, target in batches:
             timer.data_ready()
 
             loss = self.step(data, target)
@@ -259,10 +286,9 @@ class Loop:
         w.model.train()
         left = steps
         while left > 0:
-            batches = iter(w.train_loader)
-            chunks.open()
-            for batch in batches:
-                data, target = to_device(batch, self.device, w.non_blocking, self.channels_last)
+            batches = self.batches.epoch()
+            chunks.open()                 # a fresh mark: after the loader's start
+            for data, target in batches:
                 loss = self.step(data, target)
                 chunks.count(len(target))
                 if self.sync_loss_every_step:

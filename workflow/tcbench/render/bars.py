@@ -18,7 +18,7 @@ from matplotlib.lines import Line2D
 
 from .. import stats
 from .. import vocabulary as V
-from . import numbers as N
+from . import numbers
 from .axes import axes_width_in, group_ticks
 from .settings import axis_value, shown_axes
 
@@ -170,8 +170,8 @@ def _value_label(annotate, v: float, r, interval: str | None) -> str:
     (``numbers.carried_place``), else as ``annotate`` prints a value alone."""
     if not interval or interval_kind(r, interval) not in stats.CONFIDENCE_METHODS:
         return annotate(v)
-    return N.shown_value(v, r.get(f"{interval}_low"), r.get(f"{interval}_high"),
-                         interval_kind(r, interval), annotate)
+    return numbers.shown_value(v, r.get(f"{interval}_low"), r.get(f"{interval}_high"),
+                               interval_kind(r, interval), annotate)
 
 
 def washed(colour: str) -> tuple:

@@ -9,7 +9,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, missing, times,
                               warmup_text, with_interval)
 from ..render.settings import changes, setting_text
@@ -95,9 +95,10 @@ def best_table(b: pd.DataFrame) -> Table:
     """Per experiment and model: the fastest configuration, against its baseline at the same
     setting (the fair figure, ``analysis.best``) and against the plain fp32 one, with what
     else changed on the way."""
-    speeds = TP.columns(b)
-    cols = ["experiment", "fastest configuration", *map(TP.unit, speeds), "× at the same setting",
-            "claim", "× plain fp32", "plain fp32 baseline", "changed besides precision",
+    speeds = throughput.columns(b)
+    cols = ["experiment", "fastest configuration", *map(throughput.unit, speeds),
+            "× at the same setting", "claim", "× plain fp32", "plain fp32 baseline",
+            "changed besides precision",
             "memory × baseline", WARMUP_HEAD]
     notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in b.iterrows()) else []

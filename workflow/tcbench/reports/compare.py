@@ -31,7 +31,7 @@ from .. import atomic, cli
 from .. import vocabulary as V
 from ..analysis.crossgpu import metric_of, pool, ratio_columns
 from ..references import DAGGER, CompareError, combine, load_reference, load_run
-from ..render import plot as F
+from ..render import plot
 from ..render.numbers import INTERVAL_NOTE, MISSING, memory, memory_unit, missing, num, times, \
     with_interval
 from ..render.settings import setting_text, shown_axes
@@ -195,21 +195,21 @@ def write_tables(c: pd.DataFrame, experiments: list[str], out_dir: Path) -> list
 
 
 def write_figures(c: pd.DataFrame, experiments: list[str], out_dir: Path, width: str = "auto",
-                  formats=F.FORMATS) -> list[Path]:
-    F.style()
+                  formats=plot.FORMATS) -> list[Path]:
+    plot.style()
     figures = out_dir / "figures"
     written = []
     for exp in experiments:
         for kind in KINDS:
-            written += F.save_as(fig_metric(c, exp, kind, width),
-                                 [figures / V.figure_name(exp, kind, ext) for ext in formats])
+            written += plot.save_as(fig_metric(c, exp, kind, width),
+                                    [figures / V.figure_name(exp, kind, ext) for ext in formats])
     overview = [figures / f"{V.COMPARE_OVERVIEW}.{ext}" for ext in formats]
-    return written + F.save_as(fig_overview(c), overview)
+    return written + plot.save_as(fig_overview(c), overview)
 
 
 def compare(metrics: list[Path], references: list[Path], out_dir: Path,
             experiments: list[str] | None = None, width: str = "auto",
-            formats=F.FORMATS) -> list[Path]:
+            formats=plot.FORMATS) -> list[Path]:
     c, experiments = pooled(metrics, references, experiments)
     out_dir = Path(out_dir)
     return write_tables(c, experiments, out_dir) + write_figures(c, experiments, out_dir,
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
                     help="published reference sets (CSV, see module doc)")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--experiments", nargs="*")
-    ap.add_argument("--width", choices=F.WIDTHS, default="auto")
+    ap.add_argument("--width", choices=plot.WIDTHS, default="auto")
     args = ap.parse_args(argv)
 
     def write():

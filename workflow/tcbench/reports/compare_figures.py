@@ -13,7 +13,7 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis.crossgpu import metric_of, ratio_columns
 from ..references import DAGGER
-from ..render import plot as F
+from ..render import plot
 from ..render.numbers import memory_unit, num
 from ..render.settings import setting_text, shown_axes
 
@@ -64,19 +64,19 @@ def _panel(ax, c, kind: str):
         ax.set_axis_off()
         return hatched, set(), []
     references = [1.0, stats.GAIN] if kind == "speedup" else []
-    F.value_axis(ax, pd.concat([*(c[col] for col in cols), pd.Series(references, dtype=float)]),
-                 label=ylabel)
-    drawn = F.grouped_bars(ax, c, value, groups=groups, interval=interval, hatched=hatched,
-                           annotate=num if kind != "speed" else None,
-                           precisions=F.present_precisions(c))
-    lines = F.ratio_lines(ax) if kind == "speedup" else []
+    plot.value_axis(ax, pd.concat([*(c[col] for col in cols), pd.Series(references, dtype=float)]),
+                    label=ylabel)
+    drawn = plot.grouped_bars(ax, c, value, groups=groups, interval=interval, hatched=hatched,
+                              annotate=num if kind != "speed" else None,
+                              precisions=plot.present_precisions(c))
+    lines = plot.ratio_lines(ax) if kind == "speedup" else []
     return hatched, drawn["intervals"], lines
 
 
 def _legend(fig, c, hatched, intervals, lines=()):
-    extra = [F.Patch(facecolor="0.85", hatch=F.REFERENCE_HATCH, edgecolor="white",
-                     label=f"published ({DAGGER})")] if hatched else []
-    F.legend(fig, F.present_precisions(c), [*extra, *lines], intervals)
+    extra = [plot.Patch(facecolor="0.85", hatch=plot.REFERENCE_HATCH, edgecolor="white",
+                        label=f"published ({DAGGER})")] if hatched else []
+    plot.legend(fig, plot.present_precisions(c), [*extra, *lines], intervals)
 
 
 def speedup_title(c: pd.DataFrame) -> str:
@@ -101,12 +101,12 @@ def fig_metric(c, experiment, kind, width="auto"):
             "memory": "peak memory"}[kind]
     title = f"{experiment}: {what}, {across}"
     if not _has_values(c, kind):
-        return F.NotDrawn(title, WHY_EMPTY[kind])
+        return plot.NotDrawn(title, WHY_EMPTY[kind])
     shown = c[c["precision"].astype(str) != V.BASELINE] if kind == "speedup" else c
-    slots = shown["group"].nunique() * len(F.present_precisions(shown))
-    fig, ax = F.new_figure(slots, width, height=F.HEIGHT_IN + 0.3)
+    slots = shown["group"].nunique() * len(plot.present_precisions(shown))
+    fig, ax = plot.new_figure(slots, width, height=plot.HEIGHT_IN + 0.3)
     hatched, intervals, lines = _panel(ax, c, kind)
-    ax.set_title("\n".join(F.wrapped(title, fig.get_size_inches()[0] - 0.3, 8)))
+    ax.set_title("\n".join(plot.wrapped(title, fig.get_size_inches()[0] - 0.3, 8)))
     _legend(fig, shown, hatched, intervals, lines)
     return fig
 
@@ -122,9 +122,9 @@ def fig_overview(c: pd.DataFrame, width: str = "two"):
     """Speedup over fp32 (left) and peak memory (right) per precision per set, one row per
     experiment: the cross-GPU answer on one page width."""
     exps = overview_experiments(c)
-    w = F.TWO_COLUMN_IN if width in ("auto", "two") else F.ONE_COLUMN_IN
-    fig, axes = F.plt.subplots(len(exps), 2, figsize=(w, 0.6 + 2.0 * len(exps)),
-                               layout="constrained", squeeze=False)
+    w = plot.TWO_COLUMN_IN if width in ("auto", "two") else plot.ONE_COLUMN_IN
+    fig, axes = plot.plt.subplots(len(exps), 2, figsize=(w, 0.6 + 2.0 * len(exps)),
+                                  layout="constrained", squeeze=False)
     c = c[c["experiment"].isin(exps)]
     hatched, intervals, lines = set(), set(), []
     for i, exp in enumerate(exps):

@@ -33,9 +33,9 @@ from matplotlib.patches import Rectangle
 from .. import atomic, cli, resultset
 from .. import vocabulary as V
 from ..analysis import crossover
-from ..analysis import interleaved as IL
+from ..analysis import interleaved
 from .. import stats
-from ..render import plot as FIG
+from ..render import plot
 from ..render.numbers import missing, num, times, with_interval
 from ..render.table import Table
 from . import fp8_findings
@@ -150,7 +150,7 @@ def figure(table: pd.DataFrame):
     """Per FP8 mode a row of three heatmaps over width x tokens: the measured ratio (its
     break-even contour at 1.0, cells whose interval clears 1.10 boxed), the predicted ratio on
     the same colour scale, and the peak-memory ratio. Cells without a number say why."""
-    FIG.style()
+    plot.style()
     modes = [m for m in crossover.FP8_MODES if (table["mode"] == m).any()]
     fig, axes = plt.subplots(len(modes), 3, figsize=(7.0, 2.4 * len(modes)), squeeze=False)
     scale = _scale(table)
@@ -269,7 +269,8 @@ def write(records, calibration: Path | None, out: Path | None = None, *,
     paths = resultset.find_records(records) if isinstance(records, (str, Path)) \
         else sorted(map(Path, records))
     cal = json.loads(Path(calibration).read_text()) if calibration else None
-    compared = None if comparisons is None else IL.load(sorted(resultset.given_records(comparisons)))
+    compared = None if comparisons is None else interleaved.load(
+        sorted(resultset.given_records(comparisons)))
     table = table_of(resultset.load(paths), cal, str(calibration), compared)
     if out is not None:
         csv = csv or Path(out) / V.CROSSOVER_FILES["csv"]
@@ -282,7 +283,7 @@ def write(records, calibration: Path | None, out: Path | None = None, *,
     if md is not None:
         written.append(atomic.write_text(md, sentences(table)))
     if figures:
-        written += FIG.save_as(figure(table), list(map(Path, figures)))
+        written += plot.save_as(figure(table), list(map(Path, figures)))
     return written
 
 

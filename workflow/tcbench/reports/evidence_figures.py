@@ -13,7 +13,7 @@ from matplotlib.patches import Patch
 
 from .. import stats
 from .. import vocabulary as V
-from ..analysis import diagnosis as D
+from ..analysis import diagnosis
 from ..render.axes import Ticks, group_ticks
 from ..render.bars import (NO_RECORD, VALUE_BOX, grouped_bars, label_slot, legible,
                            missing_text, present_precisions, slot_width, slot_x)
@@ -59,7 +59,7 @@ def _tensor_core_bars(ax, s, groups, precisions, plan) -> None:
         # dashed: an older record's matrix share, an upper bound (``diagnosis.BOUND_NOTE``)
         ax.bar(x, max(mm, tc), width=w, fill=False, edgecolor=legible(V.PALETTE[p]),
                linewidth=0.9,
-               linestyle="--" if D.matmul_bounded(r) else "-")
+               linestyle="--" if diagnosis.matmul_bounded(r) else "-")
         _share_labels(ax, x, max(mm, tc), f"{tc:.0f}")
 
 
@@ -90,7 +90,7 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
     groups, precisions = groups_of(s), present_precisions(s)
     if not s["tensor_core_share"].notna().any():
         gpu = pd.to_numeric(s.get("compute_capability"), errors="coerce").notna().any()
-        return NotDrawn(title, f"no kernel profile: {D.why_unprofiled(gpu)}")
+        return NotDrawn(title, f"no kernel profile: {diagnosis.why_unprofiled(gpu)}")
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(figure_width(len(groups) * len(precisions), width), HEIGHT_IN + 1.0),
         layout="constrained", sharex=True)
@@ -116,7 +116,7 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
               label="matrix kernels, any unit"),
         *([Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9, linestyle="--",
                  label="matrix kernels, at most (an older record's count)")]
-          if s.apply(D.matmul_bounded, axis=1).any() else []),
+          if s.apply(diagnosis.matmul_bounded, axis=1).any() else []),
         Line2D([], [], color="#7a1f1f", lw=0.9, ls="--",
                label=f"host-bound below {V.HOST_BOUND_BUSY_SHARE:.0%}")])
     return fig

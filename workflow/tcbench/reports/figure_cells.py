@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import resultset as RS
+from .. import resultset
 from .. import vocabulary as V
 from ..render.axes import value_axis
 from ..render.bars import NO_RECORD, grouped_bars, present_precisions, setting_label
@@ -20,7 +20,7 @@ NOT_IN_DESIGN, PLANNED = "not in design", "planned, no record"
 
 
 def experiment_rows(df: pd.DataFrame) -> pd.DataFrame:
-    df = RS.order(df)
+    df = resultset.order(df)
     df = df.sort_values(["batch_size", *V.AXIS_NAMES, "precision"])
     df["group"] = setting_label(df)
     return df
@@ -63,7 +63,7 @@ class Runs:
     the plain fp32 baseline of a knobs study)."""
 
     def __init__(self, metrics: pd.DataFrame):
-        m = RS.order(metrics)
+        m = resultset.order(metrics)
         m = m[m["status"].astype(str) == V.OK]
         at: dict[tuple, list[int]] = {}
         for i, (_, r) in enumerate(m[list(V.CELL_KEYS)].iterrows()):

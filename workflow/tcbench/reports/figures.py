@@ -30,10 +30,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import cli
-from .. import resultset as RS
+from .. import resultset
 from .. import vocabulary as V
 from ..render.plot import WIDTHS, NotDrawn, save_as, style
-from . import host_figures as H
+from . import host_figures
 # the figure kinds' functions and the rows they are drawn from, named here too for the
 # callers that import this module alone
 from .cost_figures import fig_memory, fig_warmup
@@ -49,7 +49,7 @@ KINDS = {"throughput": ("summary", fig_throughput), "speedup": ("speedup", fig_s
          "attribution": ("metrics", fig_attribution),
          "tensor_cores": ("summary", fig_tensor_cores)}
 # the figures of a whole result set, by kind
-SET_KINDS = {"host_bound": H.fig_host_bound, "interleaved": H.fig_interleaved}
+SET_KINDS = {"host_bound": host_figures.fig_host_bound, "interleaved": host_figures.fig_interleaved}
 
 
 def frames(metrics: pd.DataFrame, summary: pd.DataFrame, speedup: pd.DataFrame,
@@ -110,12 +110,12 @@ INTERLEAVED_TABLES = {k: V.SET_TABLES.get(k, f"{k}.csv")
 
 def read_set(tables: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """metrics, summary and speedup of a result set's folder (``vocabulary.SET_TABLES``)."""
-    return tuple(RS.read_raw(Path(tables) / V.SET_TABLES[k])
+    return tuple(resultset.read_raw(Path(tables) / V.SET_TABLES[k])
                  for k in ("metrics", "summary", "speedup"))
 
 
 def read_optional(path: Path | None) -> pd.DataFrame | None:
-    return RS.read_raw(path) if path is not None and Path(path).exists() else None
+    return resultset.read_raw(path) if path is not None and Path(path).exists() else None
 
 
 def render(tables: Path, out_dir: Path, experiments: list[str] | None = None,
@@ -144,8 +144,9 @@ def write(metrics: Path, summary: Path, speedup: Path, exp: str, outputs,
           width: str = "auto", planned=None) -> list[Path]:
     wanted = outputs_by_kind(exp, outputs)
     style()
-    figs = build(RS.read_raw(metrics), RS.read_raw(summary), RS.read_raw(speedup), exp, width,
-                 [k for k in KINDS if k in wanted], planned)
+    figs = build(resultset.read_raw(metrics), resultset.read_raw(summary),
+                 resultset.read_raw(speedup), exp, width, [k for k in KINDS if k in wanted],
+                 planned)
     return [p for kind, fig in figs.items() for p in save_as(fig, wanted[kind])]
 
 
@@ -156,7 +157,7 @@ def write_set(metrics: Path, outputs, interleaved: Path | None = None,
     for name, path in (("--interleaved", interleaved), ("--interleaved-rounds", rounds)):
         if path is not None and not Path(path).exists():
             raise FileNotFoundError(f"{name} {path}: no such file")
-    figs = build_set(RS.read_raw(metrics), read_optional(interleaved), read_optional(rounds),
+    figs = build_set(resultset.read_raw(metrics), read_optional(interleaved), read_optional(rounds),
                      [k for k in SET_KINDS if k in wanted])
     return [p for kind, fig in figs.items() for p in save_as(fig, wanted[kind])]
 

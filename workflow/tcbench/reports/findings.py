@@ -20,7 +20,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.numbers import memory, times
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
@@ -176,8 +176,8 @@ def cell_table(x: Findings) -> Table:
     decided), peak memory against the same baseline, the accuracy difference where measured,
     and what limits it."""
     acc = bool("accuracy_diff" in x.df and x.df["accuracy_diff"].notna().any())
-    speed = TP.main_column(x.df)   # tokens/s for a token workload, the unit its users compare
-    cols = ["setting", "precision", "n", TP.unit(speed), "× its baseline", "claim",
+    speed = throughput.main_column(x.df)   # tokens/s for a token workload: what its users compare
+    cols = ["setting", "precision", "n", throughput.unit(speed), "× its baseline", "claim",
             "how it was decided", "peak memory ×", *(["Δ accuracy (points)"] if acc else []),
             "limited by"]
     rows = []

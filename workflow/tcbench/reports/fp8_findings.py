@@ -14,8 +14,8 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..analysis import crossover as X
-from ..analysis import throughput as TP
+from ..analysis import crossover as fp8_crossover
+from ..analysis import throughput
 from ..render.numbers import (MISSING, memory, missing, num, percent, times, warmup_text,
                               with_interval)
 from ..render.table import Table
@@ -46,7 +46,7 @@ def _decided(r) -> str:
     """Where a shape's ratio comes from an interleaved comparison, the clause that says so, at
     its level (a table made before replicates has no ``processes``: one process, whose rounds
     are its ``ratio_n``)."""
-    if str(r.get("decided_by")) != X.INTERLEAVED or missing(r.get("ratio")):
+    if str(r.get("decided_by")) != fp8_crossover.INTERLEAVED or missing(r.get("ratio")):
         return ""
     rounds = r.get("rounds") if "processes" in r else r.get("ratio_n")
     return "; " + stats.level_text(r.get("processes"), rounds)
@@ -54,7 +54,8 @@ def _decided(r) -> str:
 
 def level_counts(table: pd.DataFrame) -> tuple[int, int]:
     """Of the interleaved measured ratios, how many span several processes and how many one."""
-    il = table[(table["decided_by"].astype(str) == X.INTERLEAVED) & table["ratio"].notna()]
+    il = table[(table["decided_by"].astype(str) == fp8_crossover.INTERLEAVED)
+               & table["ratio"].notna()]
     k = pd.to_numeric(il["processes"], errors="coerce").fillna(1) if "processes" in il \
         else pd.Series(1, index=il.index)
     return int((k > 1).sum()), int((k <= 1).sum())
@@ -63,7 +64,7 @@ def level_counts(table: pd.DataFrame) -> tuple[int, int]:
 def sources(table: pd.DataFrame) -> str:
     """Which instrument decided the map's measured ratios, where an interleaved comparison
     decided any ("" where none did: every ratio is the per-process repeats'), at which level."""
-    measured, il = X.decided(table)
+    measured, il = fp8_crossover.decided(table)
     if not il:
         return ""
     many, one = level_counts(table)
@@ -75,7 +76,8 @@ def sources(table: pd.DataFrame) -> str:
         how.append(f"{one} in one process (the median of its per-round ratios with a 95% "
                    f"block-bootstrap interval, which cannot see differences between processes)")
     return (f"Of the {measured} measured ratios (shape and FP8 mode), {il} come from "
-            f"interleaved comparisons, {X.BASELINE} and the FP8 modes alternated in rounds, "
+            f"interleaved comparisons, {fp8_crossover.BASELINE} and the FP8 modes alternated in "
+            f"rounds, "
             f"free of the host's drift between rounds: " + " and ".join(how)
             + (f"; the other {measured - il} from the per-process repeats (the ratio "
                f"of their means, 95% CI)" if measured > il else "")
@@ -124,7 +126,8 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
     judged (too few repeats, or no FP8 measurement at all)."""
     c = assess(table, mode)
     if c.kind == "absent":
-        return f"{mode}: no shape of the crossover study has both {mode} and {X.BASELINE} records."
+        return (f"{mode}: no shape of the crossover study has both {mode} and "
+                f"{fp8_crossover.BASELINE} records.")
     if c.kind == "unmeasured":
         return (f"{mode}: no FP8 measurement at any of the {c.shapes} shapes of the crossover "
                 f"study, so where {mode} starts to pay on this device cannot be judged and no "
@@ -133,16 +136,18 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
     gap = f" ({gaps} of {c.shapes} shapes without a measurement)" if gaps else ""
     if c.kind == "pays":
         return (f"{mode} starts to pay at {_shape(r)}: {ratio_text(r, 'ratio')} the throughput "
-                f"of {X.BASELINE}, so it {stats.CLAIM_WORDS[stats.PAYS_OFF]}{_predicted(r)}; "
+                f"of {fp8_crossover.BASELINE}, so it "
+                f"{stats.CLAIM_WORDS[stats.PAYS_OFF]}{_predicted(r)}; "
                 f"the smallest (fewest FLOPs a step) of {c.paying} of {c.measured} shapes "
-                f"whose interval clears {times(X.PAYS)}{gap}.")
+                f"whose interval clears {times(fp8_crossover.PAYS)}{gap}.")
     if c.kind == "unjudged":
         return (f"{mode}: where it starts to pay cannot be judged: at every one of the "
                 f"{c.measured} shapes measured it {stats.CLAIM_WORDS[stats.UNJUDGED]}; the "
-                f"largest ratio over {X.BASELINE} is {ratio_text(r, 'ratio')} at "
+                f"largest ratio over {fp8_crossover.BASELINE} is {ratio_text(r, 'ratio')} at "
                 f"{_shape(r)}{_decided(r)}{gap}.")
-    return (f"{mode} pays off (95% CI of the throughput ratio over {X.BASELINE} wholly above "
-            f"{times(X.PAYS)}) at none of the {c.measured} shapes measured{gap}; its strongest "
+    return (f"{mode} pays off (95% CI of the throughput ratio over {fp8_crossover.BASELINE} "
+            f"wholly above {times(fp8_crossover.PAYS)}) at none of the {c.measured} shapes "
+            f"measured{gap}; its strongest "
             f"claim is at {_shape(r)}, where it {stats.CLAIM_WORDS[r['claim']]}: "
             f"{ratio_text(r, 'ratio')}{_predicted(r)}.")
 
@@ -150,7 +155,7 @@ def starts_to_pay(table: pd.DataFrame, mode: str) -> str:
 def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
     """The bottom line's clause of ``starts_to_pay``."""
     c = assess(table, mode)
-    head = f"FP8 crossover, {mode} against {X.BASELINE}"
+    head = f"FP8 crossover, {mode} against {fp8_crossover.BASELINE}"
     if c.kind == "absent":
         return f"{head}: not in the crossover study."
     if c.kind == "unmeasured":
@@ -161,7 +166,8 @@ def starts_to_pay_short(table: pd.DataFrame, mode: str) -> str:
             if len(slower) else "")
     if c.kind == "pays":
         return (f"{head}: pays off from {_shape(r)}, {ratio_text(r, 'ratio')} (the smallest of "
-                f"{c.paying} of {c.measured} shapes whose interval clears {times(X.PAYS)}){slow}.")
+                f"{c.paying} of {c.measured} shapes whose interval clears "
+                f"{times(fp8_crossover.PAYS)}){slow}.")
     return (f"{head}: pays off at none of {c.measured} shapes; the strongest claim, "
             f"{stats.CLAIM_SHORT[r['claim']]}: {_shape(r)}, {ratio_text(r, 'ratio')}{slow}.")
 
@@ -197,12 +203,12 @@ def where_it_loses(table: pd.DataFrame, mode: str) -> str:
     short = t[(t["pays"].astype(str) != "True") & (t["claim"].astype(str) != stats.SLOWER)]
     parts = []
     if len(slower):
-        parts.append(f"{mode} is slower than {X.BASELINE} (95% CI wholly below 1.0×) at "
-                     f"{len(slower)} of {len(t)} shapes, {_span(slower['ratio'])}: "
+        parts.append(f"{mode} is slower than {fp8_crossover.BASELINE} (95% CI wholly below "
+                     f"1.0×) at {len(slower)} of {len(t)} shapes, {_span(slower['ratio'])}: "
                      f"{_shapes(slower)}")
     else:
-        parts.append(f"{mode} is slower than {X.BASELINE} at none of the {len(t)} shapes "
-                     f"measured")
+        parts.append(f"{mode} is slower than {fp8_crossover.BASELINE} at none of the "
+                     f"{len(t)} shapes measured")
     if len(short):
         parts.append(f"it neither pays nor loses at {_shapes(short)} "
                      f"({', '.join(stats.CLAIM_SHORT.get(str(c), str(c)) for c in short['claim'])})")
@@ -219,12 +225,14 @@ def prediction(table: pd.DataFrame) -> str:
         for mode, g in both.groupby("mode", sort=False):
             q = g["ratio"] / g["predicted"]
             worst = g.loc[q.idxmin()]
-            agree = int(((g["predicted"] >= X.PAYS) == (g["pays"].astype(str) == "True")).sum())
+            agree = int(((g["predicted"] >= fp8_crossover.PAYS)
+                         == (g["pays"].astype(str) == "True")).sum())
             off.append(f"{mode}: measured ÷ predicted {num(float(q.median()))} at the median of "
                        f"{len(g)} shapes (range {_span(q, '')}), furthest below at "
                        f"{_shape(worst)} ({num(worst['ratio'])}× measured, "
                        f"{num(worst['predicted'])}× predicted); the prediction's pays-or-not "
-                       f"(≥ {times(X.PAYS)}) agrees with the measured claim at {agree} of {len(g)}")
+                       f"(≥ {times(fp8_crossover.PAYS)}) agrees with the measured claim at "
+                       f"{agree} of {len(g)}")
         return ("Beside each measured ratio, tables/fp8_crossover.csv and the map give the ratio "
                 "predicted from this GPU's calibration (GEMMs at its bf16 and FP8 matmul roofs, "
                 "the casts' and scales' bytes at its copy bandwidth; launch and framework time "
@@ -241,7 +249,7 @@ def crossover_sentences(table: pd.DataFrame | None) -> list[str]:
     if table is None:
         return []
     out = []
-    for mode in X.FP8_MODES:
+    for mode in fp8_crossover.FP8_MODES:
         out.append(f"**Where FP8 starts to pay:** {starts_to_pay(table, mode)}")
         loses = where_it_loses(table, mode)
         if loses:
@@ -327,7 +335,7 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
         fp8 = str(r["precision"]) in claims.FP8
         j = claims.against(r, V.FP8_BASELINE) if fp8 else None
         rows.append([str(r["model"]), str(r["precision"]), n_status(r),
-                     throughput_text(r, TP.TOKENS) if n_ok(r) else str(r["status"]),
+                     throughput_text(r, throughput.TOKENS) if n_ok(r) else str(r["status"]),
                      judged_ratio(j) if j else "", claim_said(j) if j else "",
                      decided(j, df) if j else "", _mfu(r),
                      memory(r.get("max_memory_allocated_bytes")),
@@ -369,4 +377,4 @@ def bottom_line(crossover: pd.DataFrame | None) -> list[str]:
     """The crossover's one sentence per recipe in the bottom line."""
     if crossover is None:
         return []
-    return [starts_to_pay_short(crossover, m) for m in X.FP8_MODES]
+    return [starts_to_pay_short(crossover, m) for m in fp8_crossover.FP8_MODES]

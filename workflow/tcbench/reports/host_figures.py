@@ -22,10 +22,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from .. import resultset as RS
+from .. import resultset
 from .. import stats
 from .. import vocabulary as V
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.plot import (HEIGHT_IN, INTERVAL_HANDLES, ONE_COLUMN_IN, PALETTE, RUN_MARK,
                            TWO_COLUMN_IN, WHISKERS, Line2D, NotDrawn, Patch, Ticks,
                            fitted_legend, plt, ratio_lines, value_axis, wrapped)
@@ -51,7 +51,7 @@ def _numbers(df: pd.DataFrame, col: str) -> pd.Series:
 
 def _setting_groups(df: pd.DataFrame) -> list[tuple[tuple, pd.DataFrame, str]]:
     """The rows of each setting (a cell's keys but precision), with the setting in words."""
-    df = RS.order(df)
+    df = resultset.order(df)
     out = []
     for exp, e in df.groupby("experiment", sort=False, observed=True):
         axes = shown_axes(e)
@@ -66,7 +66,7 @@ def host_bound_cells(metrics: pd.DataFrame) -> pd.DataFrame:
     ``V.HOST_BOUND_BUSY_SHARE`` of their timed steps (the busy share of the cell's profiled
     repeat, its median where more than one has it), unless most of their runs were
     input-bound."""
-    m = RS.order(metrics)
+    m = resultset.order(metrics)
     cells = [m[k].astype(str) for k in V.CELL_KEYS]
     cell_busy = _numbers(m, "gpu_busy_share").groupby(cells, sort=False).transform("median")
     # an input-bound cell waits for its loader, not for the host (diagnosis.host_bound)
@@ -197,7 +197,7 @@ def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
     the unit its workload counts (tokens/s for a token workload's: ``throughput.with_tokens``);
     its processes one after another, a thin line between them."""
     g = g.assign(replicate=_replicate(g))
-    speed = TP.main_column(g)
+    speed = throughput.main_column(g)
     start = 0.0
     for _k, proc in g.groupby("replicate", sort=True):
         x0 = start - _numbers(proc, "round").min()
@@ -208,7 +208,7 @@ def _rounds_panel(ax, g: pd.DataFrame, arms: list[str], label: str) -> None:
         if start:
             ax.axvline(start - 0.5, color="0.6", lw=0.6, zorder=1)
         start = x0 + _numbers(proc, "round").max() + 1
-    value_axis(ax, _numbers(g, speed), label=TP.unit(speed))
+    value_axis(ax, _numbers(g, speed), label=throughput.unit(speed))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))    # rounds are whole
     several = g["replicate"].nunique() > 1
     ax.set_xlabel("round, processes one after another" if several
@@ -271,8 +271,8 @@ def fig_interleaved(interleaved: pd.DataFrame | None, rounds: pd.DataFrame | Non
     why = _why_no_interleaved(interleaved, rounds)
     if why:
         return NotDrawn(title, why)
-    rounds = TP.with_tokens(RS.order(rounds), metrics)
-    ratios = RS.order(interleaved)
+    rounds = throughput.with_tokens(resultset.order(rounds), metrics)
+    ratios = resultset.order(interleaved)
     groups = _setting_groups(rounds)
     # many settings: two a row, so that the figure stays a page or two tall
     pairs = 2 if len(groups) > SETTINGS_ONE_A_ROW else 1

@@ -25,8 +25,8 @@ from .. import cli, stats
 from .. import vocabulary as V
 from ..render.plot import (TWO_COLUMN_IN, Line2D, NotDrawn, fitted_legend, log_ticks, plt,
                            save_as, style, wrapped)
-from . import answer as A
-from . import verdict as Vd
+from . import answer
+from . import verdict
 from .phrases import judged_ratio
 
 TITLE = "the answer per experiment"
@@ -74,7 +74,7 @@ def _mode(j) -> str:
     return j.row["precision"] + (" + knobs" if j.stem == "gain" else "")
 
 
-def rows(answers: list[A.Answer]) -> list[Row]:
+def rows(answers: list[answer.Answer]) -> list[Row]:
     """The figure's rows, in the answer table's order."""
     out = []
     for a in answers:
@@ -118,7 +118,7 @@ def _draw(ax, rs: list[Row]) -> None:
                    zorder=4)
 
 
-def figure(answers: list[A.Answer], title: str | None = None):
+def figure(answers: list[answer.Answer], title: str | None = None):
     """The figure, or a ``NotDrawn`` where the set has no answer with a ratio."""
     rs = rows(answers)
     if not any(r.value is not None for r in rs):
@@ -165,9 +165,9 @@ def write(metrics: Path | None, summary: Path, speedup: Path, outputs,
             raise ValueError(f"{path}: the overview figure is named "
                              f"{V.set_figure_name(V.OVERVIEW_FIGURE, '<format>')}, formats "
                              f"{', '.join(V.FIGURE_FORMATS)}")
-    v = Vd.read(metrics, summary, speedup, crossover, interleaved)
+    v = verdict.read(metrics, summary, speedup, crossover, interleaved)
     style()
-    where = v.title.removeprefix(Vd.TITLE_HEAD)
+    where = v.title.removeprefix(verdict.TITLE_HEAD)
     return save_as(figure(v.answers, f"{where}: each experiment's best mode ÷ its baseline, "
                                      f"with the 95% interval the verdict judges"), outputs)
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .. import resultset as RS
+from .. import resultset
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.numbers import (MISSING, missing, modes_text, num, percent, points, times,
                               with_interval)
 from ..render.settings import changes
@@ -340,7 +340,7 @@ def predating(row) -> str | None:
     if missing(said):
         return None
     runs = [f"r{a}–r{b}" if b > a + 1 else ", ".join(f"r{i}" for i in range(a, b + 1))
-            for a, b in RS.spans(int(float(v)) for v in str(said).split())]
+            for a, b in resultset.spans(int(float(v)) for v in str(said).split())]
     return f"{', '.join(runs)} {PREDATE}" if runs else None
 
 
@@ -375,7 +375,7 @@ def throughput_text(row, column: str = V.HEADLINE) -> str:
         return MISSING
     if stats.flag(row.get("bimodal")):
         # the modes are found in samples/s; a sequence's tokens are the same in every repeat
-        per = 1.0 if column == V.HEADLINE else stats.finite(row.get(TP.PER_SAMPLE))
+        per = 1.0 if column == V.HEADLINE else stats.finite(row.get(throughput.PER_SAMPLE))
         text = modes_text(row) if per is None else modes_text(row, fmt=lambda v: num(v * per))
     else:
         text = with_interval(row.get(column), row.get(f"{column}_low"),

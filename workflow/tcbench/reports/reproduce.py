@@ -24,37 +24,38 @@ import pandas as pd
 
 from .. import atomic, cli, stats
 from .. import vocabulary as V
-from ..analysis import reproduce as R
-from ..analysis import runs as RUNS
+from ..analysis import reproduce
+from ..analysis import runs as runs_level
 from ..references import CompareError
-from ..render import plot as F
+from ..render import plot
 from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, times, \
     with_interval
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_markdown
-from . import answer as A
+from . import answer
 from . import verdict
 from .reproduce_figure import figure
 
-TITLES = {R.THROUGHPUT: "Throughputs", R.PER_PROCESS: "Per-process ratios",
-          R.INTERLEAVED: "Interleaved ratios", R.CLAIM: "Claims of the judged ratios",
-          R.ANSWER: "The answer per experiment"}
+TITLES = {reproduce.THROUGHPUT: "Throughputs", reproduce.PER_PROCESS: "Per-process ratios",
+          reproduce.INTERLEAVED: "Interleaved ratios",
+          reproduce.CLAIM: "Claims of the judged ratios",
+          reproduce.ANSWER: "The answer per experiment"}
 NO_CLAIM = "no claim"
 BEST = "best mode and setting"       # the answer table's column a claim rests on
 TOLERANCE_RULE = (f"the median absolute relative shift of the throughput of the cells whose GPU "
                   f"was busy at least {V.HOST_BOUND_BUSY_SHARE:.0%} of their timed steps in "
                   f"both sets (the machine's run-to-run offset; a host-bound cell's shift is "
-                  f"the host's), capped at {R.TOLERANCE_CAP:.0%}")
+                  f"the host's), capped at {reproduce.TOLERANCE_CAP:.0%}")
 INSIDE_NOTE = ("Inside: the rerun's estimate lies within the reference's 95% interval. Only a "
                f"confidence interval on both sides decides it ({stats.ENOUGH} repeats, or an "
                "interleaved comparison's bootstrap interval); a range, a single run or two "
                "modes is 'no interval', never counted as inside. Where the reference pools "
-               f"{RUNS.MIN_RUNS} or more runs, its interval is the 95% prediction interval for "
-               "one more run, from the runs' estimates. Difference: the rerun's estimate over "
+               f"{runs_level.MIN_RUNS} or more runs, its interval is the 95% prediction interval "
+               "for one more run, from the runs' estimates. Difference: the rerun's estimate over "
                "the reference's, less 1.")
 
 
-def answers(s: R.ResultSet) -> dict[str, dict]:
+def answers(s: reproduce.ResultSet) -> dict[str, dict]:
     """The verdict's answer per experiment of one set (per model in a model zoo): its claim,
     the best mode and setting it rests on, and the judged ratio."""
     v = verdict.build(s.summary, s.speedup, s.metrics, None, s.interleaved)
@@ -62,29 +63,30 @@ def answers(s: R.ResultSet) -> dict[str, dict]:
     for a in v.answers:
         j = a.judgement
         out[a.experiment] = {
-            "claim": a.claim or NO_CLAIM, "basis": a.cells[A.COLUMNS.index(BEST)],
+            "claim": a.claim or NO_CLAIM, "basis": a.cells[answer.COLUMNS.index(BEST)],
             "estimate": j.estimate if j is not None and j.estimate.value is not None else None}
     return out
 
 
-def build(rerun: Path, reference) -> tuple[pd.DataFrame, R.Tolerance, R.ResultSet | RUNS.Pooled,
-                                           R.ResultSet]:
-    """``reference``: one set's folder, or a list of them (one: that set; ``RUNS.MIN_RUNS``
+def build(rerun: Path, reference) -> tuple[pd.DataFrame, reproduce.Tolerance,
+                                           reproduce.ResultSet | runs_level.Pooled,
+                                           reproduce.ResultSet]:
+    """``reference``: one set's folder, or a list of them (one: that set; ``runs_level.MIN_RUNS``
     or more: pooled across runs)."""
     refs = [reference] if isinstance(reference, (str, Path)) else list(reference)
-    new = R.load(rerun)
+    new = reproduce.load(rerun)
     if len(refs) == 1:
-        ref = R.load(refs[0])
-        R.same_gpu(ref, new)
+        ref = reproduce.load(refs[0])
+        reproduce.same_gpu(ref, new)
         a_ref = answers(ref)
     else:
         if Path(rerun).resolve() in {Path(f).resolve() for f in refs}:
             raise CompareError(f"{rerun} is among its own references: check a run against the "
                                f"others")
-        ref = RUNS.pool(refs)
-        R.same_gpu(ref.sets[0], new)
-        a_ref = RUNS.answers([answers(s) for s in ref.sets])
-    frame, tol = R.check(ref, new, (a_ref, answers(new)))
+        ref = runs_level.pool(refs)
+        reproduce.same_gpu(ref.sets[0], new)
+        a_ref = runs_level.answers([answers(s) for s in ref.sets])
+    frame, tol = reproduce.check(ref, new, (a_ref, answers(new)))
     return frame, tol, ref, new
 
 
@@ -96,37 +98,43 @@ def _of(counts: dict, good: str, *bad: str) -> tuple[int, int]:
 def summary_line(frame: pd.DataFrame) -> str:
     """``N of M rerun estimates inside the reference's 95% interval; K of L claims the same``,
     then the same per kind, what has no interval, and what one set has alone."""
-    t = R.tally(frame)
-    est = [(k, *_of(t[k], R.INSIDE, R.OUTSIDE)) for k in R.ESTIMATED]
-    cl = [(k, *_of(t[k], R.SAME, R.COMPATIBLE, R.CHANGED)) for k in R.CLAIMED]
-    words = {R.THROUGHPUT: "throughputs", R.PER_PROCESS: "per-process ratios",
-             R.INTERLEAVED: "interleaved ratios", R.CLAIM: "judged ratios",
-             R.ANSWER: "the answer per experiment"}
+    t = reproduce.tally(frame)
+    est = [(k, *_of(t[k], reproduce.INSIDE, reproduce.OUTSIDE)) for k in reproduce.ESTIMATED]
+    cl = [(k, *_of(t[k], reproduce.SAME, reproduce.COMPATIBLE, reproduce.CHANGED))
+          for k in reproduce.CLAIMED]
+    words = {reproduce.THROUGHPUT: "throughputs", reproduce.PER_PROCESS: "per-process ratios",
+             reproduce.INTERLEAVED: "interleaved ratios", reproduce.CLAIM: "judged ratios",
+             reproduce.ANSWER: "the answer per experiment"}
     line = (f"{sum(e[1] for e in est)} of {sum(e[2] for e in est)} rerun estimates inside the "
             f"reference's 95% interval; {sum(c[1] for c in cl)} of {sum(c[2] for c in cl)} "
             f"claims the same. Estimates inside: "
             + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in est)
             + "; claims the same: " + ", ".join(f"{words[k]} {n} of {m}" for k, n, m in cl)
             + ".")
-    other = {o: sum(t[k][o] for k in R.CLAIMED) for o in (R.COMPATIBLE, R.CHANGED)}
+    other = {o: sum(t[k][o] for k in reproduce.CLAIMED)
+             for o in (reproduce.COMPATIBLE, reproduce.CHANGED)}
     if any(other.values()):
-        line += (f" Of the claims not the same, {other[R.COMPATIBLE]} "
-                 f"{'is' if other[R.COMPATIBLE] == 1 else 'are'} compatible (both can hold: "
-                 f"one side's interval clears a threshold the other's does not) and "
-                 f"{other[R.CHANGED]} contradict{'s' if other[R.CHANGED] == 1 else ''} "
+        line += (f" Of the claims not the same, {other[reproduce.COMPATIBLE]} "
+                 f"{'is' if other[reproduce.COMPATIBLE] == 1 else 'are'} compatible (both can "
+                 f"hold: one side's interval clears a threshold the other's does not) and "
+                 f"{other[reproduce.CHANGED]} "
+                 f"contradict{'s' if other[reproduce.CHANGED] == 1 else ''} "
                  f"(no ratio satisfies both).")
-    none = sum(t[k][R.NO_INTERVAL] for k in R.ESTIMATED)
+    none = sum(t[k][reproduce.NO_INTERVAL] for k in reproduce.ESTIMATED)
     if none:
         line += (f" {_n(none, 'estimate')} with no confidence interval on one side or both "
                  f"(a range, a single run, two modes) not counted.")
-    only = {o: sum(c[o] for c in t.values()) for o in (R.ONLY_REFERENCE, R.ONLY_RERUN)}
+    only = {o: sum(c[o] for c in t.values())
+            for o in (reproduce.ONLY_REFERENCE, reproduce.ONLY_RERUN)}
     if any(only.values()):
-        line += (f" In one set only, not counted: {_n(only[R.ONLY_REFERENCE], 'quantity')} "
-                 f"{R.ONLY_REFERENCE}, {only[R.ONLY_RERUN]} {R.ONLY_RERUN}.")
+        line += (f" In one set only, not counted: "
+                 f"{_n(only[reproduce.ONLY_REFERENCE], 'quantity')} "
+                 f"{reproduce.ONLY_REFERENCE}, {only[reproduce.ONLY_RERUN]} "
+                 f"{reproduce.ONLY_RERUN}.")
     return line
 
 
-def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance, runs: int = 1) -> str:
+def tolerance_line(frame: pd.DataFrame, tol: reproduce.Tolerance, runs: int = 1) -> str:
     if runs > 1:
         return (f"Between-run tolerance: none added. The reference pools {runs} runs of the "
                 f"study, each quantity {stats.METHOD_TEXT[stats.PREDICTION]} (t on the runs' "
@@ -145,15 +153,16 @@ def tolerance_line(frame: pd.DataFrame, tol: R.Tolerance, runs: int = 1) -> str:
             f"reference's 95% interval widened by it on each side.")
 
 
-def host_line(frame: pd.DataFrame, ref: R.ResultSet, new: R.ResultSet) -> str:
+def host_line(frame: pd.DataFrame, ref: reproduce.ResultSet, new: reproduce.ResultSet) -> str:
     """The two hosts' speed, and how many throughputs that did not reproduce are host-bound."""
-    rows = frame[frame["kind"] == R.THROUGHPUT]
-    both = rows.loc[rows["outcome"].isin([R.INSIDE, R.OUTSIDE, R.NO_INTERVAL]), "experiment"]
-    each = [R.host_speed(s, both.unique()) for s in getattr(ref, "sets", (ref,))]
-    a, b = stats.median(each), R.host_speed(new, both.unique())
+    rows = frame[frame["kind"] == reproduce.THROUGHPUT]
+    both = rows.loc[rows["outcome"].isin([reproduce.INSIDE, reproduce.OUTSIDE,
+                                          reproduce.NO_INTERVAL]), "experiment"]
+    each = [reproduce.host_speed(s, both.unique()) for s in getattr(ref, "sets", (ref,))]
+    a, b = stats.median(each), reproduce.host_speed(new, both.unique())
     if a is None or b is None or None in each:
         return ""
-    missed = rows[rows["outcome"].eq(R.OUTSIDE) & ~rows["within_tolerance"].eq(True)]
+    missed = rows[rows["outcome"].eq(reproduce.OUTSIDE) & ~rows["within_tolerance"].eq(True)]
     bound = int(missed["host_bound"].eq(True).sum())
     where = (f"{num(a)} ops/s in the reference" if len(each) == 1 else
              f"{', '.join(num(x) for x in each)} ops/s in the reference's runs (median "
@@ -206,16 +215,16 @@ def _claim(r, side: str) -> str:
 
 def _quantity(r) -> str:
     """What a row's numbers are: a throughput's unit, a ratio's or claim's baseline."""
-    if r["kind"] == R.THROUGHPUT:
+    if r["kind"] == reproduce.THROUGHPUT:
         # a host-bound cell's throughput is the host's pace (host_line says why)
         return V.metric(r["quantity"]).unit + (", host-bound" if r.get("host_bound") is True
                                                else "")
-    if r["kind"] == R.ANSWER:
+    if r["kind"] == reproduce.ANSWER:
         return "strongest claim"
-    return f"{'against' if r['kind'] == R.CLAIM else '×'} {r['baseline']}"
+    return f"{'against' if r['kind'] == reproduce.CLAIM else '×'} {r['baseline']}"
 
 
-def table(frame: pd.DataFrame, tol: R.Tolerance | None = None,
+def table(frame: pd.DataFrame, tol: reproduce.Tolerance | None = None,
           axes: dict[str, list[str]] | None = None) -> Table:
     """Rows of any kinds (named where there are several): each with its setting (naming
     ``axes``, by experiment), both sides, the difference and the outcome; a throughput's place
@@ -223,14 +232,14 @@ def table(frame: pd.DataFrame, tol: R.Tolerance | None = None,
     axes = _axes(frame) if axes is None else axes
     kinds = frame["kind"].nunique() > 1
     tolerated = tol is not None and tol.value is not None and \
-        (frame["kind"] == R.THROUGHPUT).any()
+        (frame["kind"] == reproduce.THROUGHPUT).any()
     cols = [*(["kind"] if kinds else []), "experiment", "setting", "precision", "quantity",
             "reference", "rerun", "difference", "outcome",
             *([f"within ±{_pct(tol.value)}"] if tolerated else [])]
     rows = []
     for _, r in frame.iterrows():
-        claimed = r["kind"] in R.CLAIMED
-        fmt = num if r["kind"] == R.THROUGHPUT else times
+        claimed = r["kind"] in reproduce.CLAIMED
+        fmt = num if r["kind"] == reproduce.THROUGHPUT else times
         rows.append([*([str(r["kind"])] if kinds else []), str(r["experiment"]),
                      _setting(r, axes),
                      MISSING if missing(r["precision"]) else str(r["precision"]),
@@ -248,8 +257,8 @@ def _yes(v) -> str:
     return MISSING if missing(v) else "yes" if bool(v) else "no"
 
 
-def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
-             new: R.ResultSet) -> str:
+def markdown(frame: pd.DataFrame, tol: reproduce.Tolerance, ref: reproduce.ResultSet,
+             new: reproduce.ResultSet) -> str:
     out = [f"# Reproduction check: `{new.run}` against `{ref.run}`", "",
            f"Both sets ran on {', '.join(ref.devices)} (`{new.folder}` the rerun, "
            f"`{ref.folder}` the reference). **{summary_line(frame)}**", "",
@@ -257,8 +266,9 @@ def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
     host = host_line(frame, ref, new)
     out += [host, ""] if host else []
     axes = _axes(frame)
-    tolerated = frame["within_tolerance"].eq(True) & frame["outcome"].eq(R.OUTSIDE)
-    failed = frame[frame["outcome"].isin([R.OUTSIDE, R.COMPATIBLE, R.CHANGED]) & ~tolerated]
+    tolerated = frame["within_tolerance"].eq(True) & frame["outcome"].eq(reproduce.OUTSIDE)
+    failed = frame[frame["outcome"].isin([reproduce.OUTSIDE, reproduce.COMPATIBLE,
+                                          reproduce.CHANGED]) & ~tolerated]
     out += ["## What did not reproduce", ""]
     if tolerated.any():
         out += [f"{_n(int(tolerated.sum()), 'throughput')} outside the reference's interval "
@@ -268,10 +278,10 @@ def markdown(frame: pd.DataFrame, tol: R.Tolerance, ref: R.ResultSet,
             "Nothing: every rerun estimate with an interval on both sides lies inside the "
             "reference's (a throughput within the between-run tolerance of it), and every "
             "claim is the same.\n"]
-    only = frame[frame["outcome"].isin([R.ONLY_REFERENCE, R.ONLY_RERUN])]
+    only = frame[frame["outcome"].isin([reproduce.ONLY_REFERENCE, reproduce.ONLY_RERUN])]
     if len(only):
         out += ["## In one set only", "", to_markdown(table(only, axes=axes), heading=None)]
-    for kind in (*R.ESTIMATED, *R.CLAIMED):
+    for kind in (*reproduce.ESTIMATED, *reproduce.CLAIMED):
         rows = frame[frame["kind"] == kind]
         if len(rows):
             out += [f"## {TITLES[kind]}", "",
@@ -291,8 +301,8 @@ def write(rerun: Path, reference: Path, md: Path | None = None, csv: Path | None
     if md is not None:
         written.append(atomic.write_text(md, markdown(frame, tol, ref, new)))
     if figures:
-        F.style()
-        written += F.save_as(figure(frame, tol, new.run, ref.run), list(figures))
+        plot.style()
+        written += plot.save_as(figure(frame, tol, new.run, ref.run), list(figures))
     return written
 
 
@@ -302,7 +312,7 @@ def main(argv=None) -> int:
     ap.add_argument("rerun", type=Path, help="the rerun's result set (a results/<run> folder)")
     ap.add_argument("--reference", type=Path, required=True, nargs="+",
                     help="the reference set of the same GPU model (a results/<run> folder), or "
-                         f"{RUNS.MIN_RUNS} or more runs of the study to pool")
+                         f"{runs_level.MIN_RUNS} or more runs of the study to pool")
     ap.add_argument("--out", type=Path, help="a folder: every file, by the vocabulary's names")
     ap.add_argument("--md", type=Path)
     ap.add_argument("--csv", type=Path)

@@ -15,15 +15,16 @@ import numpy as np
 import pandas as pd
 
 from .. import stats
-from ..analysis import reproduce as R
+from ..analysis import reproduce
 from ..render.plot import TWO_COLUMN_IN, Line2D, NotDrawn, Patch, fitted_legend, plt, wrapped
 
 TITLE = "rerun against its reference"
 LINEAR_PCT = 2.0          # percent: linear inside ±this, logarithmic beyond
-COLOURS = {R.INSIDE: "#009E73", R.OUTSIDE: "#D55E00", R.NO_INTERVAL: "#999999"}
+COLOURS = {reproduce.INSIDE: "#009E73", reproduce.OUTSIDE: "#D55E00",
+           reproduce.NO_INTERVAL: "#999999"}
 REFERENCE = "0.75"
-PANELS = {R.THROUGHPUT: "throughputs", R.PER_PROCESS: "per-process ratios",
-          R.INTERLEAVED: "interleaved ratios"}
+PANELS = {reproduce.THROUGHPUT: "throughputs", reproduce.PER_PROCESS: "per-process ratios",
+          reproduce.INTERLEAVED: "interleaved ratios"}
 TICKS = (2, 5, 10, 20, 50, 100, 200, 500, 1000)
 ROW_IN, PANEL_IN, FRAME_IN = 0.125, 0.45, 0.7
 LABEL_PT = 5.5
@@ -56,7 +57,8 @@ def _pct(v, _pos=None) -> str:
 
 def _label(r) -> str:
     """A row's name: experiment, precision, and the baseline a ratio is against."""
-    base = "" if pd.isna(r["baseline"]) or r["kind"] == R.THROUGHPUT else f" ÷ {r['baseline']}"
+    base = "" if pd.isna(r["baseline"]) or r["kind"] == reproduce.THROUGHPUT \
+        else f" ÷ {r['baseline']}"
     return f"{r['experiment']} {r['precision']}{base}"
 
 
@@ -69,7 +71,7 @@ def _panel(ax, d: pd.DataFrame, kind: str, tol) -> list[float]:
     d = d.reset_index(drop=True)
     y = np.arange(len(d))
     ref = d["reference"].astype(float).to_numpy()
-    if kind == R.THROUGHPUT and tol is not None and tol.value:
+    if kind == reproduce.THROUGHPUT and tol is not None and tol.value:
         ax.axvspan(-100 * tol.value, 100 * tol.value, color="0.9", lw=0, zorder=0)
     ax.axvline(0, color="0.3", lw=0.6, zorder=1)
     lo, hi = _rel(d["reference_low"], ref), _rel(d["reference_high"], ref)
@@ -92,12 +94,12 @@ def _panel(ax, d: pd.DataFrame, kind: str, tol) -> list[float]:
 
 def figure(frame: pd.DataFrame, tol, rerun: str, reference: str):
     """The figure, or a ``NotDrawn`` where no estimate is in both sets."""
-    data = frame[frame["kind"].isin(R.ESTIMATED) & frame["relative_difference"].notna()]
+    data = frame[frame["kind"].isin(reproduce.ESTIMATED) & frame["relative_difference"].notna()]
     if data.empty:
         return NotDrawn(TITLE, "no estimate is in both sets, so there is nothing to set "
                                "against the reference")
     data = data.assign(pct=100 * data["relative_difference"].astype(float))
-    kinds = [k for k in R.ESTIMATED if (data["kind"] == k).any()]
+    kinds = [k for k in reproduce.ESTIMATED if (data["kind"] == k).any()]
     rows = [int((data["kind"] == k).sum()) for k in kinds]
     fig, axes = plt.subplots(
         len(kinds), 1, sharex=True, squeeze=False, layout="constrained",
@@ -120,9 +122,10 @@ def figure(frame: pd.DataFrame, tol, rerun: str, reference: str):
             else "95% CI")
     handles = [Line2D([], [], color=REFERENCE, lw=2.2, label=f"the reference's {what}"),
                *(Line2D([], [], marker="o", markersize=3.5, color=c, lw=0.9,
-                        label=f"rerun, {o} the reference's interval" if o != R.NO_INTERVAL
+                        label=f"rerun, {o} the reference's interval"
+                        if o != reproduce.NO_INTERVAL
                         else f"rerun, {o}") for o, c in COLOURS.items())]
-    if tol is not None and tol.value and R.THROUGHPUT in kinds:
+    if tol is not None and tol.value and reproduce.THROUGHPUT in kinds:
         handles.append(Patch(facecolor="0.9", label=f"between-run tolerance "
                                                      f"±{100 * tol.value:.2f}%"))
     fitted_legend(fig, handles, borderaxespad=0.2)

@@ -14,10 +14,10 @@ from dataclasses import replace
 import pandas as pd
 
 from .. import stats
-from ..analysis import crossover as X
+from ..analysis import crossover as fp8_crossover
 from ..render.numbers import num
 from ..render.table import Table, to_html, to_markdown
-from . import answer as A
+from . import answer
 from . import fp8_findings
 
 CELL_CHARS = 80            # summary.md's answer table
@@ -76,7 +76,7 @@ def compact(table: Table, limit: int = CELL_CHARS, columns=None) -> tuple[Table,
 
 
 # ------------------------------------------------------------------------ the bottom line
-def _group(rows: list[A.Answer], claims: tuple, named: int, of: str = "") -> str:
+def _group(rows: list[answer.Answer], claims: tuple, named: int, of: str = "") -> str:
     """How many rows reach one of ``claims`` (``of``: "of N"), in brackets the experiments
     (where there are at most ``named``) and, for "pays off", the span of their ratios."""
     hit = [a for a in rows if a.claim in claims]
@@ -94,7 +94,7 @@ def _fp8(crossover: pd.DataFrame | None) -> str:
     if crossover is None or not len(crossover):
         return ""
     pays, none = [], []
-    for mode in X.FP8_MODES:
+    for mode in fp8_crossover.FP8_MODES:
         c = fp8_findings.assess(crossover, mode)
         if c.kind == "pays":
             pays.append(f"{int(c.row['width'])}×{int(c.row['tokens']):,} ({mode})")
@@ -102,10 +102,10 @@ def _fp8(crossover: pd.DataFrame | None) -> str:
             none.append(mode)
     said = ([f"from Linear width × tokens {_join(pays)}"] if pays else []) + \
         ([f"at none of the shapes measured ({_join(none)})"] if none else [])
-    return f" FP8 pays off against {X.BASELINE} {', and '.join(said)}." if said else ""
+    return f" FP8 pays off against {fp8_crossover.BASELINE} {', and '.join(said)}." if said else ""
 
 
-def headline(rows: list[A.Answer], crossover: pd.DataFrame | None = None,
+def headline(rows: list[answer.Answer], crossover: pd.DataFrame | None = None,
              limit: int = HEADLINE_WORDS) -> str:
     """The bottom line in at most ``limit`` words: of the answer table's rows, how many reach
     each claim (the experiments named where few do), those with nothing to judge, and where FP8

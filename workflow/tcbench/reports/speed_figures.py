@@ -12,7 +12,7 @@ from matplotlib.patches import Patch
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.axes import ratio_lines, reference_room, value_axis
 from ..render.bars import (UNJUDGED_EDGE, UNJUDGED_HATCH, clear_of_lines, grouped_bars,
                            interval_kind, present_precisions, run_dots, slot_width, slot_x)
@@ -56,11 +56,11 @@ def fig_throughput(s, exp, width="auto", plan=None, runs=None):
     whose samples/s is in its tables): the mean of the finished runs, its interval, and each
     run as a dot; a cell whose runs fall into two modes or have a window that was not steady
     washed out and hatched, the legend saying which."""
-    col = TP.main_column(s)
+    col = throughput.main_column(s)
     unsteady = {(str(r["group"]), str(r["precision"])): _unsteady(r) for _, r in s.iterrows()
                 if _unsteady(r)}
     extra = [unjudged_handle(unsteady.values(), "")] if unsteady else None
-    fig, _ = bar_figure(s, col, f"{TP.unit(col)} (steady state)",
+    fig, _ = bar_figure(s, col, f"{throughput.unit(col)} (steady state)",
                         f"{exp}: training throughput", width, interval=col, plan=plan,
                         runs=runs, muted=set(unsteady), extra=extra)
     return fig

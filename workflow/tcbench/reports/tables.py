@@ -22,10 +22,10 @@ from pathlib import Path
 import pandas as pd
 
 from .. import atomic, cli, kernels, stats
-from .. import resultset as RS
+from .. import resultset
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
-from ..analysis import throughput as TP
+from ..analysis import throughput
 from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # noqa: F401
                               WARMUP_MISS_HEAD, WARMUP_NOTE, has_misses, memory_unit, missing,
                               modes_text, num, pct, percent, points, share, times, warmup_text,
@@ -33,7 +33,7 @@ from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # 
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
-from . import ratio_cells as RC
+from . import ratio_cells
 from .phrases import (NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating,
                       throughput_text)
 
@@ -71,7 +71,7 @@ def _ratio_cells(q, r) -> tuple[str, str, str]:
     from its speedup.csv row ``q`` (empty where it has none)."""
     if not len(q):
         return (MISSING if not r.get("repeats_ok") else "not measured"), "", ""
-    return (*RC.judged(q), RC.per_process(q))
+    return (*ratio_cells.judged(q), ratio_cells.per_process(q))
 
 
 def claim(r) -> str:
@@ -89,20 +89,20 @@ class Experiment:
     """One experiment's rows, in setting order, with what every table of it shares."""
 
     def __init__(self, summary: pd.DataFrame, speedup: pd.DataFrame, experiment: str):
-        s = RS.order(summary[summary["experiment"] == experiment])
+        s = resultset.order(summary[summary["experiment"] == experiment])
         if s.empty:
             raise ValueError(f"experiment {experiment!r} has no rows in summary.csv")
-        sp = RS.order(speedup[speedup["experiment"] == experiment])
+        sp = resultset.order(speedup[speedup["experiment"] == experiment])
         self.name = experiment
-        self.ratios = {RS.cell_key(r): r for _, r in sp.iterrows()}
-        self.rows = RS.in_setting_order(s)
+        self.ratios = {resultset.cell_key(r): r for _, r in sp.iterrows()}
+        self.rows = resultset.in_setting_order(s)
         self.axes = shown_axes(self.rows)
         self.run = str(self.rows["run"].iloc[0])
         device = self.rows["device_name"].dropna().astype(str)
         self.where = device.iloc[0] if len(device) else self.run
 
     def ratio(self, r):
-        return self.ratios.get(RS.cell_key(r), {})
+        return self.ratios.get(resultset.cell_key(r), {})
 
     def title(self, what: str) -> str:
         return f"{self.name} on {self.where}: {what}"
@@ -124,9 +124,9 @@ def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str
              f"of warm-up (autotuning, "
              f"compilation), reported on its own and in no ratio.",
              INTERVAL_NOTE, WARMUP_NOTE]
-    if TP.TOKENS in speeds:
+    if throughput.TOKENS in speeds:
         notes.append(f"A sample is one sequence: tokens/s is samples/s times its "
-                     f"{_tokens_text(e.rows)} tokens ({V.metric(TP.TOKENS).definition}).")
+                     f"{_tokens_text(e.rows)} tokens ({V.metric(throughput.TOKENS).definition}).")
     if has_mem:
         notes.append("Peak memory is torch.cuda.max_memory_allocated.")
     s = e.rows
@@ -140,7 +140,8 @@ def _speed_notes(e: Experiment, has_mem: bool, speeds=(V.HEADLINE,)) -> list[str
 
 
 def _tokens_text(rows) -> str:
-    per = sorted({int(v) for v in pd.to_numeric(rows[TP.PER_SAMPLE], errors="coerce").dropna()})
+    per = sorted({int(v) for v in pd.to_numeric(rows[throughput.PER_SAMPLE],
+                                                errors="coerce").dropna()})
     return " or ".join(f"{v:,}" for v in per)
 
 
@@ -149,18 +150,18 @@ def speed_table(e: Experiment) -> Table:
     s = e.rows
     unit, _ = memory_unit(pd.to_numeric(s["max_memory_allocated_bytes"]).max())
     has_mem = s["max_memory_allocated_bytes"].notna().any()
-    speeds = TP.columns(s)  # samples/s, and tokens/s for a token workload
+    speeds = throughput.columns(s)  # samples/s, and tokens/s for a token workload
     misses = has_misses(s)
     # an experiment without fp32 (transformers against amp-bf16) has no "× fp32" to show: two
     # columns of "no fp32" would only push the table off the page
     fp32 = bool(s["precision"].astype(str).eq(V.BASELINE).any())
     ratios = [_ratio_cells(e.ratio(r), r) for _, r in s.iterrows()]
     shown = any(how for _, how, _ in ratios)
-    pp = shown and RC.any_interleaved(pd.DataFrame([e.ratio(r) for _, r in s.iterrows()
-                                                    if len(e.ratio(r))]))
-    heads = [RC.JUDGED_HEAD, RC.HOW_HEAD, *([RC.PER_PROCESS_HEAD] if pp else [])] if shown \
-        else []
-    cols = ["setting", "precision", "n", *map(TP.unit, speeds), *heads, WARMUP_HEAD]
+    pp = shown and ratio_cells.any_interleaved(pd.DataFrame([e.ratio(r) for _, r in s.iterrows()
+                                                             if len(e.ratio(r))]))
+    heads = [ratio_cells.JUDGED_HEAD, ratio_cells.HOW_HEAD,
+             *([ratio_cells.PER_PROCESS_HEAD] if pp else [])] if shown else []
+    cols = ["setting", "precision", "n", *map(throughput.unit, speeds), *heads, WARMUP_HEAD]
     cols += [WARMUP_MISS_HEAD] if misses else []
     cols += [f"peak memory ({unit})", *(["memory × fp32"] if fp32 else [])] if has_mem else []
     rows = []
@@ -174,14 +175,15 @@ def speed_table(e: Experiment) -> Table:
         cells += _memory_cells(e, r, unit)[:2 if fp32 else 1] if has_mem else []
         rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
     notes = _speed_notes(e, has_mem, speeds)
-    notes += [RC.JUDGED_NOTE] if shown else []
+    notes += [ratio_cells.JUDGED_NOTE] if shown else []
     if any(noisy_text(r) for _, r in s.iterrows()):
         notes.append(NOISY_NOTE)
     if not shown:
         notes.append(f"No baseline ran beside these cells ({V.BASELINE}, or {V.FP8_BASELINE} "
                      f"for an FP8 mode): there is no ratio to judge.")
     return Table(e.title("speed and memory"), cols, rows,
-                 align="".join("l" if i < 3 or c == RC.HOW_HEAD else "r" for i, c in enumerate(cols)),
+                 align="".join("l" if i < 3 or c == ratio_cells.HOW_HEAD else "r"
+                               for i, c in enumerate(cols)),
                  notes=notes, label=f"tab:{e.run}:{e.name}")
 
 
@@ -289,12 +291,12 @@ def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: 
 # ----------------------------------------------------------------------- whole-set tables
 def speedup_table(sp: pd.DataFrame) -> Table:
     """Every cell against fp32 at the same setting, with the claim its interval allows."""
-    sp = RS.order(sp)
-    speeds = TP.columns(sp)  # a tokens/s column where the set has a token workload
+    sp = resultset.order(sp)
+    speeds = throughput.columns(sp)  # a tokens/s column where the set has a token workload
     rows = []
     for exp, g in sp.groupby("experiment", sort=False):
         axes = shown_axes(g)
-        for _, r in RS.in_setting_order(g).iterrows():
+        for _, r in resultset.in_setting_order(g).iterrows():
             rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
                          f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
@@ -302,9 +304,10 @@ def speedup_table(sp: pd.DataFrame) -> Table:
                            else MISSING for i, c in enumerate(speeds)),
                          *_ratio_cells(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
-    cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(TP.unit, speeds),
-            RC.JUDGED_HEAD, RC.HOW_HEAD, RC.PER_PROCESS_HEAD, "claim", "memory × fp32"]
-    notes = [INTERVAL_NOTE, RC.JUDGED_NOTE, stats.CLAIM_NOTE]
+    cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(throughput.unit, speeds),
+            ratio_cells.JUDGED_HEAD, ratio_cells.HOW_HEAD, ratio_cells.PER_PROCESS_HEAD, "claim",
+            "memory × fp32"]
+    notes = [INTERVAL_NOTE, ratio_cells.JUDGED_NOTE, stats.CLAIM_NOTE]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in sp.iterrows()) else []
     return Table("Speedup over each cell's baseline at the same setting", cols, rows,
                  align="lllr" + "r" * len(speeds) + "rlrlr", notes=notes)
@@ -368,7 +371,7 @@ def main(argv=None) -> int:
         return cli.bad_input("tcbench.reports.tables", "--md/--tex/--html need --experiment")
 
     def write():
-        read = {k: RS.read_raw(getattr(args, k)) if getattr(args, k) else None
+        read = {k: resultset.read_raw(getattr(args, k)) if getattr(args, k) else None
                 for k in ("summary", "speedup", "best")}
         if formats:
             write_experiment(read["summary"], read["speedup"], args.experiment, formats)

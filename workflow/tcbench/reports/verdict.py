@@ -23,13 +23,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, cli, stats, resultset as RS, vocabulary as V
+from .. import atomic, cli, stats, resultset, vocabulary as V
 from ..analysis import claims
-from ..analysis import conditions as C
+from ..analysis import conditions as run_conditions
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
-from . import answer as A
+from . import answer
 from . import families, fp8_findings, noisy, screen
 from .findings import Section, experiment_section, host_bound_decisions
 from .phrases import compile_check_note, interleaved_decisions
@@ -45,7 +45,7 @@ class Verdict:
     answer: Table
     intro: list[str]
     sections: list[Section]
-    answers: list[A.Answer]
+    answers: list[answer.Answer]
     headline: str = ""
     # the overview figure heading it: a link beside summary.md, the PNG itself in the HTML
     overview: str | None = None
@@ -76,7 +76,7 @@ class Verdict:
 
 def joined(summary: pd.DataFrame, speedup: pd.DataFrame) -> pd.DataFrame:
     """One row per cell: the summary joined with its ratios against fp32 (speedup.csv)."""
-    s, sp = RS.order(summary), RS.order(speedup)
+    s, sp = resultset.order(summary), resultset.order(speedup)
     keys = list(V.CELL_KEYS)
     extra = [c for c in sp.columns if c not in s.columns or c in keys]
     for df in (s, sp):
@@ -161,7 +161,7 @@ def _of(n: int, total: int) -> str:
     return f"all {total}" if n == total else f"{n} of {total}"
 
 
-def _spread(c: C.Conditions) -> list[str]:
+def _spread(c: run_conditions.Conditions) -> list[str]:
     out = []
     if len(c.gpus) > 1:
         out.append(f"{len(c.gpus)} GPUs (told apart by UUID: {_tally(c.gpus)}"
@@ -178,7 +178,7 @@ def conditions(metrics: pd.DataFrame | None) -> str | None:
     process starts (``analysis.conditions``); None where its records agree on all."""
     if metrics is None or not len(metrics):
         return None
-    c = C.conditions(metrics)
+    c = run_conditions.conditions(metrics)
     if c.uniform or not c.records:
         return None
     spread = _spread(c)
@@ -241,7 +241,7 @@ def host_speed(metrics: pd.DataFrame | None) -> str:
     return out + "."
 
 
-def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
+def decisions(rows: list[answer.Answer], df: pd.DataFrame) -> str:
     """Which cells were decided how: by an interleaved comparison (at its level), by
     per-process repeats, or not at all (and why), over every judged reduced-precision cell of
     the set."""
@@ -254,7 +254,7 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
     unjudged = sum(j.claim in (stats.UNJUDGED, stats.NO_BASELINE) for j in rest)
     repeats = len(rest) - sum(gates.values()) - unjudged
     parts = [f"{repeats} by per-process repeats", *interleaved_decisions(il)]
-    parts += [f"{n} not judged ({A.GATE_WORDS[g]})" for g, n in gates.items() if n]
+    parts += [f"{n} not judged ({answer.GATE_WORDS[g]})" for g, n in gates.items() if n]
     if unjudged:
         parts.append(f"{unjudged} not judged for too few repeats or no baseline run")
     return f"Of the {len(js)} reduced-precision cells with a baseline, " + ", ".join(parts) + \
@@ -265,7 +265,7 @@ def decisions(rows: list[A.Answer], df: pd.DataFrame) -> str:
 
 
 def intro(df: pd.DataFrame, metrics: pd.DataFrame | None, run: str, device: str,
-          rows: list[A.Answer] = (), interleaved: pd.DataFrame | None = None) -> list[str]:
+          rows: list[answer.Answer] = (), interleaved: pd.DataFrame | None = None) -> list[str]:
     """What the set is, where it ran, from which code, how the host's speed varied, what its
     numbers mean, and which cells were decided how."""
     cuda = metrics is not None and "compute_capability" in metrics and \
@@ -337,13 +337,13 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     device = df["device_name"].dropna().astype(str)
     device = device.iloc[0] if len(device) else "an unnamed device"
     secs, facts = sections(df)
-    rows = A.answers(facts)
+    rows = answer.answers(facts)
     zoo = families.section([(f["model"], a) for f, a in zip(facts, rows) if f["model"]])
     fp8 = fp8_findings.section(df, crossover)
     precision = noisy.section(summary)
     return Verdict(f"{TITLE_HEAD}{run} on {device}",
-                   [A.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
-                   A.table(rows), intro(df, metrics, run, device, rows, interleaved),
+                   [answer.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
+                   answer.table(rows), intro(df, metrics, run, device, rows, interleaved),
                    secs + [s for s in (zoo, fp8, precision) if s], rows,
                    screen.headline(rows, crossover))
 
@@ -351,11 +351,11 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
 def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | None = None,
          interleaved: Path | None = None) -> Verdict:
     """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without)."""
-    m = RS.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
-    x = RS.read_raw(crossover) if crossover is not None else None
-    il = RS.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
+    m = resultset.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
+    x = resultset.read_raw(crossover) if crossover is not None else None
+    il = resultset.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
         else None
-    return build(RS.read_raw(summary), RS.read_raw(speedup), m, x, il)
+    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
