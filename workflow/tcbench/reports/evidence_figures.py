@@ -91,14 +91,17 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
     if not s["tensor_core_share"].notna().any():
         gpu = pd.to_numeric(s.get("compute_capability"), errors="coerce").notna().any()
         return NotDrawn(title, f"no kernel profile: {diagnosis.why_unprofiled(gpu)}")
+    bounded = s.apply(diagnosis.matmul_bounded, axis=1).any()
+    # the bounded shares' legend entry takes a row of its own: the axes keep their height
     fig, (top, bottom) = plt.subplots(
-        2, 1, figsize=(figure_width(len(groups) * len(precisions), width), HEIGHT_IN + 1.0),
+        2, 1, figsize=(figure_width(len(groups) * len(precisions), width),
+                       HEIGHT_IN + 1.0 + (0.3 if bounded else 0.0)),
         layout="constrained", sharex=True)
     s["why_missing"] = np.where(s["repeats_ok"].fillna(0) > 0, "not profiled", "")
     _tensor_core_bars(top, s, groups, precisions, plan)
     _busy_bars(bottom, s, groups, precisions, plan)
     high = max(105.0, float(s["gpu_busy_share"].max(skipna=True) or 0) + 5)
-    for ax, label in ((top, "% of GPU kernel time"),
+    for ax, label in ((top, "% of GPU\nkernel time"),
                       (bottom, "GPU busy,\n% of timed steps")):
         ax.set_ylim(0, max(high, 112) if ax is bottom else 112)
         ax.set_yticks([0, 25, 50, 75, 100])
@@ -116,7 +119,7 @@ def fig_tensor_cores(s, exp, width="auto", plan=None, runs=None):
               label="matrix kernels, any unit"),
         *([Patch(facecolor=_tint(grey), edgecolor=grey, linewidth=0.9, linestyle="--",
                  label="matrix kernels, at most (an older record's count)")]
-          if s.apply(diagnosis.matmul_bounded, axis=1).any() else []),
+          if bounded else []),
         Line2D([], [], color="#7a1f1f", lw=0.9, ls="--",
                label=f"host-bound below {V.HOST_BOUND_BUSY_SHARE:.0%}")])
     return fig
