@@ -208,6 +208,11 @@ class Blocks:
         df = pd.read_csv(self.dir / "capacity.csv")
         return _table(capacity_table(df))
 
+    def runs_with(self, name: str) -> list[Path]:
+        """This set and its committed reruns (``<run>-rerun*``) that hold the file ``name``."""
+        return [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
+                if (f / name).exists()]
+
     def reproduce(self) -> str:
         """Each committed run of this set's study checked against the others pooled
         (``snakemake reproduce`` with ``reference=a,b,c``: each run's reproduce.md and .csv
@@ -215,8 +220,7 @@ class Blocks:
         what landed inside, then the checks summed."""
         from tcbench.analysis import reproduce
 
-        folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
-                   if (f / V.REPRODUCE_FILES["csv"]).exists()]
+        folders = self.runs_with(V.REPRODUCE_FILES["csv"])
         rows, inside, claimed = [], {k: [0, 0] for k in reproduce.ESTIMATED}, [0, 0, 0]
         for f in folders:
             frame = pd.read_csv(f / V.REPRODUCE_FILES["csv"])
@@ -260,8 +264,7 @@ class Blocks:
         mean with the 95% t interval across runs (``stats.RUNS``) and the claim it allows."""
         from tcbench.analysis import reproduce, runs
 
-        folders = [f for f in (self.dir, *sorted(self.dir.parent.glob(f"{self.dir.name}-rerun*")))
-                   if (f / V.SET_TABLES["summary"]).exists()]
+        folders = self.runs_with(V.SET_TABLES["summary"])
         pooled = runs.pool(folders)
         each = [s.quantities().claims for s in pooled.sets]
         at = {k: i for i, k in enumerate(reproduce.KEYS)}
