@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tcbench.launch import forkclient
+from tcbench.launch import forkclient, forkserver
 from tcbench import record as R
 
 REPO = Path(__file__).resolve().parents[1]
@@ -474,3 +474,17 @@ def test_a_workflow_that_is_gone_is_told_from_one_that_runs():
     assert not forkclient.owner_alive(who)
     me = forkclient.owner({forkclient.OWNER_ENV: str(os.getpid())})
     assert not forkclient.owner_alive((me[0], me[1] + 1))   # the pid, another process's start
+
+
+def test_the_server_preloads_what_the_studys_workloads_import(monkeypatch):
+    """A transformer job imports transformers (seconds) unless the server already has: the
+    study's workloads name the modules, a missing optional package is left to the job."""
+    from tcbench import workloads
+
+    assert workloads.preload_modules(["amp_recipe"]) == ("tcbench.workloads.amp_recipe",)
+    hf = workloads.preload_modules(["transformers", "nope"])
+    assert hf[0] == "tcbench.workloads.hf_transformers" and "transformers" in hf
+    monkeypatch.setattr(forkserver, "PRELOAD", ("json",))
+    monkeypatch.setattr(workloads, "preload_modules", lambda names: ("csv", "not_installed_pkg"))
+    monkeypatch.setenv(forkclient.PRELOAD_ENV, "timm")
+    assert forkserver.preload() == ["json", "csv"]

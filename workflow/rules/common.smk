@@ -81,6 +81,7 @@ JOB_ENV = {"PYTHONPATH": TCBENCH_SRC}
 if config["allow_dirty"]:
     JOB_ENV[environment.ALLOW_DIRTY_ENV] = "1"
 JOB_ENV[forkclient.OWNER_ENV] = str(os.getpid())  # the server ends with this process
+JOB_ENV[forkclient.PRELOAD_ENV] = ",".join(sorted({job.workload for job in JOBS.values()}))
 
 
 def while_missing(paths):

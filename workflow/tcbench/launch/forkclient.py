@@ -51,6 +51,9 @@ import time
 from pathlib import Path
 
 OWNER_ENV = "TCBENCH_WORKFLOW_PID"
+# the study's workloads (comma-separated): the server also preloads what their jobs import
+# (each workload module's PRELOAD, e.g. transformers), which a job would otherwise import itself
+PRELOAD_ENV = "TCBENCH_PRELOAD_WORKLOADS"
 IDLE_ENV = "TCBENCH_FORK_IDLE_S"
 DIR_ENV = "TCBENCH_FORK_DIR"
 # variables that differ from job to job and are read only after the fork (CUDA reads

@@ -53,11 +53,24 @@ PR_SET_PDEATHSIG = 1
 
 # ------------------------------------------------------------------------------------ preload
 def preload() -> list[str]:
+    """Imports PRELOAD and what the study's workloads import (``forkclient.PRELOAD_ENV``). An
+    optional package that is not installed is left out: the job that needs it says how to
+    install it."""
     import importlib
 
-    for name in PRELOAD:
-        importlib.import_module(name)
-    return list(PRELOAD)
+    from .. import workloads
+
+    names = [n for n in os.environ.get(forkclient.PRELOAD_ENV, "").split(",") if n]
+    done = []
+    for name in (*PRELOAD, *workloads.preload_modules(names)):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if name in PRELOAD:
+                raise
+            continue
+        done.append(name)
+    return done
 
 
 def threads() -> int:

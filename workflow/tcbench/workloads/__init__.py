@@ -86,6 +86,17 @@ def module(name: str):
     return importlib.import_module(f"tcbench.workloads.{MODULES[name]}")
 
 
+def preload_modules(names) -> tuple[str, ...]:
+    """What the jobs of workloads ``names`` import beyond torch and tcbench (each workload
+    module's ``PRELOAD``), for a preloaded interpreter to import once; unknown names are
+    skipped (the plan names them)."""
+    found = []
+    for name in names:
+        if name in MODULES:
+            found += [f"tcbench.workloads.{MODULES[name]}", *getattr(module(name), "PRELOAD", ())]
+    return tuple(dict.fromkeys(found))
+
+
 def resolve_params(name: str, overrides: dict | None) -> dict:
     """Defaults merged with ``overrides``; an unknown key or an out-of-range value is an error
     that names it, raised before anything is built."""

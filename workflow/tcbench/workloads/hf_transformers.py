@@ -47,6 +47,10 @@ PRESETS: dict[str, tuple[str, dict]] = {
                              "num_key_value_heads": 8, "vocab_size": 32000,
                              "max_position_embeddings": 2048, "tie_word_embeddings": False}),
 }
+# What a job imports to build its model: ~2-4 s a job (the parameter check's head lookup and the
+# model's build) unless a preloaded interpreter has them (tcbench.launch.forkserver)
+PRELOAD = ("transformers", "transformers.models.auto.configuration_auto",
+           "transformers.models.auto.modeling_auto")
 DEFAULTS = {
     "model": "gpt2-small",      # a preset (PRESETS) or any transformers model_type
     "config": {},               # configuration overrides, e.g. {num_hidden_layers: 6}

@@ -23,6 +23,7 @@ DEFAULTS = classify.DEFAULTS | {
     "model": None,        # required: a timm model's name
     "model_kwargs": {},   # passed to timm.create_model, e.g. {drop_path_rate: 0.1}
 }
+PRELOAD = ("timm",)   # what a job imports to build its model (tcbench.launch.forkserver)
 INSTALL = "pip install -e '.[timm]' in a checkout of tcbench, or pip install timm"
 
 
