@@ -18,7 +18,7 @@ from tcbench import vocabulary as V
 SETTING = {"run": "host-like", "experiment": "amp_recipe", "workload": "amp_recipe",
            "data": "synthetic", "batch_size": 512, "model": "amp_recipe",
            "loader": "synthetic", "memory_format": "contiguous", "compile": "off",
-           "cuda_graphs": "off", "cudnn_benchmark": "off"}
+           "cuda_graphs": "off", "cudnn_benchmark": "off", "fused_optimizer": "off"}
 # per mode: throughput at a probe of 300k ops/s, how much of the host's speed it follows,
 # the busy share of its profiled repeat
 MODES = {"fp32": (162e3, 0.0, 0.99), "tf32": (520e3, 1.0, 0.84),

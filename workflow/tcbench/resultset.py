@@ -83,8 +83,7 @@ def setting(r: dict) -> dict:
     model, the input pipeline, the execution axes and the data, defaults filled."""
     p = r["params"]
     return {"model": p.get("model", r["workload"]), "loader": p.get("loader", "synthetic"),
-            **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in
-               ("memory_format", "compile", "cuda_graphs", "cudnn_benchmark")},
+            **{a: V.onoff(p.get(a, AXIS_DEFAULTS.get(a))) for a in V.EXECUTION_AXES},
             "data": data_kind(r)}
 
 

@@ -24,7 +24,6 @@ class ConfigError(ValueError):
         super().__init__("; ".join(mistakes))
         self.mistakes = list(mistakes)
 
-
 # ----------------------------------------------------------------------------- precision modes
 @dataclass(frozen=True)
 class Mode:
@@ -83,7 +82,6 @@ def mode(name: str) -> Mode:
             return m
     raise ValueError(f"unknown precision {name!r}; known: {', '.join(PRECISIONS)}")
 
-
 # ----------------------------------------------------------------------------------- statuses
 # Best first: a cell whose repeats differ takes the worst status among them.
 STATUSES: tuple[str, ...] = ("ok", "diverged", "oom", "unsupported", "error")
@@ -93,7 +91,6 @@ STATUS_RANK: dict[str, int] = {s: i for i, s in enumerate(STATUSES)}
 # why a record exists: one of a cell's configured repeats, or one that adaptive repeats added
 # (tcbench.launch.repeats writes "added at look N: ..." into the job spec)
 REPEAT_INITIAL = "initial"
-
 
 # --------------------------------------------------------------------------------------- axes
 LOADERS = ("dataloader", "dataloader-tuned", "gpu-resident", "synthetic")
@@ -140,14 +137,19 @@ AXES: tuple[Axis, ...] = (
     Axis("compile", "torch.compile", ("off", "default", "reduce-overhead", "max-autotune"),
          "off", prefix="compile-", onoff=True),
     Axis("cuda_graphs", "CUDA graphs", ("off", "on"), "off", prefix="graphs-", onoff=True),
+    # torch.optim's fused=True (one kernel for the whole update) against its foreach default
+    Axis("fused_optimizer", "fused optimiser", ("off", "on"), "off", prefix="fused-", onoff=True),
     # the default is the workload's (on for fixed-shape image training, off elsewhere); a
     # table that does not say ran PyTorch's default, off, as a plain script (the seed) does
     Axis("cudnn_benchmark", "cuDNN autotuning", ("off", "on"), None, prefix="cudnn-",
          onoff=True, unstated="off"),
 )
 AXIS_NAMES: tuple[str, ...] = tuple(a.name for a in AXES)
+# how a cell executes rather than what it trains: every axis but the model and its input
+EXECUTION_AXES: tuple[str, ...] = tuple(a for a in AXIS_NAMES if a not in ("model", "loader"))
 # the execution knobs left at their plain-PyTorch value: the "eager" baseline of best.csv
-EAGER: dict[str, str] = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off"}
+EAGER: dict[str, str] = {"memory_format": "contiguous", "compile": "off", "cuda_graphs": "off",
+                         "fused_optimizer": "off"}
 # The parameters every workload accepts, which say how a job is measured rather than what it
 # trains (tcbench.workloads.COMMON_DEFAULTS holds their defaults; a test keeps the two equal),
 # and those a record states in columns of their own or that only locate its data: what is left
@@ -155,9 +157,8 @@ EAGER: dict[str, str] = {"memory_format": "contiguous", "compile": "off", "cuda_
 # shape and schedule, which two cells compared across experiments must share or name.
 MEASUREMENT_PARAMS: tuple[str, ...] = (
     "seed", "warmup_steps", "sync_loss_every_step", "loss_every", "input_bound_share",
-    "memory_format", "compile", "cuda_graphs", "fused_optimizer", "profile_steps",
-    "evidence_repeats", "telemetry_interval_s", "cudnn_benchmark", "min_timed_s",
-    "min_timed_steps", "max_timed_s", "steady_tolerance", "cpu_placement")
+    *EXECUTION_AXES, "profile_steps", "evidence_repeats", "telemetry_interval_s",
+    "min_timed_s", "min_timed_steps", "max_timed_s", "steady_tolerance", "cpu_placement")
 STATED_PARAMS: tuple[str, ...] = ("model", "loader", "data", "data_dir", "download")
 # workload parameters that set how long or how fast a model learns, not what one step
 # computes: a plain fp32 baseline may differ in them (and the table names each difference); it
@@ -177,7 +178,6 @@ def onoff(value):
     """YAML 1.1 reads bare off/on as booleans; the on/off axes mean the words."""
     return {False: "off", True: "on"}.get(value, value) if isinstance(value, bool) else value
 
-
 # --------------------------------------------------------------------------- the host's part
 # A cell is *host-bound* when the GPU is busy less than this share of its timed steps (the
 # record's gpu_busy_share, tcbench.kernels): the CPU thread that issues its kernels sets its
@@ -192,7 +192,6 @@ CPU_PLACEMENTS: tuple[str, ...] = ("pinned", "first", "os")
 # an interleaved comparison's arms are judged against these, each where it is an arm
 INTERLEAVED_BASELINES: tuple[str, ...] = ("fp32", "tf32", "amp-bf16")
 
-
 # -------------------------------------------------------------------------------------- cells
 # A cell: everything that defines one configuration, except the repeat. ``data`` is derived
 # from the workload's parameters (what it trains on), ``model`` is the workload's model.
@@ -201,14 +200,12 @@ CELL_KEYS: tuple[str, ...] = ("run", "experiment", "workload", "data", "batch_si
 SETTING_KEYS: tuple[str, ...] = ("batch_size", *AXIS_NAMES)   # what a row label shows
 BASELINE_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "precision")
 
-
 # ---------------------------------------------------------------------------- harness phases
 # tcbench.job.run's phases (record field harness.phases_s), in the order they happen
 HARNESS_PHASES: tuple[str, ...] = (
     "imports", "gpu_pinning", "cpu_placement", "cuda_context", "device_and_environment",
     "building", "counting_flops", "capturing_cuda_graph", "training", "evaluating",
     "measurement_steps", "measuring", "profiling")
-
 
 # ------------------------------------------------------------------------------ compile cache
 # whether a job's torch.compile graphs came from the on-disk cache (record field
@@ -230,7 +227,6 @@ def compile_cache_outcome(counters: dict) -> str:
         int(counters.get("fxgraph_cache_bypass", 0))
     return ("hit" if hits and not misses else "miss" if misses and not hits
             else "partial" if hits else "none")
-
 
 # ------------------------------------------------------------------------------------ metrics
 @dataclass(frozen=True)
@@ -319,7 +315,6 @@ def metric(column: str) -> Metric:
         if m.column == column:
             return m
     raise ValueError(f"unknown metric {column!r}")
-
 
 # ------------------------------------------------------------------------------------ outputs
 # The files of a result set, named once: the workflow's rules declare their outputs with these
