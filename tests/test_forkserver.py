@@ -488,3 +488,17 @@ def test_the_server_preloads_what_the_studys_workloads_import(monkeypatch):
     monkeypatch.setattr(workloads, "preload_modules", lambda names: ("csv", "not_installed_pkg"))
     monkeypatch.setenv(forkclient.PRELOAD_ENV, "timm")
     assert forkserver.preload() == ["json", "csv"]
+
+
+def test_a_preload_that_starts_a_thread_is_left_to_the_jobs(tmp_path, monkeypatch):
+    """A module whose import starts a thread (an allocator's background thread) would stop the
+    server from forking at all: the trial import in a child finds it, and it and what follows
+    it are left out."""
+    (tmp_path / "spawns_thread.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ok, why = forkserver.threadless(["csv", "spawns_thread", "json"])
+    assert ok == ["csv"] and why.startswith("spawns_thread (importing it started")
+    assert "spawns_thread" not in sys.modules   # tried in the child only
+    assert forkserver.threadless(["csv", "not_installed_pkg"])[0] == ["csv"]

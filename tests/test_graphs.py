@@ -37,3 +37,20 @@ def test_an_optimiser_with_no_fused_version_is_unsupported_before_any_graph_fact
     assert rec["status"] == V.UNSUPPORTED
     assert rec["status_reason"].startswith("fused_optimizer=on: SGD has no fused")
     assert "cuda_graphs" not in rec["precision_flags"]
+
+
+def test_the_fused_optimiser_keeps_the_class_and_hyperparameters_adamw_included():
+    """torch's AdamW keeps a default its constructor does not take (Adam's
+    decoupled_weight_decay): the fused copy is built from what the constructor takes."""
+    import torch
+
+    model = torch.nn.Linear(4, 4)
+    for opt in (torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1,
+                                  betas=(0.9, 0.95)),
+                torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)):
+        f = graphs.fused(opt)
+        assert type(f) is type(opt) and f.defaults["fused"] is True
+        for key in ("lr", "weight_decay", "betas", "momentum"):
+            assert f.param_groups[0].get(key) == opt.param_groups[0].get(key)
+        model(torch.randn(2, 4)).sum().backward()
+        f.step()   # the fused update runs (on the CPU here)

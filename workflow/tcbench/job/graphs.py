@@ -10,6 +10,7 @@ graph where ``cuda_graphs: on``; ``step`` builds it. The job writes the record.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch
@@ -27,7 +28,10 @@ def fused(optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
     where it has no fused implementation."""
     strip = ("fused", "foreach")
     groups = [{k: v for k, v in g.items() if k not in strip} for g in optimizer.param_groups]
-    defaults = {k: v for k, v in optimizer.defaults.items() if k not in strip}
+    # only what the constructor takes: a subclass may keep a fixed default of its base class
+    # (torch's AdamW keeps Adam's decoupled_weight_decay=True, which AdamW() does not accept)
+    takes = inspect.signature(type(optimizer).__init__).parameters
+    defaults = {k: v for k, v in optimizer.defaults.items() if k not in strip and k in takes}
     try:
         return type(optimizer)(groups, **defaults, fused=True)
     except (TypeError, RuntimeError, ValueError) as exc:

@@ -53,24 +53,54 @@ PR_SET_PDEATHSIG = 1
 
 # ------------------------------------------------------------------------------------ preload
 def preload() -> list[str]:
-    """Imports PRELOAD and what the study's workloads import (``forkclient.PRELOAD_ENV``). An
-    optional package that is not installed is left out: the job that needs it says how to
-    install it."""
+    """Imports PRELOAD, then what the study's workloads import (``forkclient.PRELOAD_ENV``)
+    where a trial shows that importing it starts no thread (a thread would stop the server
+    from forking at all). An optional package that is not installed is left out: the job that
+    needs it says how to install it."""
     import importlib
 
     from .. import workloads
 
+    for name in PRELOAD:
+        importlib.import_module(name)
     names = [n for n in os.environ.get(forkclient.PRELOAD_ENV, "").split(",") if n]
-    done = []
-    for name in (*PRELOAD, *workloads.preload_modules(names)):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            if name in PRELOAD:
-                raise
-            continue
-        done.append(name)
-    return done
+    optional, why = threadless(workloads.preload_modules(names))
+    if why:
+        print(f"tcbench.launch.forkserver: not preloaded: {why}; its jobs import it themselves",
+              file=sys.stderr, flush=True)
+    for name in optional:
+        importlib.import_module(name)
+    return [*PRELOAD, *optional]
+
+
+def threadless(modules) -> tuple[list[str], str | None]:
+    """The leading modules of ``modules`` whose import, tried in a forked child in order,
+    starts no thread and succeeds; and why the rest are left out (None where none is)."""
+    import importlib
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read)
+        report = {"ok": [], "why": None}
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except ImportError as exc:
+                report["why"] = f"{name} ({exc})"
+                break
+            if threads() != 1:
+                report["why"] = f"{name} (importing it started {', '.join(thread_names())})"
+                break
+            report["ok"].append(name)
+        os.write(write, json.dumps(report).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        data = pipe.read()
+    os.waitpid(child, 0)
+    report = json.loads(data or b'{"ok": [], "why": "the trial import died"}')
+    return report["ok"], report["why"]
 
 
 def threads() -> int:
