@@ -3,6 +3,18 @@
 # plain-language verdict, headed by the overview figure. All from the tables only; every output
 # path is passed to the module.
 SET_TABLE_DIR = "results/{run}/tables/"
+# The study's other runs on other machines (<run>-rerun*, and config's runs_with): their
+# interleaved.csv, read as committed, so a change in one remakes the verdict, whose experiments
+# that ran on enough machines are judged across them (tcbench.analysis.runs). The module is
+# imported only when a rule asks: it reads tables with pandas, which nothing needs while the
+# workflow is read.
+import importlib
+
+
+def sibling_runs(wildcards):
+    runs = importlib.import_module("tcbench.analysis.runs")
+    return runs.sibling_tables(RESULTS, config.get("runs_with") or [])
+
 
 
 rule set_tables:
@@ -75,6 +87,7 @@ rule overview_figure:
         speedup=rules.aggregate.output.speedup,
         interleaved=rules.aggregate.output.interleaved,
         crossover=CROSSOVER_TABLE or [],
+        runs=sibling_runs,
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         png=report(
@@ -98,7 +111,7 @@ rule overview_figure:
     shell:
         "python -m tcbench.reports.overview_figure "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} --runs {input.runs:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
 
 
@@ -113,6 +126,7 @@ rule verdict:
         interleaved=rules.aggregate.output.interleaved,
         # where FP8 starts to pay (crossover.smk), where the set has the crossover study
         crossover=CROSSOVER_TABLE or [],
+        runs=sibling_runs,
         # the overview figure heads it: linked beside summary.md, embedded in summary.html
         overview=rules.overview_figure.output.png,
     output:
@@ -130,5 +144,5 @@ rule verdict:
     shell:
         "python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} --runs {input.runs:q} "
         "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"
