@@ -286,7 +286,8 @@ class Blocks:
                          stats.CLAIM_SHORT.get(c["claim"], c["claim"])])
         head = ["experiment", "ratio", "each run (" + ", ".join(f"`{f.name}`" for f in folders)
                 + ")", f"across the {len(folders)} runs [95% CI]", "claim"]
-        return _table(Table("", head, rows, align="llrrl"))
+        return _table(Table("", head, rows, align="llrrl",
+                            notes=[numbers.runs_note([len(folders)])] if rows else []))
 
     def container(self) -> str:
         """The study inside a real container against natively on the same GPU

@@ -3,18 +3,6 @@
 # plain-language verdict, headed by the overview figure. All from the tables only; every output
 # path is passed to the module.
 SET_TABLE_DIR = "results/{run}/tables/"
-# The study's other runs on other machines (<run>-rerun*, and config's runs_with): their
-# interleaved.csv, read as committed, so a change in one remakes the verdict, whose experiments
-# that ran on enough machines are judged across them (tcbench.analysis.runs). The module is
-# imported only when a rule asks: it reads tables with pandas, which nothing needs while the
-# workflow is read.
-import importlib
-
-
-def sibling_runs(wildcards):
-    runs = importlib.import_module("tcbench.analysis.runs")
-    return runs.sibling_tables(RESULTS, config.get("runs_with") or [])
-
 
 
 rule set_tables:

@@ -188,7 +188,7 @@ def across(own: pd.DataFrame | None, others: list[pd.DataFrame], names=()) -> pd
     Other experiments and ratios stay as measured here. None stays None."""
     if own is None or own.empty:
         return own
-    out = own.copy()
+    out = own.reset_index(drop=True)     # one label per row: each is set on its own
     mine = _ratios(own)
     theirs = [(n, _ratios(o)) for n, o in zip(names or [""] * len(others), others)]
     held = {e: [n for n, t in theirs if any(k[0] == e for k in t)]

@@ -280,8 +280,7 @@ def runs_note(runs) -> str:
             "ran on each, and the ratio is the geometric mean of every run's own judged "
             "interleaved ratio, its interval Student's t on their logarithms with n − 1 "
             "degrees of freedom, so it covers what differs between machines, which one "
-            "machine's processes cannot show; the claim is made from it by the same rules. "
-            "This machine's own ratio is given beside it (how it was decided).")
+            "machine's processes cannot show; the claim is made from it by the same rules.")
 
 
 PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by side in one "
