@@ -167,3 +167,44 @@ def test_the_readme_answer_shows_the_judged_number_of_summary_md(tmp_path):
     assert ratio.removesuffix(" …") in summary_row.split(" | ")[verdict.answer.COLUMNS.index(
         RATIO_HEAD)]
     assert "95% t interval over 3 runs on different machines" in shown
+
+
+def test_claims_that_differ_but_can_both_hold_are_said_to_contradict_none():
+    """digits' tf32 at 1.02× sits on the thresholds: one run claims faster, another
+    equivalent; both can hold, and the summary says no claim contradicts."""
+    from tcbench.analysis import reproduce
+    from tcbench.reports import reproduce as reproduce_report
+
+    outcomes = [reproduce.SAME] * 3 + [reproduce.COMPATIBLE]
+    frame = pd.DataFrame([{"kind": reproduce.CLAIM, "outcome": o} for o in outcomes],
+                         columns=reproduce.COLUMNS)
+    line = reproduce_report.summary_line(frame)
+    assert "3 of 4 claims the same" in line
+    assert line.endswith("1 is compatible (both can hold: one side's interval clears a "
+                         "threshold the other's does not) and no claim contradicts another.")
+    frame.loc[len(frame)] = {"kind": reproduce.CLAIM, "outcome": reproduce.CHANGED}
+    assert "and 1 contradicts (no ratio satisfies both)" in reproduce_report.summary_line(frame)
+
+
+# ------------------------------------------------------------------------ the workflow
+@pytest.mark.slow
+def test_the_rules_that_judge_read_the_sibling_runs_and_a_missing_named_one_stops(workflow_copy):
+    """A set's aggregate, overview figure and verdict declare the sibling runs'
+    interleaved.csv as inputs and pass them with --runs, so a change in one remakes them; a
+    set named in runs_with that is not there stops the dry run, naming it."""
+    from conftest import snakemake
+
+    for n in ("smk-rerun", "smk-rerun2"):
+        planted(workflow_copy / "results" / n, n)
+    plan = snakemake(workflow_copy, "-n", "--printshellcmds", "--configfile", "config/smoke.yaml",
+                     "--config", "require_gpu=false", "run=smk").stdout
+    given = ["results/smk-rerun/interleaved.csv", "results/smk-rerun2/interleaved.csv"]
+    for module in ("tcbench.aggregate", "tcbench.reports.overview_figure",
+                   "tcbench.reports.verdict"):
+        command = next(line for line in plan.splitlines() if f"-m {module} " in line)
+        assert command.split("--runs ")[1].split(" >")[0].split(" --")[0].split() == given, \
+            module
+    bad = snakemake(workflow_copy, "-n", "--configfile", "config/smoke.yaml", "--config",
+                    "require_gpu=false", "run=smk", "runs_with=[nope]", check=False)
+    assert bad.returncode != 0
+    assert "runs_with names 'nope'" in bad.stdout + bad.stderr
