@@ -276,11 +276,10 @@ def runs_note(runs) -> str:
     (``runs``: the n of each such interval shown)."""
     ns = sorted({int(n) for n in runs})
     over = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
-    return (f"{V.RUNS_MARK} 95% t interval over {over} runs on different machines: the study "
-            "ran on each, and the ratio is the geometric mean of every run's own judged "
-            "interleaved ratio, its interval Student's t on their logarithms with n − 1 "
-            "degrees of freedom, so it covers what differs between machines, which one "
-            "machine's processes cannot show; the claim is made from it by the same rules.")
+    # short enough for a README line: what it is; docs/measurement.md says why
+    return (f"{V.RUNS_MARK} 95% t interval over {over} runs on different machines: the geometric "
+            "mean of each run's own judged interleaved ratio, t on their logarithms; the claim "
+            "is made from it.")
 
 
 PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by side in one "
