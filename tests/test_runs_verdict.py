@@ -102,6 +102,8 @@ def test_three_runs_judge_the_experiment_across_them_and_mark_it(tmp_path):
                           f"{mine}, interleaved")
     md = v.markdown()
     assert ratio in md and notes[0] in md
+    assert f"{len(ARMS)} by interleaved comparisons judged across runs of the study on " \
+        "different machines" in md
     # the overview figure: the same ratio and mark, this machine's own drawn beside it
     row = next(x for x in overview_figure.rows(v.answers) if x.label.startswith("amp_recipe"))
     assert row.value == pytest.approx(e.value) and row.runs == 3
@@ -152,6 +154,24 @@ def test_speedup_and_best_tables_show_the_marked_ratio(tmp_path):
     row = next(x for x in shown.rows if x[0] == "amp_recipe" and x[2] == j.row["precision"])
     assert any(c.startswith(verdict.answer.judged_ratio(j).rsplit(" ", 1)[0]) for c in row)
 
+
+
+def test_the_speedup_figure_says_its_judged_intervals_span_runs(tmp_path):
+    from figure_text import texts
+
+    from tcbench.reports import figures, speed_figures
+
+    r = results(tmp_path, "gpu", "gpu-rerun", "gpu-rerun2")
+    f = r / "gpu"
+    metrics, summary = (pd.read_csv(f / V.SET_TABLES[k]) for k in ("metrics", "summary"))
+    il = runs.read_across(f / V.SET_TABLES["interleaved"], runs.sibling_tables(f))
+    sp = speedup(metrics, summary, il)
+    rows = figures.experiment_rows(sp[sp["experiment"] == "amp_recipe"])
+    fig = speed_figures.fig_speedup(rows, "amp_recipe")
+    said = [t for t, _ in texts(fig)]
+    assert any("interleaved ratio (judged), § 95% t interval over 3 runs on different machines"
+               in t for t in said), said
+    speed_figures.plt.close(fig)
 
 def test_the_readme_answer_shows_the_judged_number_of_summary_md(tmp_path):
     r = results(tmp_path, "gpu", "gpu-rerun", "gpu-rerun2")

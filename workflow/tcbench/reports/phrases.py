@@ -55,22 +55,25 @@ def interleaved_level(row, stem: str | None = None) -> str:
 
 def interleaved_decisions(il: list) -> list[str]:
     """How many of the judgements ``il`` (each decided by an interleaved comparison) were
-    decided at each level: across independent processes, or in one process (whose interval
-    cannot see differences between processes); the verdict's count of decisions."""
-    many = sum((stats.finite(j.row.get("interleaved_processes")) or 1) > 1 for j in il)
+    decided at each level: across runs on other machines, across independent processes, or in
+    one process (whose interval cannot see differences between processes); the verdict's
+    count of decisions."""
+    runs = sum(j.estimate.method == stats.RUNS for j in il)
+    rest = [j for j in il if j.estimate.method != stats.RUNS]
+    many = sum((stats.finite(j.row.get("interleaved_processes")) or 1) > 1 for j in rest)
     parts = []
+    if runs:
+        parts.append(f"{runs} by interleaved comparisons judged across runs of the study on "
+                     f"different machines ({V.RUNS_MARK}: each machine's own ratio pooled; the "
+                     f"interval spans the machines)")
     if many:
         parts.append(f"{many} by interleaved comparisons across independent processes (every "
                      f"precision arm of the setting alternated in rounds in each; the interval "
                      f"spans the processes)")
-    if len(il) - many:
-        parts.append(f"{len(il) - many} by an interleaved comparison in one process (every "
+    if len(rest) - many:
+        parts.append(f"{len(rest) - many} by an interleaved comparison in one process (every "
                      f"precision arm of the setting alternated in rounds; its interval covers "
                      f"that process's rounds and cannot see differences between processes)")
-    runs = sum(j.estimate.method == stats.RUNS for j in il)
-    if runs:
-        parts[-1] += (f", {runs} of them judged across runs of the study on different machines "
-                      f"({V.RUNS_MARK})")
     few = sum(j.claim == stats.UNJUDGED for j in il)
     if few:
         parts[-1] += f", {few} of them with too few for an interval ({stats.FEW})"
