@@ -260,8 +260,9 @@ class Blocks:
                 f"{pct(reproduce.THROUGHPUT)}, per-process ratios "
                 f"{pct(reproduce.PER_PROCESS)}; claims "
                 f"{claimed[0]} the same, {claimed[1]} compatible (both can hold: one "
-                f"interval clears a threshold the other's does not), {claimed[2]} "
-                f"changed (contradicting).\n")
+                f"interval clears a threshold the other's does not), "
+                + (f"{claimed[2]} changed (contradicting).\n" if claimed[2] else
+                   "none changed: no claim contradicts another.\n"))
 
     def runs(self) -> str:
         """The judged ratios of the experiments every committed run of this set's study has
