@@ -76,6 +76,9 @@ def test_a_named_set_that_is_missing_or_the_set_itself_is_a_clear_error(tmp_path
         runs.siblings(r / "gpu", ["nope"])
     with pytest.raises(CompareError, match="the set itself"):
         runs.siblings(r / "gpu", ["gpu"])
+    planted(r / "other", "other", lambda df: df.assign(device_name="Another GPU"))
+    with pytest.raises(CompareError, match="'other', which ran on Another GPU.*not pooled"):
+        runs.siblings(r / "gpu", ["other"])
 
 
 # ------------------------------------------------------------------------- the verdict

@@ -141,8 +141,8 @@ def siblings(folder, runs_with=()) -> list[Path]:
     """The other committed runs of the study of the result set in ``folder`` whose
     interleaved comparisons its verdict pools: every set beside it named ``<base>`` or
     ``<base>-rerun*`` (``base_of``) that has an interleaved.csv, and the sets named in
-    ``runs_with`` (the config key, for runs of other names), each of which must exist. A
-    container set (``<base>-container*``) is another way of running, not a rerun: only
+    ``runs_with`` (the config key, for runs of other names), each of which must exist and have
+    run on the same GPU model. A container set (``<base>-container*``) is another way of running, not a rerun: only
     ``runs_with`` makes it one."""
     folder = Path(folder)
     table = V.SET_TABLES["interleaved"]
@@ -162,9 +162,23 @@ def siblings(folder, runs_with=()) -> list[Path]:
             raise CompareError(f"runs_with names {name!r}, but {f / table} does not exist: "
                                f"name a result set under {folder.parent}/ with interleaved "
                                f"comparisons ({have or 'none there'})")
+        mine, theirs = _devices(folder), _devices(f)
+        if mine and theirs and mine != theirs:
+            raise CompareError(f"runs_with names {name!r}, which ran on {', '.join(theirs)}; "
+                               f"{folder.name} ran on {', '.join(mine)}: runs of another GPU "
+                               f"model are compared (snakemake compare), not pooled")
         if f not in found:
             found.append(f)
     return found
+
+
+def _devices(folder: Path) -> list[str]:
+    """The GPU models a set's records name (none where it has no metrics.csv yet)."""
+    path = folder / V.SET_TABLES["metrics"]
+    if not path.exists():
+        return []
+    m = pd.read_csv(path, usecols=lambda c: c == "device_name")
+    return sorted(m["device_name"].dropna().astype(str).unique()) if "device_name" in m else []
 
 
 def _ratios(il: pd.DataFrame) -> dict[tuple, float]:
