@@ -10,7 +10,12 @@ more result sets of the same GPU model, each quantity of the reference is the ge
 of the runs' estimates with the 95% prediction interval for one more run (``stats.across_runs``,
 ``predict``), and each judged ratio's claim is made from the runs' 95% t interval of the mean
 (``stats.RUNS``). A quantity not in every run pools the runs that have it (fewer than
-``MIN_RUNS``: a range, never counted as inside)."""
+``MIN_RUNS``: a range, never counted as inside).
+
+A set's own verdict goes to the same level (``siblings``, ``across``): an experiment that ran on
+``MIN_RUNS`` or more machines, the set included, is judged from the geometric mean of every
+run's own interleaved ratio with the 95% t interval across the runs, this machine's ratio kept
+beside it."""
 
 from __future__ import annotations
 
