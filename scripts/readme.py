@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from tcbench import resultset  # noqa: E402
+from tcbench.analysis import runs  # noqa: E402
 from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.render import numbers  # noqa: E402
@@ -136,7 +137,8 @@ class Blocks:
         ``README_COLUMNS``, each cell at most ``README_CELL_CHARS`` long, without its notes (the
         full table, ``answer_full``, has them)."""
         table, _ = screen.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
-        table.notes = []
+        # a ratio judged across runs keeps the footnote that says what its interval is
+        table.notes = [n for n in table.notes if n.startswith(V.RUNS_MARK)]
         return _table(table)
 
     def answer_full(self) -> str:
@@ -156,6 +158,9 @@ class Blocks:
         optional = {k: folder / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
                                                ("interleaved", V.SET_TABLES["interleaved"]))}
         read = {k: resultset.read_raw(f) if f.exists() else None for k, f in optional.items()}
+        # judged across the study's other runs, as the set's summary.md is (tcbench.analysis.runs)
+        read["interleaved"] = runs.read_across(optional["interleaved"],
+                                               runs.sibling_tables(folder))
         metrics = self.metrics if folder == self.dir else \
             pd.read_csv(folder / V.SET_TABLES["metrics"])
         return build_verdict(resultset.read_raw(folder / V.SET_TABLES["summary"]),
@@ -255,8 +260,9 @@ class Blocks:
                 f"{pct(reproduce.THROUGHPUT)}, per-process ratios "
                 f"{pct(reproduce.PER_PROCESS)}; claims "
                 f"{claimed[0]} the same, {claimed[1]} compatible (both can hold: one "
-                f"interval clears a threshold the other's does not), {claimed[2]} "
-                f"changed (contradicting).\n")
+                f"interval clears a threshold the other's does not), "
+                + (f"{claimed[2]} changed (contradicting).\n" if claimed[2] else
+                   "none changed: no claim contradicts another.\n"))
 
     def runs(self) -> str:
         """The judged ratios of the experiments every committed run of this set's study has
@@ -281,7 +287,8 @@ class Blocks:
                          stats.CLAIM_SHORT.get(c["claim"], c["claim"])])
         head = ["experiment", "ratio", "each run (" + ", ".join(f"`{f.name}`" for f in folders)
                 + ")", f"across the {len(folders)} runs [95% CI]", "claim"]
-        return _table(Table("", head, rows, align="llrrl"))
+        return _table(Table("", head, rows, align="llrrl",
+                            notes=[numbers.runs_note([len(folders)])] if rows else []))
 
     def container(self) -> str:
         """The study inside a real container against natively on the same GPU

@@ -20,6 +20,9 @@ rule aggregate:
         # the adaptive cells' decisions (tight, noisy, not ok), for the reports to read
         repeats=lambda wc: expand(rules.repeats_summary.output, run=wc.run) if ADAPTIVE else [],
         comparisons=lambda wc: comparison_files(rules.interleave.output[0], wc.run),
+        # the study's runs on other machines, whose interleaved ratios the speedup and best
+        # tables pool with this one's (sibling_runs)
+        runs=sibling_runs,
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         **{name: f"{SET_DIR}/{file}" for name, file in V.SET_TABLES.items()},
@@ -38,5 +41,5 @@ rule aggregate:
         "--best {output.best:q} --overhead {output.overhead:q} {params.calibration:q} "
         "--interleaved {output.interleaved:q} --interleaved_rounds {output.interleaved_rounds:q} "
         "--interleaved_processes {output.interleaved_processes:q} "
-        "--comparisons {input.comparisons:q} "
+        "--comparisons {input.comparisons:q} --runs {input.runs:q} "
         "> {log:q} 2>&1"

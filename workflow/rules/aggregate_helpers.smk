@@ -1,4 +1,6 @@
-# The aggregate's helper (aggregate.smk): which job timings the set has.
+# The aggregate's helpers (aggregate.smk): which job timings the set has, and which runs of the
+# study on other machines the set's judged ratios pool.
+import importlib
 
 
 def study_benchmarks(run):
@@ -8,3 +10,12 @@ def study_benchmarks(run):
     return [bench for record, bench in zip(study_files(rules.train.output[0], run),
                                            study_files(rules.train.benchmark, run))
             if Path(bench).exists() or not Path(record).exists()]
+
+
+def sibling_runs(wildcards):
+    """The interleaved.csv of the study's other runs (<run>-rerun* beside it, and config's
+    runs_with), read as committed, so a change in one remakes the tables and the verdict that
+    pool them (tcbench.analysis.runs). The module is imported only when a rule asks: it reads
+    tables with pandas, which nothing needs while the workflow is read."""
+    runs = importlib.import_module("tcbench.analysis.runs")
+    return runs.sibling_tables(RESULTS, config.get("runs_with") or [])

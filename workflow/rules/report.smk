@@ -75,6 +75,7 @@ rule overview_figure:
         speedup=rules.aggregate.output.speedup,
         interleaved=rules.aggregate.output.interleaved,
         crossover=CROSSOVER_TABLE or [],
+        runs=sibling_runs,
         image_python=ancient(IMAGE_PYTHON_READY),
     output:
         png=report(
@@ -98,7 +99,7 @@ rule overview_figure:
     shell:
         "python -m tcbench.reports.overview_figure "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} --runs {input.runs:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
 
 
@@ -113,6 +114,7 @@ rule verdict:
         interleaved=rules.aggregate.output.interleaved,
         # where FP8 starts to pay (crossover.smk), where the set has the crossover study
         crossover=CROSSOVER_TABLE or [],
+        runs=sibling_runs,
         # the overview figure heads it: linked beside summary.md, embedded in summary.html
         overview=rules.overview_figure.output.png,
     output:
@@ -130,5 +132,5 @@ rule verdict:
     shell:
         "python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} --runs {input.runs:q} "
         "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import cli, record as R, resultset, vocabulary as V
-from .analysis import interleaved
+from .analysis import interleaved, runs
 from .analysis.best import best
 from .analysis.overhead import overhead
 from .analysis.speedup import speedup
@@ -62,11 +62,13 @@ def _into(records: list[dict], run: str | None) -> list[dict]:
 def tables(records, calibration: Path | None = None, expected: list[Path] | None = None,
            benchmarks: Path | list[Path] | None = None,
            comparisons: list[Path] | None = None,
-           run: str | None = None) -> dict[str, pd.DataFrame]:
+           run: str | None = None, siblings=()) -> dict[str, pd.DataFrame]:
     """Every table of a result set, by ``V.SET_TABLES`` key. ``records``: a result set's
     records folder (every record in it: studies run with other configs on the same device add
     to it), or the list of record files. ``run``: the set's name, which every row then carries
-    (None: each record's own)."""
+    (None: each record's own). ``siblings``: the interleaved.csv of the study's runs on other
+    machines; the speedup and best tables judge an experiment run on enough of them across the
+    runs (``runs.across``), while interleaved.csv keeps this machine's own ratios."""
     paths = _paths(records)
     _check(paths, records, expected)
     df = resultset.tidy(_into(resultset.load(paths), run))
@@ -77,7 +79,10 @@ def tables(records, calibration: Path | None = None, expected: list[Path] | None
     compared = _into(interleaved.load(sorted(map(Path, comparisons or []))), run)
     il_tables = interleaved.tables(compared)
     # a host-bound cell's ratios are its interleaved comparison's (claims.attach_interleaved)
-    table = speedup(df, summary, il_tables["interleaved"])
+    others = [Path(p) for p in siblings or ()]
+    judged = runs.across(il_tables["interleaved"], [resultset.read_raw(p) for p in others],
+                         [p.parent.name for p in others])
+    table = speedup(df, summary, judged)
     result = {"metrics": df, "summary": summary, "speedup": table, "best": best(summary, table),
               **il_tables}
     if benchmarks is not None:
@@ -89,9 +94,9 @@ def aggregate(records, out: Path | dict[str, Path], calibration: Path | None = N
               expected: list[Path] | None = None,
               benchmarks: Path | list[Path] | None = None,
               comparisons: list[Path] | None = None,
-              run: str | None = None) -> dict[str, pd.DataFrame]:
+              run: str | None = None, siblings=()) -> dict[str, pd.DataFrame]:
     """``tables`` written to ``out``: a folder (``V.SET_TABLES`` names) or a path per table."""
-    result = tables(records, calibration, expected, benchmarks, comparisons, run)
+    result = tables(records, calibration, expected, benchmarks, comparisons, run, siblings)
     paths = out if isinstance(out, dict) else {k: Path(out) / name
                                                for k, name in V.SET_TABLES.items()}
     for key, df in result.items():
@@ -119,6 +124,7 @@ def main(argv=None) -> int:
                          "interleaved_rounds.csv; a folder: every one in it")
     ap.add_argument("--run", help="the result set's name, for every row (default: each "
                     "record's own, the name of the run that made it)")
+    ap.add_argument("--runs", type=Path, nargs="*", default=[], help=runs.SIBLINGS_HELP)
     args = ap.parse_args(argv)
     if (args.records is None) == (args.record_files is None):
         ap.error("give the records folder or --records FILE..., one of the two")
@@ -135,7 +141,7 @@ def main(argv=None) -> int:
 
     def tables():
         aggregate(args.records or args.record_files, out, args.calibration, args.expect, bench,
-                  comparisons, args.run)
+                  comparisons, args.run, args.runs)
 
     return cli.main("tcbench.aggregate", tables, (R.RecordError,))
 

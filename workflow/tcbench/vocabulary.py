@@ -335,10 +335,10 @@ GPU_ONLY_FIGURES: tuple[str, ...] = ("memory", "tensor_cores")
 GPU_ONLY_SET_FIGURES: tuple[str, ...] = ("host_bound",)
 CPU_UNMEASURED = "not measured on a CPU"
 COMPARE_OVERVIEW = "overview"
-# the two marks a reader meets, one meaning each: a number that rests on one run (figures), and
-# a set of published numbers (a reference, in the comparison's tables and figures)
-SINGLE_RUN_MARK = "†"
-REFERENCE_MARK = "‡"
+# the marks a reader meets, one meaning each: a number that rests on one run (figures), a set
+# of published numbers (a reference, in the comparison's tables and figures), a ratio judged
+# across runs of the study on other machines (render.numbers.runs_note)
+SINGLE_RUN_MARK, REFERENCE_MARK, RUNS_MARK = "†", "‡", "§"
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
 TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 # tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)

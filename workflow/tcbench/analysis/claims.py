@@ -48,6 +48,8 @@ STEMS = {V.BASELINE: "speedup", V.FP8_BASELINE: "bf16_speedup"}
 INTERLEAVED_STEMS = {b: f"interleaved_{STEMS.get(b) or b.replace('-', '_') + '_speedup'}"
                      for b in V.INTERLEAVED_BASELINES}
 REPEATS, INTERLEAVED = "repeats", "interleaved"
+# a column of this machine's own interleaved ratio where the judged one is across runs
+OWN = "own_"
 
 
 def baseline_of(precision: str) -> str:
@@ -232,7 +234,9 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
     per baseline (``INTERLEAVED_STEMS``: value, low, high, n, interval), and the processes,
     each one's rounds and the training CPUs behind them, from interleaved.csv (one row per
     setting, arm and baseline; a table made before replicates has no ``processes``: one);
-    unchanged where there is none (a set made before the interleaved comparison existed)."""
+    unchanged where there is none (a set made before the interleaved comparison existed).
+    A ratio judged across runs (``stats.RUNS``, ``runs.across``) keeps this machine's own
+    beside it (``own_<stem>``) and the runs it pools (``interleaved_runs``)."""
     if interleaved is None or interleaved.empty:
         return df
     il = resultset.order(interleaved)
@@ -249,6 +253,12 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
                                "interleaved_processes": r.get("processes", 1),
                                "interleaved_rounds": r.get("rounds"),
                                "interleaved_training_cpu": r.get("training_cpu")})
+        if e.method == stats.RUNS:
+            # judged across runs (``runs.across``): this machine's own ratio stays beside it
+            own = stats.from_row(r, OWN + "ratio")
+            found[resultset.cell_key(r)].update(
+                own.as_dict(OWN + stem) | {f"{OWN}{stem}_interval": own.method,
+                                           "interleaved_runs": r.get("runs")})
     out = df.copy()
     cols = sorted({c for v in found.values() for c in v})
     for c in cols:

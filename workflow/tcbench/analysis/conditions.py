@@ -13,6 +13,9 @@ import pandas as pd
 
 from .. import vocabulary as V
 
+# how a record's process started (its ``process_start``), as a sentence names it
+START_WORDS = {"fresh_interpreter": "fresh interpreters",
+               "forked": "forked from a preloaded interpreter"}
 
 @dataclass
 class Conditions:

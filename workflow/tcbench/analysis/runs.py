@@ -10,16 +10,25 @@ more result sets of the same GPU model, each quantity of the reference is the ge
 of the runs' estimates with the 95% prediction interval for one more run (``stats.across_runs``,
 ``predict``), and each judged ratio's claim is made from the runs' 95% t interval of the mean
 (``stats.RUNS``). A quantity not in every run pools the runs that have it (fewer than
-``MIN_RUNS``: a range, never counted as inside)."""
+``MIN_RUNS``: a range, never counted as inside).
+
+A set's own verdict goes to the same level (``siblings``, ``across``): an experiment that ran on
+``MIN_RUNS`` or more machines, the set included, is judged from the geometric mean of every
+run's own interleaved ratio with the 95% t interval across the runs, this machine's ratio kept
+beside it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import stats
+import pandas as pd
+
+from .. import resultset, stats
+from .. import vocabulary as V
 from ..references import CompareError
-from . import reproduce
+from . import claims, reproduce
 
 MIN_RUNS = stats.MIN_CI_N
 DIFFERS = "differs between the runs"
@@ -118,3 +127,123 @@ def answers(each: list[dict]) -> dict:
                   "basis": "; ".join(bases),
                   "estimate": est if est.value is not None else None}
     return out
+
+
+# ------------------------------------------------------- a set's verdict at the runs level
+# a set's reruns by name: ``<base>-rerun``, ``<base>-rerun2``, ... beside ``<base>`` itself
+RERUN = re.compile(r"-rerun\d*$")
+SIBLINGS_HELP = ("the interleaved.csv of the study's other runs on other machines: its experiments "
+                 "that ran on enough of them are judged across the runs")
+OWN = claims.OWN     # this machine's own interleaved ratio, kept beside the runs-level one
+
+
+def base_of(run: str) -> str:
+    """The study a run's name reruns: the name without its ``-rerun\\d*`` suffix."""
+    return RERUN.sub("", str(run))
+
+
+def siblings(folder, runs_with=()) -> list[Path]:
+    """The other committed runs of the study of the result set in ``folder`` whose
+    interleaved comparisons its verdict pools: every set beside it named ``<base>`` or
+    ``<base>-rerun*`` (``base_of``) that has an interleaved.csv, and the sets named in
+    ``runs_with`` (the config key, for runs of other names), each of which must exist and have
+    run on the same GPU model. A container set (``<base>-container*``) is another way of running, not a rerun: only
+    ``runs_with`` makes it one."""
+    folder = Path(folder)
+    table = V.SET_TABLES["interleaved"]
+    base = base_of(folder.name)
+    named = [f for f in sorted(folder.parent.iterdir()) if f.is_dir()
+             and f.name != folder.name and base_of(f.name) == base
+             and (f.name == base or RERUN.search(f.name))] if folder.parent.is_dir() else []
+    found = [f for f in named if (f / table).exists()]
+    for name in runs_with or ():
+        f = folder.parent / str(name)
+        if f.resolve() == folder.resolve():
+            raise CompareError(f"runs_with names {name!r}, the set itself: name the other "
+                               f"runs of its study")
+        if not (f / table).exists():
+            have = ", ".join(sorted(p.name for p in folder.parent.iterdir()
+                                    if (p / table).exists())) if folder.parent.is_dir() else ""
+            raise CompareError(f"runs_with names {name!r}, but {f / table} does not exist: "
+                               f"name a result set under {folder.parent}/ with interleaved "
+                               f"comparisons ({have or 'none there'})")
+        mine, theirs = _devices(folder), _devices(f)
+        if mine and theirs and mine != theirs:
+            raise CompareError(f"runs_with names {name!r}, which ran on {', '.join(theirs)}; "
+                               f"{folder.name} ran on {', '.join(mine)}: runs of another GPU "
+                               f"model are compared (snakemake compare), not pooled")
+        if f not in found:
+            found.append(f)
+    return found
+
+
+def _devices(folder: Path) -> list[str]:
+    """The GPU models a set's records name (none where it has no metrics.csv yet)."""
+    path = folder / V.SET_TABLES["metrics"]
+    if not path.exists():
+        return []
+    m = pd.read_csv(path, usecols=lambda c: c == "device_name")
+    return sorted(m["device_name"].dropna().astype(str).unique()) if "device_name" in m else []
+
+
+def _ratios(il: pd.DataFrame) -> dict[tuple, float]:
+    """Each ok interleaved ratio of a set's interleaved.csv, by cell and baseline."""
+    ok = il[il["status"].astype(str) == V.OK] if "status" in il else il
+    return {_key(r): stats.finite(r["ratio"]) for _, r in ok.iterrows()
+            if stats.finite(r.get("ratio")) is not None}
+
+
+def _key(r) -> tuple:
+    return (*(str(r[k]) for k in reproduce.KEYS), str(r["baseline"]))
+
+
+def across(own: pd.DataFrame | None, others: list[pd.DataFrame], names=()) -> pd.DataFrame | None:
+    """A set's interleaved comparisons (interleaved.csv) judged at the runs level where its
+    study ran on ``MIN_RUNS`` or more machines: an experiment that this set and at least
+    ``MIN_RUNS`` − 1 of ``others`` (the sibling runs' interleaved.csv, ``names`` theirs) hold
+    gets, per ratio every one of those runs measured, the geometric mean of the runs' ratios
+    with the 95% t interval across them (``stats.RUNS``), n the runs; this machine's own
+    ratio and interval move to ``own_``-prefixed columns and ``runs`` names the runs pooled.
+    Other experiments and ratios stay as measured here. None stays None."""
+    if own is None or own.empty:
+        return own
+    out = own.reset_index(drop=True)     # one label per row: each is set on its own
+    mine = _ratios(own)
+    theirs = [(n, _ratios(o)) for n, o in zip(names or [""] * len(others), others)]
+    held = {e: [n for n, t in theirs if any(k[0] == e for k in t)]
+            for e in dict.fromkeys(out["experiment"].astype(str))}
+    cols = ("ratio", "ratio_low", "ratio_high", "ratio_n", "ratio_interval")
+    for c in cols:
+        out[OWN + c] = None
+    out["runs"] = None
+    for i, r in out.iterrows():
+        key = _key(r)
+        if key not in mine or 1 + len(held[str(r["experiment"])]) < MIN_RUNS:
+            continue
+        each = [(n, t[key]) for n, t in theirs if key in t]
+        if 1 + len(each) < MIN_RUNS:
+            continue
+        e = stats.across_runs([mine[key], *(v for _, v in each)])
+        for c in cols:
+            out.at[i, OWN + c] = r.get(c)
+        out.at[i, "ratio"], out.at[i, "ratio_low"], out.at[i, "ratio_high"] = \
+            e.value, e.low, e.high
+        out.at[i, "ratio_n"], out.at[i, "ratio_interval"] = e.n, e.method
+        out.at[i, "runs"] = "; ".join([str(r.get("run", "")), *(n for n, _ in each)])
+    return out
+
+
+def read_across(own: Path | None, others) -> pd.DataFrame | None:
+    """``across`` of the interleaved.csv files ``own`` and ``others`` (a missing own file:
+    None, a set without interleaved comparisons)."""
+    if own is None or not Path(own).exists() or not Path(own).stat().st_size:
+        return None
+    others = [Path(p) for p in others or ()]
+    return across(resultset.read_raw(own), [resultset.read_raw(p) for p in others],
+                  [p.parent.name for p in others])
+
+
+def sibling_tables(folder, runs_with=()) -> list[str]:
+    """The interleaved.csv of every run of ``siblings``: what a verdict judged across runs
+    reads (the workflow's inputs)."""
+    return [str(f / V.SET_TABLES["interleaved"]) for f in siblings(folder, runs_with)]

@@ -187,12 +187,14 @@ def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> st
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     ranges = (stats.RANGE, stats.SPREAD)
+    # an interval across runs on other machines carries its mark wherever it is printed
+    mark = V.RUNS_MARK if kind == stats.RUNS else ""
     if kind in (*stats.INTERVAL_METHODS, *ranges) and not (missing(low) or missing(high)):
         text, lo, hi = interval_parts(value, low, high, fmt, kind)
         if lo == hi:
-            return f"{text}{sep}({narrow_ci(value, low, high, n, kind)})"
+            return f"{text}{sep}({narrow_ci(value, low, high, n, kind)}){mark}"
         if kind in stats.INTERVAL_METHODS:
-            return f"{text}{sep}[{lo}, {hi}]"
+            return f"{text}{sep}[{lo}, {hi}]{mark}"
         return f"{text}{sep}(range {lo}–{hi})" if kind == stats.RANGE else \
             f"{text}{sep}({lo}–{hi})"      # a median: the column head says "median (min–max)"
     if kind == stats.SINGLE:
@@ -269,6 +271,17 @@ INTERVAL_NOTE = ("Values are means over the repeats that finished; [a, b] is the
                  f"{stats.ENOUGH}; with {stats.RANGE_N} the range is shown and marked as such; "
                  "(1 run) marks a single run; a cell whose repeats fall into two modes shows "
                  "both, each with its n, and no pooled interval. " + DIGITS_NOTE)
+def runs_note(runs) -> str:
+    """The footnote of ``V.RUNS_MARK``: what an interval across runs is, over how many runs
+    (``runs``: the n of each such interval shown)."""
+    ns = sorted({int(n) for n in runs})
+    over = str(ns[0]) if len(ns) == 1 else f"{ns[0]}–{ns[-1]}"
+    # short enough for a README line: what it is; docs/measurement.md says why
+    return (f"{V.RUNS_MARK} 95% t interval over {over} runs on different machines: the geometric "
+            "mean of each run's own judged interleaved ratio, t on their logarithms; the claim "
+            "is made from it.")
+
+
 PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by side in one "
                "process, alternated in rounds, so host drift hits both arms of a round alike. "
                "Where a setting ran several such processes, the ratio is the geometric mean of "

@@ -14,7 +14,7 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, times
+from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, runs_note, times
 from ..render.settings import changes, setting_text
 from ..render.table import Table
 from .findings import Findings
@@ -162,6 +162,10 @@ def table(rows: list[Answer]) -> Table:
     if any(a.judgement is not None and a.judgement.decided_by == claims.INTERLEAVED
            for a in rows):
         notes.append(PAIRED_NOTE)
+    runs = [a.judgement.estimate.n for a in rows
+            if a.judgement is not None and a.judgement.estimate.method == stats.RUNS]
+    if runs:
+        notes.append(runs_note(runs))
     return Table("The answer, per experiment", COLUMNS, [a.cells for a in rows],
                  align="lllrllll", notes=notes)
 

@@ -14,6 +14,7 @@ from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, 
                               warmup_text, with_interval)
 from ..render.settings import changes, setting_text
 from ..render.table import Table
+from . import ratio_cells
 from .phrases import PREDATE_NOTE, predating
 
 
@@ -100,7 +101,7 @@ def best_table(b: pd.DataFrame) -> Table:
             "× at the same setting", "claim", "× plain fp32", "plain fp32 baseline",
             "changed besides precision",
             "memory × baseline", WARMUP_HEAD]
-    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE]
+    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE, *ratio_cells.runs_notes(b)]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in b.iterrows()) else []
     return Table("Fastest configuration per experiment: against its baseline at the same "
                  "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "

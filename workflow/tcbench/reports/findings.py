@@ -103,7 +103,7 @@ def answer(x: Findings) -> list[str]:
                 f"{stats.CLAIM_WORDS[j.claim]}."]
     way = stats.direction(j.estimate) if j.claim == stats.EQUIVALENT else ""
     words = stats.CLAIM_WORDS[j.claim] + (f", {way}" if way else "")
-    how = f" ({interleaved_level(j.row)})" if j.decided_by == claims.INTERLEAVED else ""
+    how = f" ({interleaved_level(j.row, j.stem)})" if j.decided_by == claims.INTERLEAVED else ""
     return [f"{what}: {judged_ratio(j)}'s throughput at the same setting{how}: it {words}."]
 
 

@@ -23,6 +23,8 @@ import matplotlib.ticker
 
 from .. import cli, stats
 from .. import vocabulary as V
+from ..analysis import claims, runs
+from ..render.numbers import runs_note
 from ..render.plot import (TWO_COLUMN_IN, Line2D, NotDrawn, fitted_legend, log_ticks, plt,
                            save_as, style, wrapped)
 from . import answer
@@ -68,6 +70,10 @@ class Row:
     high: float | None
     group: str
     text: str
+    # judged across this many runs on different machines (``V.RUNS_MARK``), with this
+    # machine's own ratio, drawn hollow beside it; None where the ratio is this machine's
+    runs: int | None = None
+    own: float | None = None
 
 
 def _mode(j) -> str:
@@ -84,14 +90,16 @@ def rows(answers: list[answer.Answer]) -> list[Row]:
             continue
         e = j.estimate
         base = "plain fp32" if j.stem == "gain" else j.baseline
+        across = e.method == stats.RUNS
         out.append(Row(f"{a.experiment} · {_mode(j)} ÷ {base}", stats.finite(e.value),
                        stats.finite(e.low), stats.finite(e.high), group_of(j.claim),
-                       judged_ratio(j)))
+                       judged_ratio(j), e.n if across else None,
+                       stats.finite(j.row.get(claims.OWN + j.stem)) if across else None))
     return out
 
 
 def _limits(rs: list[Row]) -> tuple[float, float]:
-    xs = [x for r in rs for x in (r.value, r.low, r.high) if x is not None and x > 0]
+    xs = [x for r in rs for x in (r.value, r.low, r.high, r.own) if x is not None and x > 0]
     lo, hi = min([*xs, 1.0]), max([*xs, stats.GAIN])
     return lo / 1.2, hi * 1.2
 
@@ -116,6 +124,9 @@ def _draw(ax, rs: list[Row]) -> None:
             ax.hlines(y, r.low, r.high, color=colour, lw=1.3, zorder=3)
         ax.scatter([r.value], [y], s=20, color=colour, edgecolor="white", linewidth=0.4,
                    zorder=4)
+        if r.own is not None:
+            ax.scatter([r.own], [y], s=16, facecolor="none", edgecolor=colour, linewidth=0.8,
+                       zorder=5)
 
 
 def figure(answers: list[answer.Answer], title: str | None = None):
@@ -151,6 +162,11 @@ def figure(answers: list[answer.Answer], title: str | None = None):
     groups = [g for g in GROUPS if any(r.group == g for r in rs)]
     handles = [Line2D([], [], marker="o", markersize=3.5, color=COLOURS[g], lw=1.3,
                       label=LEGEND[g]) for g in groups]
+    across = [r.runs for r in rs if r.runs is not None]
+    if across:
+        handles.append(Line2D([], [], marker="o", markersize=3.5, color="0.3", lw=0,
+                              markerfacecolor="none", label="this machine's own ratio"))
+        handles.append(Line2D([], [], lw=0, label=runs_note(across).split(":")[0]))
     handles += [Line2D([], [], label="1× (same speed)", **same),
                 Line2D([], [], label=f"{stats.GAIN:.2f}× (pays-off threshold)", **gain)]
     fitted_legend(fig, handles, borderaxespad=0.2)
@@ -158,14 +174,15 @@ def figure(answers: list[answer.Answer], title: str | None = None):
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, outputs,
-          crossover: Path | None = None, interleaved: Path | None = None) -> list[Path]:
+          crossover: Path | None = None, interleaved: Path | None = None,
+          siblings=()) -> list[Path]:
     for path in map(Path, outputs):
         if path.stem != V.OVERVIEW_FIGURE or path.suffix.removeprefix(".") not in \
                 V.FIGURE_FORMATS:
             raise ValueError(f"{path}: the overview figure is named "
                              f"{V.set_figure_name(V.OVERVIEW_FIGURE, '<format>')}, formats "
                              f"{', '.join(V.FIGURE_FORMATS)}")
-    v = verdict.read(metrics, summary, speedup, crossover, interleaved)
+    v = verdict.read(metrics, summary, speedup, crossover, interleaved, siblings)
     style()
     where = v.title.removeprefix(verdict.TITLE_HEAD)
     return save_as(figure(v.answers, f"{where}: each experiment's best mode ÷ its baseline, "
@@ -183,13 +200,14 @@ def main(argv=None) -> int:
                     "has the FP8 crossover study")
     ap.add_argument("--interleaved", type=Path, help="interleaved.csv, where the set has "
                     "interleaved comparisons (a missing file is a set without them)")
+    ap.add_argument("--runs", type=Path, nargs="*", default=[], help=runs.SIBLINGS_HELP)
     ap.add_argument("--outputs", type=Path, nargs="+", required=True,
                     help="the figure's files (overview.png, .pdf, .svg)")
     args = ap.parse_args(argv)
 
     def written():
         write(args.metrics, args.summary, args.speedup, args.outputs, args.crossover,
-              args.interleaved)
+              args.interleaved, args.runs)
 
     return cli.main("tcbench.reports.overview_figure", written,
                     (ValueError, KeyError, FileNotFoundError))

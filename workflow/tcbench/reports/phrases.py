@@ -40,24 +40,38 @@ def ratio_text(row, stem: str = "speedup") -> str:
     return text + (f" ({label})" if label and "(" not in text else "")
 
 
-def interleaved_level(row) -> str:
+def interleaved_level(row, stem: str | None = None) -> str:
     """How a cell's interleaved ratio was decided, at its level (the interleaved columns of
-    ``claims.attach_interleaved``)."""
-    return stats.level_text(row.get("interleaved_processes"), row.get("interleaved_rounds"))
+    ``claims.attach_interleaved``); where the ratio of ``stem`` is judged across runs on other
+    machines, over how many, with this machine's own ratio and its level beside it."""
+    level = stats.level_text(row.get("interleaved_processes"), row.get("interleaved_rounds"))
+    e = stats.from_row(row, stem) if stem else stats.EMPTY
+    if e.method != stats.RUNS:
+        return level
+    own = stats.from_row(row, claims.OWN + stem)
+    mine = with_interval(own.value, own.low, own.high, own.n, fmt=times, kind=own.method)
+    return f"across {e.n} runs on different machines{V.RUNS_MARK}; this machine: {mine}, {level}"
 
 
 def interleaved_decisions(il: list) -> list[str]:
     """How many of the judgements ``il`` (each decided by an interleaved comparison) were
-    decided at each level: across independent processes, or in one process (whose interval
-    cannot see differences between processes); the verdict's count of decisions."""
-    many = sum((stats.finite(j.row.get("interleaved_processes")) or 1) > 1 for j in il)
+    decided at each level: across runs on other machines, across independent processes, or in
+    one process (whose interval cannot see differences between processes); the verdict's
+    count of decisions."""
+    runs = sum(j.estimate.method == stats.RUNS for j in il)
+    rest = [j for j in il if j.estimate.method != stats.RUNS]
+    many = sum((stats.finite(j.row.get("interleaved_processes")) or 1) > 1 for j in rest)
     parts = []
+    if runs:
+        parts.append(f"{runs} by interleaved comparisons judged across runs of the study on "
+                     f"different machines ({V.RUNS_MARK}: each machine's own ratio pooled; the "
+                     f"interval spans the machines)")
     if many:
         parts.append(f"{many} by interleaved comparisons across independent processes (every "
                      f"precision arm of the setting alternated in rounds in each; the interval "
                      f"spans the processes)")
-    if len(il) - many:
-        parts.append(f"{len(il) - many} by an interleaved comparison in one process (every "
+    if len(rest) - many:
+        parts.append(f"{len(rest) - many} by an interleaved comparison in one process (every "
                      f"precision arm of the setting alternated in rounds; its interval covers "
                      f"that process's rounds and cannot see differences between processes)")
     few = sum(j.claim == stats.UNJUDGED for j in il)
@@ -182,7 +196,7 @@ def decided(j: claims.Judgement | None, everything: pd.DataFrame) -> str:
     if j.estimate.value is None:
         return f"n = {n_ok(row)}, no {j.baseline} run"
     if j.decided_by == claims.INTERLEAVED:
-        return interleaved_level(row)
+        return interleaved_level(row, j.stem)
     base = baseline_row(j, everything)
     sides = [r for r in (row, base) if r is not None]
     parts = [f"n = {n_ok(row)} vs {n_ok(base) if base is not None else j.estimate.n}, "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import MISSING, missing, modes_text, times, with_interval
+from ..render.numbers import MISSING, missing, modes_text, runs_note, times, with_interval
 
 JUDGED_HEAD, HOW_HEAD, PER_PROCESS_HEAD = "× baseline, as judged", "judged by", "× per process"
 JUDGED_NOTE = (f"× baseline, as judged: the ratio the verdict judges, over the cell's one "
@@ -41,6 +41,8 @@ def judged(row) -> tuple[str, str]:
         return (f"no {base}" if row.get("repeats_ok") else MISSING), ""
     how = f"{'interleaved' if j.decided_by == claims.INTERLEAVED else 'repeats'} over " \
           f"{j.baseline}"
+    if j.estimate.method == stats.RUNS:
+        how = f"interleaved, across {j.estimate.n} runs{V.RUNS_MARK} over {j.baseline}"
     why = claims.unjudged(j)
     return _estimate_text(j.estimate, row, j.stem), why or how
 
@@ -62,3 +64,15 @@ def any_interleaved(rows) -> bool:
     """Whether a judged ratio of ``rows`` (speedup.csv's) is an interleaved comparison's."""
     return any((j := claims.judgement(r)) is not None and j.decided_by == claims.INTERLEAVED
                for _, r in rows.iterrows() if not missing(r.get("precision")))
+
+
+# the ratio columns a table row may hold, by stem: speedup.csv's interleaved ones, best.csv's
+STEMS_SHOWN = (*claims.INTERLEAVED_STEMS.values(), "fair", "gain")
+
+
+def runs_notes(rows) -> list[str]:
+    """The footnote of ``V.RUNS_MARK`` (``runs_note``) where a ratio of ``rows`` (a table's
+    frame) is judged across runs, else none."""
+    ns = [r.get(f"{s}_n") for _, r in rows.iterrows() for s in STEMS_SHOWN
+          if r.get(f"{s}_interval") == stats.RUNS]
+    return [runs_note(ns)] if ns else []

@@ -114,12 +114,14 @@ def summary_line(frame: pd.DataFrame) -> str:
     other = {o: sum(t[k][o] for k in reproduce.CLAIMED)
              for o in (reproduce.COMPATIBLE, reproduce.CHANGED)}
     if any(other.values()):
+        changed = other[reproduce.CHANGED]
+        # claims that differ but can both hold are not a failure to reproduce: say none
+        # contradicts rather than leave "not the same" to read as one
         line += (f" Of the claims not the same, {other[reproduce.COMPATIBLE]} "
                  f"{'is' if other[reproduce.COMPATIBLE] == 1 else 'are'} compatible (both can "
                  f"hold: one side's interval clears a threshold the other's does not) and "
-                 f"{other[reproduce.CHANGED]} "
-                 f"contradict{'s' if other[reproduce.CHANGED] == 1 else ''} "
-                 f"(no ratio satisfies both).")
+                 + (f"{changed} contradict{'s' if changed == 1 else ''} (no ratio satisfies "
+                    f"both)." if changed else "no claim contradicts another."))
     none = sum(t[k][reproduce.NO_INTERVAL] for k in reproduce.ESTIMATED)
     if none:
         line += (f" {_n(none, 'estimate')} with no confidence interval on one side or both "

@@ -17,7 +17,7 @@ from ..render.axes import ratio_lines, reference_room, value_axis
 from ..render.bars import (UNJUDGED_EDGE, UNJUDGED_HATCH, clear_of_lines, grouped_bars,
                            interval_kind, present_precisions, run_dots, slot_width, slot_x)
 from ..render.legend import legend
-from ..render.numbers import num
+from ..render.numbers import num, runs_note
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
 from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of, room_for_panels
 
@@ -233,6 +233,8 @@ def _panel(ax, exp: str, panel, groups, plan, runs, marks: dict) -> list[str]:
     marks["intervals"] |= drawn["intervals"]
     marks["unjudged"] += [w for k, w in muted.items() if k[1] in drawn["precisions"]]
     marks["paired"] |= bool(paired)
+    marks["runs"] += [r["ratio_n"] for _, r in rows.iterrows()
+                      if r["ratio_interval"] == stats.RUNS]
     marks["point"] |= log
     set_title(ax, f"{exp}: {what}")
     return drawn["precisions"]
@@ -257,15 +259,17 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
                              figsize=(figure_width(slots, width),
                                       HEIGHT_IN + 1.3 * (len(panels) - 1)))
     marks = {"intervals": set(), "dotted": False, "per_process": False, "unjudged": [],
-             "paired": False, "point": False, "lines": []}
+             "paired": False, "point": False, "lines": [], "runs": []}
     precisions = []
     for ax, panel in zip(axes[:, 0], panels):
         drawn = _panel(ax, exp, panel, groups, plan, runs, marks)
         precisions += [p for p in drawn if p not in precisions]
     extra = [*marks["lines"]]
     if marks["paired"]:
+        # judged across runs on other machines, the interval is theirs (runs_note)
+        what = runs_note(marks["runs"]).split(": ")[0] if marks["runs"] else "95% CI"
         extra.append(Patch(facecolor="0.6", label=f"{'point' if marks['point'] else 'bar'}: "
-                                                  "interleaved ratio (judged), 95% CI"))
+                                                  f"interleaved ratio (judged), {what}"))
     extra += [PER_PROCESS_HANDLE] if marks["per_process"] else []
     extra += [unjudged_handle(marks["unjudged"])] if marks["unjudged"] else []
     legend(fig, [p for p in V.PRECISIONS if p in precisions], extra, marks["intervals"],

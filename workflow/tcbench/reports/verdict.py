@@ -1,7 +1,7 @@
 """The plain-language verdict of one result set (``summary.md``, and ``summary.html`` for the
 Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
-``metrics.csv``, and ``interleaved.csv`` where the set has one), never from records and never
-by hand.
+``metrics.csv``, and ``interleaved.csv`` where the set has one, pooled with its other runs'
+where the study ran on several machines: ``analysis.runs``), never from records or by hand.
 
 It opens on one screen (``screen``): the overview figure, a short bottom line and a table with a
 row per experiment (per model in a model zoo, ``answer``): its question, best mode and setting,
@@ -24,7 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import atomic, cli, stats, resultset, vocabulary as V
-from ..analysis import claims
+from ..analysis import claims, runs
 from ..analysis import conditions as run_conditions
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
@@ -193,7 +193,7 @@ def conditions(metrics: pd.DataFrame | None) -> str | None:
     starts = {k: v for k, v in c.starts.items() if k is not None}
     if len(starts) > 1:
         out.append("process starts " + ", ".join(
-            f"{START_WORDS.get(k, k)} ({n})" for k, n in starts.items()))
+            f"{run_conditions.START_WORDS.get(k, k)} ({n})" for k, n in starts.items()))
     unknown = [w for w, d in (("CPU placement and the jobs beside it", c.placements),
                               ("how its process started", c.starts)) if None in d]
     if unknown:
@@ -202,10 +202,6 @@ def conditions(metrics: pd.DataFrame | None) -> str | None:
         out.append(f"for {_of(n, c.records)} records{which} {' and '.join(unknown)} were not "
                    f"recorded (they predate those fields)")
     return "Conditions: " + "; ".join(out) + "." if out else None
-
-
-START_WORDS = {"fresh_interpreter": "fresh interpreters",
-               "forked": "forked from a preloaded interpreter"}
 
 
 def _versions(metrics, cuda: bool) -> str:
@@ -349,20 +345,20 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
 
 
 def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | None = None,
-         interleaved: Path | None = None) -> Verdict:
-    """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without)."""
+         interleaved: Path | None = None, siblings=()) -> Verdict:
+    """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without),
+    judged across the runs whose interleaved.csv ``siblings`` names (``runs.read_across``)."""
     m = resultset.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = resultset.read_raw(crossover) if crossover is not None else None
-    il = resultset.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
-        else None
+    il = runs.read_across(interleaved, siblings)
     return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
           html_path: Path | None = None, crossover: Path | None = None,
-          interleaved: Path | None = None, overview: Path | None = None) -> list[Path]:
+          interleaved: Path | None = None, overview: Path | None = None, siblings=()) -> list[Path]:
     """``overview``: the overview figure's PNG, which then heads both."""
-    v = read(metrics, summary, speedup, crossover, interleaved)
+    v = read(metrics, summary, speedup, crossover, interleaved, siblings)
     written = []
     if md is not None:
         v.overview = None if overview is None else \
@@ -383,6 +379,7 @@ def main(argv=None) -> int:
     ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, if the set has it")
     ap.add_argument("--interleaved", type=Path, help="interleaved.csv (missing: a set without)")
     ap.add_argument("--overview", type=Path, help="the overview figure's PNG, to head both")
+    ap.add_argument("--runs", type=Path, nargs="*", default=[], help=runs.SIBLINGS_HELP)
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
     ap.add_argument("--html", type=Path, help="where it goes as HTML")
     args = ap.parse_args(argv)
@@ -391,7 +388,7 @@ def main(argv=None) -> int:
 
     def written():
         write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
-              args.interleaved, args.overview)
+              args.interleaved, args.overview, args.runs)
 
     return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 
