@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tcbench import aggregate
+from tcbench.analysis import speedup
 from tcbench.render.table import to_markdown
 from tcbench.reports import holdback
 from tcbench.reports.best_table import EAGER_HEAD, best_table
@@ -154,8 +155,20 @@ def test_resnet50_fastest_against_its_target_from_the_committed_records():
     r = t["best"].iloc[0]
     table = holdback.holdback_table(t["best"], {"resnet50_fastest": {"samples_per_s": 8000}})
     row = dict(zip(table.columns, table.rows[0]))
-    assert row["target"] == f"samples/s 8,000: short by {100 * (1 - r['throughput_samples_per_s'] / 8000):.1f}%"
+    short = 1 - r["throughput_samples_per_s"] / 8000
+    assert row["target"] == f"samples/s 8,000: short by {100 * short:.1f}%"
     assert f"of the measured {r['precision']} roof" in row["MFU"]
     # a record made before Inductor's fused kernels were told apart: its shares are bounds
     assert "≥" in row["kernel time by class"] and "≤" in row["kernel time by class"]
     assert to_markdown(table).count("≤ and ≥") == 1
+
+
+def test_a_model_of_another_family_gets_no_other_models_plain_baseline(planted):
+    s = planted["summary"]
+    cell = s[s["model"] == "gpt2-small-v50304"].iloc[0].copy()
+    plain = speedup.plain_baselines(s)
+    assert speedup.plain_for(plain, cell)["model"] == "gpt2-small"
+    cell["model_config"] = json.dumps({"hidden_size": 1024, "intermediate_size": 2816})
+    assert speedup.plain_for(plain, cell) is None
+    cell["model_config"] = None      # a model that states no configuration is no variant
+    assert speedup.plain_for(plain, cell) is None

@@ -21,7 +21,11 @@ rule set_tables:
         # what this study's experiments should reach (their config's target): best.md says
         # whether their fastest cells do, and what holds them back
         targets=json.dumps(
-            {e.get("name", e["workload"]): e["target"] for e in config["experiments"] if "target" in e},
+            {
+                e.get("name", e["workload"]): e["target"]
+                for e in config["experiments"]
+                if "target" in e
+            },
             sort_keys=True,
         ),
     shell:

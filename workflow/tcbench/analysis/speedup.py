@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from .. import stats
@@ -51,9 +53,9 @@ def plain_baselines(summary: pd.DataFrame,
     together take a workload beyond what plain PyTorch in fp32 does (``plain_for`` picks it);
     a workload of another shape has none, so no gain credits the shape's own change. An
     experiment whose plain cells are all of one model also keys them by the experiment alone
-    (``OWN_MODEL`` in place of the model): its other models are that model's variants (a
-    padded vocabulary), measured against it. ``precision``: another mode's plain cells
-    (amp-bf16 eager, the plain mixed-precision script)."""
+    (``OWN_MODEL`` in place of the model): its other models, where they are that model's
+    variants (``variants``: a padded vocabulary), are measured against it. ``precision``:
+    another mode's plain cells (amp-bf16 eager, the plain mixed-precision script)."""
     plain = (summary["precision"].astype(str) == precision) & (summary["repeats_ok"] > 0)
     for k, v in V.EAGER.items():
         plain &= summary[k].astype(str) == v
@@ -85,7 +87,17 @@ def plain_for(plain: dict, row) -> pd.Series | None:
     if own is None:
         own = plain.get((row["experiment"], OWN_MODEL,
                          *(row[k] for k in PLAIN_KEYS if k != "model"), shape))
+        own = own if own is not None and variants(row, own) else None
     return own if own is not None else plain.get((*(row[k] for k in PLAIN_KEYS), shape))
+
+
+def variants(a, b) -> bool:
+    """Whether two rows' models are presets of one architecture: both state a configuration
+    (``model_config``) with the same keys (a padded vocabulary, not another family; a model
+    that states none, a torchvision one, is no one's variant)."""
+    keys = [json.loads(v).keys() if isinstance(v, str) and v else None
+            for v in (a.get("model_config"), b.get("model_config"))]
+    return keys[0] is not None and keys[0] == keys[1]
 
 
 def _col(g, c):
