@@ -167,6 +167,16 @@ def top_non_matrix_kernel(evidence: dict) -> str | None:
     return None
 
 
+def top_listed(evidence: dict, most: int = 5) -> list[dict]:
+    """The profile's ``most`` longest listed kernels, annotation ranges aside: name, time per
+    profiled step (s), share of kernel time and class by the current rules (``kernel_class``:
+    a record's own ``class`` may predate them). Annotation ranges must already be out."""
+    steps, total = evidence.get("profile_steps"), evidence.get("kernel_time_s")
+    return [{"name": k["name"], "step_s": k["time_s"] / steps if steps else None,
+             "share": k["time_s"] / total if total else None, "class": kernel_class(k["name"])}
+            for k in (evidence.get("top_kernels") or [])[:most] if not is_annotation(k["name"])]
+
+
 # Ranges the profiler also reports on the GPU's timeline (user annotations: torch.optim's
 # "Optimizer.step#SGD.step", "ProfilerStep#3"): each spans kernels counted on their own, so
 # counting it as a kernel counts their time twice.

@@ -110,6 +110,13 @@ def shape_of(text) -> str:
                       sort_keys=True)
 
 
+def model_config(r: dict) -> str | None:
+    """A model preset's configuration as JSON text (a transformer's vocabulary, its width):
+    what two presets of one experiment differ in; None where the record gives none."""
+    config = (r.get("model") or {}).get("config")
+    return json.dumps(config, sort_keys=True) if config else None
+
+
 def _row(r: dict) -> dict:
     p, m = r["params"], r.get("metrics") or {}
     t = r.get("telemetry") or {}
@@ -125,6 +132,7 @@ def _row(r: dict) -> dict:
     # what one sample is in tokens (a token workload's sequence length), for tokens/s
     # (tcbench.analysis.throughput)
     row["tokens_per_sample"] = (r.get("data") or {}).get("tokens_per_sample")
+    row["model_config"] = model_config(r)
     row["compile_cache"] = compile_cache(m)
     row |= {k: t.get(k) for k in RECORD_TELEMETRY}
     # an energy figure only where the counter passes its check (tcbench.energy), judged
@@ -140,6 +148,8 @@ def _row(r: dict) -> dict:
             **{k: kernels.kernel_split(tc).get(k) for k in KERNEL_SPLIT},
             "top_kernel": (tc.get("top_kernels") or [{}])[0].get("name"),
             "top_non_matrix_kernel": kernels.top_non_matrix_kernel(tc),
+            # what the step spends its kernel time on, by name (a fastest cell's reason)
+            "top_kernels": json.dumps(kernels.top_listed(tc)) if tc.get("profiled") else None,
             "evidence_repeat": tc.get("evidence_repeat",
                                       r["repeat"] if tc.get("profiled") else None)}
     row |= {"cuda_matmul_allow_tf32": flags.get("cuda_matmul_allow_tf32"),

@@ -20,16 +20,24 @@ from .. import stats
 from .. import vocabulary as V
 from ..resultset import cell_key, order, params_of
 from . import claims
-from .speedup import PLAIN_KEYS, WARMUP_COLUMNS, plain_baselines, plain_for
+from .speedup import EAGER_STEM, PLAIN_KEYS, WARMUP_COLUMNS, plain_baselines, plain_for
 from .throughput import TOKENS
 
 TOP_COLUMNS = (V.HEADLINE, f"{V.HEADLINE}_low", f"{V.HEADLINE}_high", TOKENS, f"{TOKENS}_low",
                f"{TOKENS}_high", *WARMUP_COLUMNS,
                "max_memory_allocated_bytes", "final_loss", "test_accuracy", "tensor_core_share",
                "matmul_share", "gpu_busy_share", "data_wait_share", "input_bound",
-               "uncounted_compile_n", "uncounted_compile_repeats", "workload_params")
+               "uncounted_compile_n", "uncounted_compile_repeats", "workload_params",
+               "model_config")
+# what holds a fastest cell back (reports.holdback): its MFU against its mode's roof, the
+# step, and its kernel profile (shares by class, the longest kernels)
+PROFILE_COLUMNS = ("mfu", "mfu_low", "mfu_high", "mfu_n", "ceiling_tflops", "achieved_tflops",
+                   "step_time_median_s", "top_kernels", "matmul_share_bound",
+                   "kernel_classes_from", "fp8_gemm_share", "fp8_scaling_share")
 GAIN_COLUMNS = ("gain", "gain_low", "gain_high", "gain_n", "gain_interval",
-                "speedup", "speedup_low", "speedup_high", "speedup_n")
+                "speedup", "speedup_low", "speedup_high", "speedup_n",
+                *(f"{EAGER_STEM}{s}" for s in ("", "_low", "_high", "_n", "_interval",
+                                               "_batch_size")))
 CHANGES = ("batch_size", *V.AXIS_NAMES)
 # a host-bound group whose interleaved comparison measured its arms but found none faster
 # than all the others
@@ -55,6 +63,7 @@ def _baseline(b, top) -> dict:
         "baseline_test_accuracy": None if b is None else b.get("test_accuracy")}
     out |= {f"baseline_{k}": None if b is None else b[k] for k in CHANGES}
     out["baseline_workload_params"] = None if b is None else b.get("workload_params")
+    out["baseline_model_config"] = None if b is None else b.get("model_config")
     mine, theirs = params_of(top.get("workload_params")), \
         params_of(None if b is None else b.get("workload_params"))
     out["changed_axes"] = None if b is None else ",".join(
@@ -80,6 +89,23 @@ def _other_shape(summary: pd.DataFrame, top) -> str | None:
             return f"{b['experiment']}'s has " + ", ".join(
                 f"{k} {theirs.get(k, 'unset')}" for k in differ)
     return None
+
+
+def _knobs_study(g: pd.DataFrame, experiment: pd.DataFrame) -> bool:
+    """Whether a group asks how far precision and execution knobs together take a workload:
+    its ``experiment`` ran a plain fp32 cell (``V.EAGER`` knobs), and the group reduced
+    cells, none at the setting of an fp32 cell of the group (their gains are over the plain
+    fp32 baseline, not over fp32 at their own setting)."""
+    plain = experiment["precision"].astype(str) == V.BASELINE
+    for k, v in V.EAGER.items():
+        plain &= experiment[k].astype(str) == v
+    if not plain.any():
+        return False
+    keys = [k for k in V.BASELINE_KEYS if k in g]
+    fp32 = g["precision"].astype(str) == V.BASELINE
+    settings = {tuple(map(str, r[keys])) for _, r in g[fp32].iterrows()}
+    return bool((~fp32).any()) and not any(tuple(map(str, r[keys])) in settings
+                                           for _, r in g[~fp32].iterrows())
 
 
 def _fair(gain_row) -> dict:
@@ -201,7 +227,8 @@ def best(summary: pd.DataFrame, speedup_table: pd.DataFrame) -> pd.DataFrame:
             **{k: top[k] for k in ("precision", *V.SETTING_KEYS, "data")},
             "repeats_ok": top["repeats_ok"],
             "reduced_ran": bool((g["precision"].astype(str) != V.BASELINE).any()),
-            **{c: top.get(c) for c in TOP_COLUMNS},
+            "knobs_study": _knobs_study(g, ok[ok["experiment"] == experiment]),
+            **{c: top.get(c) for c in (*TOP_COLUMNS, *PROFILE_COLUMNS)},
             **_fair(gain),
             **_gain(gain, same_setting),
             # "fastest" is no claim where neither the top cell's own repeats nor its

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from .. import stats
@@ -41,15 +43,20 @@ def _shape(df: pd.DataFrame) -> pd.Series:
     return df["workload_params"].map(shape_of)
 
 
-def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
+def plain_baselines(summary: pd.DataFrame,
+                    precision: str = V.BASELINE) -> dict[tuple, pd.Series]:
     """Per workload, model, data, input pipeline and workload shape (its parameters less how
     long it learns, ``resultset.shape_of``: a Linear width, a sequence length): the fastest
     *plain* fp32 cell (strict fp32, ``V.EAGER`` knobs: eager, contiguous, no CUDA graphs), at
     any batch size; and per experiment its own such cell (keyed by the experiment, then
     ``PLAIN_KEYS``). The one baseline of every "gain": how far precision and execution knobs
     together take a workload beyond what plain PyTorch in fp32 does (``plain_for`` picks it);
-    a workload of another shape has none, so no gain credits the shape's own change."""
-    plain = (summary["precision"].astype(str) == V.BASELINE) & (summary["repeats_ok"] > 0)
+    a workload of another shape has none, so no gain credits the shape's own change. An
+    experiment whose plain cells are all of one model also keys them by the experiment alone
+    (``OWN_MODEL`` in place of the model): its other models, where they are that model's
+    variants (``variants``: a padded vocabulary), are measured against it. ``precision``:
+    another mode's plain cells (amp-bf16 eager, the plain mixed-precision script)."""
+    plain = (summary["precision"].astype(str) == precision) & (summary["repeats_ok"] > 0)
     for k, v in V.EAGER.items():
         plain &= summary[k].astype(str) == v
     out = {}
@@ -58,16 +65,39 @@ def plain_baselines(summary: pd.DataFrame) -> dict[tuple, pd.Series]:
     for keys in ([*PLAIN_KEYS, "_shape"], ["experiment", *PLAIN_KEYS, "_shape"]):
         for key, g in cells.groupby(keys, sort=False, observed=True):
             out[key] = g.loc[g[V.HEADLINE].astype(float).idxmax()]
+    for exp, g in cells.groupby("experiment", sort=False, observed=True):
+        if g["model"].astype(str).nunique() == 1:
+            for key, h in g.groupby([k for k in PLAIN_KEYS if k != "model"] + ["_shape"],
+                                    sort=False, observed=True):
+                out[(exp, OWN_MODEL, *key)] = h.loc[h[V.HEADLINE].astype(float).idxmax()]
     return out
+
+
+# the key of an experiment's plain cells whose model its other models are variants of
+OWN_MODEL = "(the experiment's plain model)"
 
 
 def plain_for(plain: dict, row) -> pd.Series | None:
     """A cell's plain fp32 baseline: its own experiment's where it has one (the study that
-    ran it also ran its baseline, under the same conditions), else the fastest of its
-    workload at the same shape; None where no plain fp32 cell shares its shape."""
+    ran it also ran its baseline, under the same conditions; for a model with no plain cell
+    of its own, the experiment's one plain model's, ``plain_baselines``), else the fastest
+    of its workload at the same shape; None where no plain fp32 cell shares its shape."""
     shape = shape_of(row.get("workload_params"))
     own = plain.get((row["experiment"], *(row[k] for k in PLAIN_KEYS), shape))
+    if own is None:
+        own = plain.get((row["experiment"], OWN_MODEL,
+                         *(row[k] for k in PLAIN_KEYS if k != "model"), shape))
+        own = own if own is not None and variants(row, own) else None
     return own if own is not None else plain.get((*(row[k] for k in PLAIN_KEYS), shape))
+
+
+def variants(a, b) -> bool:
+    """Whether two rows' models are presets of one architecture: both state a configuration
+    (``model_config``) with the same keys (a padded vocabulary, not another family; a model
+    that states none, a torchvision one, is no one's variant)."""
+    keys = [json.loads(v).keys() if isinstance(v, str) and v else None
+            for v in (a.get("model_config"), b.get("model_config"))]
+    return keys[0] is not None and keys[0] == keys[1]
 
 
 def _col(g, c):
@@ -130,7 +160,24 @@ def _gain(x, p, runs) -> dict:
             "plain_experiment": None if p is None else p["experiment"],
             "plain_batch_size": None if p is None else p["batch_size"],
             "plain_workload_params": None if p is None else p.get("workload_params"),
-            **{f"plain_{a}": None if p is None else p[a] for a in V.AXIS_NAMES if a != "model"}}
+            "plain_model_config": None if p is None else p.get("model_config"),
+            **{f"plain_{a}": None if p is None else p[a] for a in V.AXIS_NAMES}}
+
+
+def _eager_gain(r, x, p, runs) -> dict:
+    """The cell against its experiment's plain amp-bf16 eager cell (``EAGER_STEM``): what the
+    execution knobs add to the plain mixed-precision script; none for that cell itself or
+    where its experiment has none."""
+    own = p is not None and p["experiment"] == r["experiment"] and cell_key(p) != cell_key(r)
+    e = stats.ratio(_col(x, V.HEADLINE), _col(runs.get(tuple(p[k] for k in V.CELL_KEYS)),
+                                               V.HEADLINE)) if own else stats.EMPTY
+    return _stem(EAGER_STEM, e) | {f"{EAGER_STEM}_interval": e.method if own else None,
+                                   f"{EAGER_STEM}_batch_size": p["batch_size"] if own else None}
+
+
+# the ratio to the experiment's plain amp-bf16 eager cell (``_eager_gain``)
+EAGER_STEM = "eager_bf16_gain"
+EAGER_PRECISION = "amp-bf16"
 
 
 def _ratios(x, b) -> dict:
@@ -171,6 +218,7 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame,
     m = order(metrics)
     runs = runs_by_cell(m[m["status"] == V.OK])
     plain = plain_baselines(summary)
+    eager = plain_baselines(summary, EAGER_PRECISION)
     cells = {cell_key(r): r for _, r in order(summary).iterrows()}
     rows = []
     for _, r in summary.iterrows():
@@ -184,6 +232,7 @@ def speedup(metrics: pd.DataFrame, summary: pd.DataFrame,
             "max_memory_allocated_bytes": r.get("max_memory_allocated_bytes")}
         row |= _speed(x, b, r, cells.get(tuple(map(str, bkey))) if b is not None else None)
         row |= _gain(x, plain_for(plain, r), runs)
+        row |= _eager_gain(r, x, plain_for(eager, r), runs)
         row |= _against_bf16(r, runs, key, cells) | _ratios(x, b) | _accuracy(x, b)
         rows.append(row | {c: r.get(c) for c in CARRIED})
     out = claims.attach_interleaved(pd.DataFrame(rows), interleaved)

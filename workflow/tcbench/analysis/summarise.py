@@ -25,11 +25,11 @@ DESCRIBED = ["max_memory_reserved_bytes", "data_wait_share", "tensor_core_share"
 # what a cell's tokens/s and MFU rest on: the tokens of one sample, the roof its MFU is against
 DESCRIBED += [throughput.PER_SAMPLE, "ceiling_tflops"]
 # said of the evidence repeat, as text
-EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "gpu_busy_share_source",
-                 "kernel_classes_from", "matmul_share_bound")
+EVIDENCE_TEXT = ("top_kernel", "top_non_matrix_kernel", "top_kernels",
+                 "gpu_busy_share_source", "kernel_classes_from", "matmul_share_bound")
 # said of every repeat alike (the model's conversion to FP8, the workload's parameters): the
 # first record that says
-CONSTANT_TEXT = ("fp8_converted", "fp8_kept", "workload_params")
+CONSTANT_TEXT = ("fp8_converted", "fp8_kept", "workload_params", "model_config")
 
 
 def _counts(g: pd.DataFrame, ok: pd.DataFrame) -> dict:

@@ -3,6 +3,8 @@ values."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 
 from .. import vocabulary as V
@@ -51,6 +53,21 @@ def param_changes(row, prefix: str) -> list[str]:
             for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
 
 
+def model_change(row, prefix: str) -> list[str]:
+    """Where a cell's model is another preset than its baseline's: the two names and what
+    their configurations differ in ("gpt2-small → gpt2-small-v50304 (vocab_size 50257 →
+    50304)"), from ``model_config`` and ``{prefix}model_config``; none where they agree or
+    the baseline's model is not known."""
+    b = row.get(f"{prefix}model")
+    if missing(b) or str(b) == str(row["model"]):
+        return []
+    mine, theirs = (json.loads(v) if isinstance(v, str) and v else {}
+                    for v in (row.get("model_config"), row.get(f"{prefix}model_config")))
+    differ = [f"{k} {theirs.get(k, MISSING)} → {mine.get(k, MISSING)}"
+              for k in sorted(set(mine) | set(theirs)) if mine.get(k) != theirs.get(k)]
+    return [f"{b} → {row['model']}" + (f" ({', '.join(differ)})" if differ else "")]
+
+
 def changes(row, prefix: str) -> list[str]:
     """What differs between a cell and its baseline besides precision, from the baseline's
     value to the cell's ("bs 512 → 8192", "contiguous → channels_last", "num_batches 50 →
@@ -60,6 +77,7 @@ def changes(row, prefix: str) -> list[str]:
     b = row.get(f"{prefix}batch_size")
     if not missing(b) and int(b) != int(row["batch_size"]):
         out.append(f"bs {int(b)} → {int(row['batch_size'])}")
+    out += model_change(row, prefix)
     for a in V.AXIS_NAMES:
         v = row.get(f"{prefix}{a}")
         if a != "model" and not missing(v) and str(v) != str(row[a]):

@@ -10,12 +10,20 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
 from ..analysis import throughput
+from ..analysis.speedup import EAGER_STEM
 from ..render.numbers import (INTERVAL_NOTE, MISSING, WARMUP_HEAD, WARMUP_NOTE, missing, times,
                               warmup_text, with_interval)
 from ..render.settings import changes, setting_text
 from ..render.table import Table
 from . import ratio_cells
 from .phrases import PREDATE_NOTE, predating
+
+
+EAGER_HEAD = "× plain amp-bf16 eager"
+EAGER_NOTE = (f"{EAGER_HEAD}: against the experiment's own amp-bf16 cell with every execution "
+              "knob at plain PyTorch's value (eager, contiguous, no CUDA graphs, the default "
+              "optimiser), where it ran one: what the knobs add to the plain mixed-precision "
+              "script.")
 
 
 def _changed(r) -> str:
@@ -66,6 +74,19 @@ def _overall(r) -> str:
         f"{text}, {stats.claim_text(str(r['gain_claim']), stats.from_row(r, 'gain'))}"
 
 
+def _over_eager(r) -> str:
+    """A knobs study's fastest (``analysis.best``'s ``knobs_study``) against its experiment's
+    plain amp-bf16 eager cell, where it has one."""
+    stem = EAGER_STEM
+    if missing(r.get(stem)) or not stats.flag(r.get("knobs_study")):
+        return MISSING
+    kind = r.get(f"{stem}_interval")
+    return with_interval(r.get(stem), r.get(f"{stem}_low"), r.get(f"{stem}_high"),
+                         r.get(f"{stem}_n"), fmt=times,
+                         kind=kind if kind in stats.METHOD_TEXT else None) \
+        + f" (bs {int(r[f'{stem}_batch_size'])})"
+
+
 def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     axes = [] if missing(r.get("setting_axes")) else \
         [a for a in str(r["setting_axes"]).split(",") if a]
@@ -86,7 +107,7 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
     return [name, top,
             *(with_interval(r.get(c), r.get(f"{c}_low"), r.get(f"{c}_high"),
                             r.get("repeats_ok")) for c in speeds),
-            fair, said, _overall(r),
+            fair, said, _overall(r), _over_eager(r),
             MISSING if missing(r.get("baseline_batch_size")) else
             f"{r['baseline_experiment']}, bs {int(r['baseline_batch_size'])}", _changed(r),
             times(r.get("memory_ratio")), warmup_text(r)]
@@ -94,19 +115,24 @@ def _best_row(r, speeds=(V.HEADLINE,)) -> list[str]:
 
 def best_table(b: pd.DataFrame) -> Table:
     """Per experiment and model: the fastest configuration, against its baseline at the same
-    setting (the fair figure, ``analysis.best``) and against the plain fp32 one, with what
-    else changed on the way."""
+    setting (the fair figure, ``analysis.best``) and against the plain fp32 one (and the
+    plain amp-bf16 eager one where an experiment ran it), with what else changed on the way."""
     speeds = throughput.columns(b)
+    eager = any(_over_eager(r) != MISSING for _, r in b.iterrows())
     cols = ["experiment", "fastest configuration", *map(throughput.unit, speeds),
-            "× at the same setting", "claim", "× plain fp32", "plain fp32 baseline",
-            "changed besides precision",
-            "memory × baseline", WARMUP_HEAD]
-    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE, *ratio_cells.runs_notes(b)]
+            "× at the same setting", "claim", "× plain fp32", *([EAGER_HEAD] if eager else []),
+            "plain fp32 baseline", "changed besides precision", "memory × baseline",
+            WARMUP_HEAD]
+    notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE, *([EAGER_NOTE] if eager else []),
+             *ratio_cells.runs_notes(b)]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in b.iterrows()) else []
+    rows = []
+    for _, r in b.iterrows():
+        row = _best_row(r, speeds)
+        rows.append(row if eager else row[:len(speeds) + 5] + row[len(speeds) + 6:])
     return Table("Fastest configuration per experiment: against its baseline at the same "
                  "setting (fp32; amp-bf16 for FP8), which isolates precision, and against the "
                  "plain fp32 baseline (strict fp32, eager, contiguous, no CUDA graphs; its own "
                  "experiment's where it has one), which also credits every other change",
-                 cols, [_best_row(r, speeds) for _, r in b.iterrows()],
-                 align="ll" + "r" * len(speeds) + "rlrllrr",
+                 cols, rows, align="ll" + "r" * len(speeds) + "rlr" + "r" * eager + "llrr",
                  notes=notes)

@@ -108,8 +108,10 @@ def plain_row(df: pd.DataFrame, row):
     if missing(row.get("plain_experiment")):
         return None
     want = {"experiment": row["plain_experiment"], "batch_size": int(row["plain_batch_size"]),
-            **{a: row.get(f"plain_{a}") for a in V.AXIS_NAMES if a != "model"},
-            "model": row["model"], "precision": V.BASELINE}
+            **{a: row.get(f"plain_{a}") for a in V.AXIS_NAMES},
+            "precision": V.BASELINE}
+    # a table made before the plain cell's model was a column: the row's own
+    want["model"] = row["model"] if missing(want["model"]) else want["model"]
     for _, r in df.iterrows():
         if all(str(r[k]) == str(v) for k, v in want.items() if not missing(v)):
             return r

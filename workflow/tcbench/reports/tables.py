@@ -16,6 +16,7 @@ Adding a table: a function here that returns a ``Table``, and its rule's output.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_latex_all, to_markdown, write_formats, write_markdown
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
 from . import ratio_cells
+from .holdback import holdback_table
 from .phrases import (NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating,
                       throughput_text)
 
@@ -341,13 +343,17 @@ def write_combined(summary, speedup, md: Path | None, tex: Path | None) -> list[
 
 
 def write_views(speedup: pd.DataFrame | None, best: pd.DataFrame | None,
-                speedup_md: Path | None, best_md: Path | None) -> list[Path]:
-    """The whole set's speedup and best tables, as Markdown beside their CSVs."""
+                speedup_md: Path | None, best_md: Path | None,
+                targets: dict | None = None) -> list[Path]:
+    """The whole set's speedup and best tables, as Markdown beside their CSVs; best.md then
+    what holds each fastest configuration back (``holdback``, against the config's
+    ``targets``: experiment -> its target)."""
     written = []
     if speedup_md is not None:
         written.append(write_markdown(speedup_table(speedup), speedup_md))
     if best_md is not None:
-        written.append(write_markdown(best_table(best), best_md))
+        held = holdback_table(best, targets)
+        written.append(write_markdown([best_table(best), *([held] if held else [])], best_md))
     return written
 
 
@@ -361,6 +367,9 @@ def _parser() -> argparse.ArgumentParser:
         ap.add_argument(f"--{ext}", type=Path, metavar="PATH")
     for name in ("combined-md", "combined-tex", "speedup-md", "best-md"):
         ap.add_argument(f"--{name}", type=Path, metavar="PATH")
+    ap.add_argument("--targets", type=json.loads, default={}, metavar="JSON",
+                    help='the experiments\' targets, e.g. {"resnet50_fastest": '
+                         '{"samples_per_s": 8000}} (best.md\'s holdback table)')
     return ap
 
 
@@ -378,7 +387,7 @@ def main(argv=None) -> int:
             write_experiment(read["summary"], read["speedup"], args.experiment, formats)
         if args.combined_md or args.combined_tex:
             write_combined(read["summary"], read["speedup"], args.combined_md, args.combined_tex)
-        write_views(read["speedup"], read["best"], args.speedup_md, args.best_md)
+        write_views(read["speedup"], read["best"], args.speedup_md, args.best_md, args.targets)
 
     return cli.main("tcbench.reports.tables", write, (ValueError, FileNotFoundError, TypeError))
 
