@@ -11,8 +11,7 @@ import pandas as pd
 from .. import resultset
 from .. import stats
 from .. import vocabulary as V
-from ..analysis import claims, diagnosis
-from ..analysis import throughput
+from ..analysis import claims, diagnosis, throughput
 from ..render.numbers import (MISSING, missing, modes_text, num, percent, points, times,
                               with_interval)
 from ..render.settings import changes
@@ -108,10 +107,9 @@ def plain_row(df: pd.DataFrame, row):
     if missing(row.get("plain_experiment")):
         return None
     want = {"experiment": row["plain_experiment"], "batch_size": int(row["plain_batch_size"]),
-            **{a: row.get(f"plain_{a}") for a in V.AXIS_NAMES},
-            "precision": V.BASELINE}
-    # a table made before the plain cell's model was a column: the row's own
-    want["model"] = row["model"] if missing(want["model"]) else want["model"]
+            **{a: row.get(f"plain_{a}") for a in V.AXIS_NAMES}, "precision": V.BASELINE}
+    if missing(want["model"]):  # a table made before the plain cell's model was a column
+        want["model"] = row["model"]
     for _, r in df.iterrows():
         if all(str(r[k]) == str(v) for k, v in want.items() if not missing(v)):
             return r
