@@ -172,3 +172,18 @@ def test_a_model_of_another_family_gets_no_other_models_plain_baseline(planted):
     assert speedup.plain_for(plain, cell) is None
     cell["model_config"] = None      # a model that states no configuration is no variant
     assert speedup.plain_for(plain, cell) is None
+
+
+def test_a_sets_targets_come_from_the_study_that_defines_each_experiment(tmp_path):
+    """A set rebuilt under config/config.yaml still judges config/fastest.yaml's experiments
+    against their targets; the config in force wins where both name one."""
+    from tcbench.launch import config as tcconfig
+
+    studies = sorted((REPO / "config").glob("*.yaml"))
+    plain = {"experiments": [{"name": "amp_recipe", "workload": "amp_recipe"}]}
+    found = tcconfig.targets(plain, studies)
+    assert found["resnet50_fastest"] == {"samples_per_s": 8000}
+    assert "amp_recipe" not in found
+    own = {"experiments": [{"name": "resnet50_fastest", "workload": "resnet50",
+                            "target": {"samples_per_s": 9000}}]}
+    assert tcconfig.targets(own, studies)["resnet50_fastest"] == {"samples_per_s": 9000}

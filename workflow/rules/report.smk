@@ -18,14 +18,10 @@ rule set_tables:
     log:
         "logs/{run}/set_tables.log",
     params:
-        # what this study's experiments should reach (their config's target): best.md says
-        # whether their fastest cells do, and what holds them back
+        # what the set's experiments should reach (their study's target): best.md says whether
+        # their fastest cells do, and what holds them back
         targets=json.dumps(
-            {
-                e.get("name", e["workload"]): e["target"]
-                for e in config["experiments"]
-                if "target" in e
-            },
+            tcconfig.targets(config, Path(workflow.basedir, "config").glob("*.yaml")),
             sort_keys=True,
         ),
     shell:

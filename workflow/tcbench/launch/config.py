@@ -188,3 +188,16 @@ def check(config: dict, schema_path: Path = SCHEMA_PATH) -> dict:
         raise ConfigError(*shown)
     return fill_defaults(config, schema)
 
+
+
+def targets(config: dict, study_files=()) -> dict[str, dict]:
+    """What each experiment should reach (its ``target``), by experiment name: this config's,
+    then, for an experiment it does not run, the study file's that defines it (a result set
+    holds several studies' records, and is rebuilt under whichever config is in force)."""
+    found: dict[str, dict] = {}
+    for doc in [config, *read_files(sorted(study_files))]:
+        for e in (doc or {}).get("experiments") or ():
+            name = e.get("name", e.get("workload")) if isinstance(e, dict) else None
+            if name and "target" in e and name not in found:
+                found[name] = e["target"]
+    return found
