@@ -9,6 +9,13 @@ except ConfigError as exc:
     raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
 
 
+def capacity_plan(wc):
+    """One search's plan; its probes forked like the training jobs where those are."""
+    return capacity_study.search_json(
+        CAPACITY, wc.workload, wc.precision, wc.run,
+        variant=getattr(wc, "variant", None), launcher=job_launcher())
+
+
 rule capacity_search:
     message:
         "capacity search {wildcards.workload} {wildcards.precision} (log: {log})"
@@ -20,9 +27,7 @@ rule capacity_search:
         workload=alternatives(capacity_study.WORKLOADS),
         precision=alternatives(vocabulary.PRECISIONS),
     params:
-        plan=lambda wc: capacity_study.search_json(
-            CAPACITY, wc.workload, wc.precision, wc.run
-        ),
+        plan=capacity_plan,
     resources:
         gpu=1,
     shell:
@@ -30,18 +35,45 @@ rule capacity_search:
         "--out {output:q} > {log:q} 2>&1"
 
 
+# the same search with cuDNN autotuning on in every probe (capacity.cudnn_on): does it change
+# the answer?
+use rule capacity_search as capacity_search_variant with:
+    message:
+        "capacity search {wildcards.workload} {wildcards.precision} {wildcards.variant} "
+        "(log: {log})"
+    output:
+        "results/{run}/capacity/{workload}/{precision}.{variant}.json",
+    log:
+        "logs/{run}/capacity/{workload}/{precision}.{variant}.log",
+    wildcard_constraints:
+        workload=alternatives(capacity_study.WORKLOADS),
+        precision=alternatives(vocabulary.PRECISIONS),
+        variant=alternatives([capacity_study.CUDNN_ON]),
+
+
+def capacity_results(wc):
+    """Every search's result file, the variants' too."""
+    out = []
+    for key in CAPACITY:
+        workload, precision, *variant = key.split("/")
+        name = ".".join([precision, *variant])
+        out.append(f"results/{wc.run}/capacity/{workload}/{name}.json")
+    return out
+
+
 rule capacity_report:
     message:
         "capacity report: {output.table}"
     input:
-        lambda wc: [
-            expand(rules.capacity_search.output[0], run=wc.run, workload=w, precision=p)[0]
-            for w, p in (key.split("/") for key in CAPACITY)
-        ],
+        capacity_results,
     output:
         csv="results/{run}/capacity.csv",
         table="results/{run}/capacity.md",
-        figures=expand("results/{{run}}/figures/capacity.{ext}", ext=["pdf", "png"]),
+        figures=expand(
+            "results/{{run}}/figures/{name}.{ext}",
+            name=["capacity", "capacity_memory"],
+            ext=["pdf", "png"],
+        ),
     log:
         "logs/{run}/capacity_report.log",
     params:
