@@ -30,14 +30,16 @@ rule capacity_search:
         plan=capacity_plan,
     resources:
         gpu=1,
+    priority: 1
     shell:
         "python -m tcbench.capacity search --plan {params.plan:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
 # the same search with cuDNN autotuning on in every probe (capacity.cudnn_on): does it change
-# the answer?
+# the answer? After the study's own searches (it autotunes every new batch size: the slow one).
 use rule capacity_search as capacity_search_variant with:
+    priority: 0
     message:
         "capacity search {wildcards.workload} {wildcards.precision} {wildcards.variant} "
         "(log: {log})"

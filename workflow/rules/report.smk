@@ -102,6 +102,14 @@ rule overview_figure:
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
 
 
+def capacity_table(wc):
+    """The set's capacity.csv where this config runs the capacity study (Snakemake makes it)
+    or an earlier run of it left one (taken as it is: this config cannot remake it); nothing
+    otherwise, and the verdict has no such section."""
+    path = f"results/{wc.run}/capacity.csv"
+    return [path] if CAPACITY else [ancient(path)] if Path(path).exists() else []
+
+
 rule verdict:
     message:
         "verdict: {output.md}"
@@ -115,6 +123,8 @@ rule verdict:
         crossover=CROSSOVER_TABLE or [],
         # the overview figure heads it: linked beside summary.md, embedded in summary.html
         overview=rules.overview_figure.output.png,
+        # how much larger a batch fits, where the set has the capacity study
+        capacity=capacity_table,
     output:
         md=f"{SET_DIR}/{V.VERDICT_FILES['md']}",
         html=report(
@@ -127,8 +137,9 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
+        capacity=lambda wc, input: ["--capacity", input.capacity] if input.capacity else [],
     shell:
         "python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} {params.capacity:q} "
         "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

@@ -126,12 +126,14 @@ def capacity_table(df):
              f"unless the row says otherwise. First out of memory is the smallest batch size "
              f"tried that ran out of memory. Predicted: the line peak = a + b·batch through "
              f"two small batch sizes (torch.cuda.max_memory_allocated) solved for the memory "
-             f"the allocator can have"
-             + (f" ({', '.join(numbers.memory(b, 'GiB') for b in budgets)}: total less what "
-                f"the CUDA context and libraries hold, measured in the probe)" if budgets
-                else "")
-             + "; memory per sample is its slope b; peak memory is that of the largest "
-             "batch that fit. Search time is each search's wall time, probes included."]
+             f"the allocator can have (on a GPU its total memory less what the CUDA "
+             f"context, the libraries and other processes hold: total − free − reserved, "
+             f"measured at the end of the larger fit probe); memory per sample is its slope "
+             f"b; peak memory is that of the largest batch that fit. Search time is each "
+             f"search's wall time, probes included."]
+    notes += ["Budget: " + "; ".join(
+        f"{r.workload} {r.precision} {numbers.memory(r.budget_bytes, 'GiB')}"
+        for r in df.itertuples() if known(r.budget_bytes)) + "."] if budgets else []
     notes += [f"{r.workload} {r.precision}: {r.status_reason}" for r in df.itertuples()
               if isinstance(r.status_reason, str) and r.status_reason]
     return Table(f"Largest batch size that trains without running out of memory on {device}"

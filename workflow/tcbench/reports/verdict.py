@@ -10,7 +10,8 @@ decided; then the answer in full. Methods, provenance and conditions follow (``i
 per experiment a table of its cells and at most three plain sentences (``reports.findings``).
 
     python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
-        [--interleaved I.csv] [--overview figures/overview.png] --md summary.md --html summary.html
+        [--interleaved I.csv] [--capacity capacity.csv] [--overview figures/overview.png] \\
+        --md summary.md --html summary.html
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
 from . import answer
-from . import families, fp8_findings, noisy, screen
+from . import capacity_findings, families, fp8_findings, noisy, screen
 from .findings import Section, experiment_section, host_bound_decisions
 from .phrases import compile_check_note, interleaved_decisions
 
@@ -56,8 +57,7 @@ class Verdict:
                " ".join(self.intro), ""]
         for s in self.sections:
             out += [f"## {s.title}", ""]
-            if s.table is not None:
-                out += [to_markdown(s.table, heading=None)]
+            out += [to_markdown(s.table, heading=None)] if s.table is not None else []
             out += [*(f"- {x}" for x in s.sentences), ""]
         return "\n".join(out)
 
@@ -327,11 +327,11 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
 
 
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None,
-          crossover: pd.DataFrame | None = None,
-          interleaved: pd.DataFrame | None = None) -> Verdict:
+          crossover: pd.DataFrame | None = None, interleaved: pd.DataFrame | None = None,
+          capacity: pd.DataFrame | None = None) -> Verdict:
     """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one;
     ``interleaved``: its interleaved comparisons (interleaved.csv), where speedup.csv does not
-    carry them already."""
+    carry them already; ``capacity``: its capacity study (capacity.csv), where it has one."""
     df = claims.attach_interleaved(joined(summary, speedup), interleaved)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
@@ -340,29 +340,31 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     rows = answer.answers(facts)
     zoo = families.section([(f["model"], a) for f, a in zip(facts, rows) if f["model"]])
     fp8 = fp8_findings.section(df, crossover)
-    precision = noisy.section(summary)
+    precision, cap = noisy.section(summary), capacity_findings.section(capacity)
     return Verdict(f"{TITLE_HEAD}{run} on {device}",
                    [answer.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
                    answer.table(rows), intro(df, metrics, run, device, rows, interleaved),
-                   secs + [s for s in (zoo, fp8, precision) if s], rows,
+                   secs + [s for s in (zoo, fp8, cap, precision) if s], rows,
                    screen.headline(rows, crossover))
 
 
 def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | None = None,
-         interleaved: Path | None = None) -> Verdict:
+         interleaved: Path | None = None, capacity: Path | None = None) -> Verdict:
     """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without)."""
+    cap = capacity_findings.check(pd.read_csv(capacity), str(capacity)) if capacity else None
     m = resultset.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = resultset.read_raw(crossover) if crossover is not None else None
     il = resultset.read_raw(interleaved) if interleaved is not None and Path(interleaved).exists() \
         else None
-    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il)
+    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il, cap)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
           html_path: Path | None = None, crossover: Path | None = None,
-          interleaved: Path | None = None, overview: Path | None = None) -> list[Path]:
+          interleaved: Path | None = None, overview: Path | None = None,
+          capacity: Path | None = None) -> list[Path]:
     """``overview``: the overview figure's PNG, which then heads both."""
-    v = read(metrics, summary, speedup, crossover, interleaved)
+    v = read(metrics, summary, speedup, crossover, interleaved, capacity)
     written = []
     if md is not None:
         v.overview = None if overview is None else \
@@ -382,18 +384,16 @@ def main(argv=None) -> int:
     ap.add_argument("--speedup", type=Path, required=True)
     ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, if the set has it")
     ap.add_argument("--interleaved", type=Path, help="interleaved.csv (missing: a set without)")
+    ap.add_argument("--capacity", type=Path, help="capacity.csv, if the set has the study")
     ap.add_argument("--overview", type=Path, help="the overview figure's PNG, to head both")
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
     ap.add_argument("--html", type=Path, help="where it goes as HTML")
     args = ap.parse_args(argv)
     if args.md is None and args.html is None:
         ap.error("give --md, --html or both")
-
-    def written():
-        write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
-              args.interleaved, args.overview)
-
-    return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
+    return cli.main("tcbench.reports.verdict", lambda: write(
+        args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
+        args.interleaved, args.overview, args.capacity), (ValueError, KeyError, FileNotFoundError))
 
 
 if __name__ == "__main__":

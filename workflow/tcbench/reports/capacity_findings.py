@@ -1,0 +1,94 @@
+"""The verdict's section "How much larger a batch fits", from the capacity study's table
+(``results/<run>/capacity.csv``, tcbench.capacity): per workload the largest batch each
+precision trains, as a multiple of fp32's, the memory each sample adds (the slope of the line
+through two small probes), and which precisions were not probed and why."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .. import vocabulary as V
+from ..render.numbers import MISSING, memory, missing, times
+from ..render.table import Table
+from .findings import Section
+
+TITLE = "How much larger a batch fits"
+COLUMNS = ("workload", "precision", "status", "largest_batch_size", "status_reason")
+
+
+def check(capacity: pd.DataFrame, source: str = "capacity.csv") -> pd.DataFrame:
+    """The table, or a ValueError naming the columns it lacks."""
+    lacking = [c for c in COLUMNS if c not in capacity.columns]
+    if lacking:
+        raise ValueError(f"{source}: no column {', '.join(lacking)}; rebuild it with "
+                         f"`snakemake capacity` (python -m tcbench.capacity report)")
+    return capacity
+
+
+def _largest(r) -> str:
+    if missing(r.get("largest_batch_size")):
+        return f"as {V.BASELINE}" if r["status"] == "not_probed" else f"— ({r['status']})"
+    text = f"{int(r['largest_batch_size']):,}"
+    if r["status"] == "capped":
+        text = f"≥ {text}"
+    tokens = r.get("largest_batch_tokens")
+    return text + ("" if missing(tokens) else f" ({int(tokens):,} tokens)")
+
+
+def _rows(d: pd.DataFrame) -> list[list[str]]:
+    rows = []
+    for _, r in d.iterrows():
+        ratio = r.get(f"capacity_vs_{V.BASELINE}")
+        slope = r.get("fit_bytes_per_sample")
+        pred = r.get("predicted_batch_size")
+        rows.append([str(r["workload"]), str(r["precision"]), _largest(r),
+                     MISSING if missing(ratio) else times(ratio),
+                     MISSING if missing(slope) else memory(slope, "MiB"),
+                     MISSING if missing(pred) else f"{int(pred):,}"])
+    return rows
+
+
+def _sentence(workload: str, d: pd.DataFrame) -> str | None:
+    """The largest gain over fp32 of one workload, in words."""
+    ratios = pd.to_numeric(d.get(f"capacity_vs_{V.BASELINE}"), errors="coerce")
+    found = d[(ratios > 0) & (d["precision"].astype(str) != V.BASELINE)]
+    if found.empty:
+        return None
+    best = found.loc[ratios[found.index].idxmax()]
+    return (f"{workload}: {best['precision']} trains a batch "
+            f"{times(ratios[best.name])} as large as {V.BASELINE}'s "
+            f"({_largest(best)} against "
+            f"{_largest(d[d['precision'].astype(str) == V.BASELINE].iloc[0])}).")
+
+
+def section(capacity: pd.DataFrame | None) -> Section | None:
+    """None without a capacity study; else the table (searches with cuDNN autotuning on, a
+    check of the study's setting, appear as their own rows) and a sentence per workload."""
+    if capacity is None or capacity.empty:
+        return None
+    d = check(capacity).copy()
+    setting = d["setting"] if "setting" in d else pd.Series([None] * len(d), index=d.index)
+    main, other = d[setting.isna()], d[setting.notna()]
+    sentences = [s for w in dict.fromkeys(main["workload"])
+                 if (s := _sentence(w, main[main["workload"] == w]))]
+    notes = [f"{r['workload']} {r['precision']} ({r['status']}): {r['status_reason']}"
+             for _, r in d.iterrows() if isinstance(r["status_reason"], str)]
+    for _, r in other.iterrows():
+        same = main[(main["workload"] == r["workload"])
+                    & (main["precision"].astype(str) == str(r["precision"]))]
+        if len(same) and not missing(r["largest_batch_size"]):
+            base = same.iloc[0]["largest_batch_size"]
+            sentences.append(
+                f"With {r['setting']}, {r['workload']} {r['precision']} fits "
+                f"{_largest(r)} against {_largest(same.iloc[0])} without: "
+                + ("the same answer." if base == r["largest_batch_size"] else
+                   "autotuning changes the answer (its workspaces take memory)."))
+    table = Table(f"Largest batch that trains, per workload and precision (probes eager, "
+                  f"one process each)",
+                  ["workload", "precision", "largest batch", f"× {V.BASELINE}",
+                   "memory per sample", "predicted"], _rows(main), align="llrrrr",
+                  notes=["Memory per sample is the slope of peak memory "
+                         "(torch.cuda.max_memory_allocated) over the batch, through two "
+                         "small probes; predicted is where that line meets the memory the "
+                         "allocator can have (capacity.md says the budget).", *notes])
+    return Section(TITLE, sentences, table)
