@@ -48,41 +48,51 @@ def _rows(d: pd.DataFrame) -> list[list[str]]:
     return rows
 
 
-def _sentence(workload: str, d: pd.DataFrame) -> str | None:
-    """The largest gain over fp32 of one workload, in words."""
-    ratios = pd.to_numeric(d.get(f"capacity_vs_{V.BASELINE}"), errors="coerce")
+def _gain(workload: str, d: pd.DataFrame) -> str | None:
+    """The largest gain over fp32 of one workload, as a clause."""
+    ratios = pd.to_numeric(d[f"capacity_vs_{V.BASELINE}"], errors="coerce") \
+        if f"capacity_vs_{V.BASELINE}" in d else pd.Series(dtype=float)
     found = d[(ratios > 0) & (d["precision"].astype(str) != V.BASELINE)]
-    if found.empty:
+    base = d[d["precision"].astype(str) == V.BASELINE]
+    if found.empty or base.empty:
         return None
     best = found.loc[ratios[found.index].idxmax()]
-    return (f"{workload}: {best['precision']} trains a batch "
-            f"{times(ratios[best.name])} as large as {V.BASELINE}'s "
-            f"({_largest(best)} against "
-            f"{_largest(d[d['precision'].astype(str) == V.BASELINE].iloc[0])}).")
+    return (f"{workload}, {best['precision']}: {times(ratios[best.name])} "
+            f"({_largest(best)} against {_largest(base.iloc[0])})")
+
+
+def _autotuning(main: pd.DataFrame, other: pd.DataFrame) -> list[str]:
+    """Whether a search with another setting (cuDNN autotuning on) found the same limit."""
+    out = []
+    for _, r in other.iterrows():
+        same = main[(main["workload"] == r["workload"])
+                    & (main["precision"].astype(str) == str(r["precision"]))]
+        if not len(same) or missing(r["largest_batch_size"]) \
+                or missing(same.iloc[0]["largest_batch_size"]):
+            continue
+        alike = same.iloc[0]["largest_batch_size"] == r["largest_batch_size"]
+        out.append(f"With {r['setting']}, {r['workload']} {r['precision']} fits "
+                   f"{_largest(r)} against {_largest(same.iloc[0])} without: "
+                   + ("the same answer." if alike else "a different answer, so the "
+                      "autotuned workspaces' memory matters."))
+    return out
 
 
 def section(capacity: pd.DataFrame | None) -> Section | None:
     """None without a capacity study; else the table (searches with cuDNN autotuning on, a
-    check of the study's setting, appear as their own rows) and a sentence per workload."""
+    check of the study's setting, are said in words) and at most three sentences: the
+    gains over fp32, and whether autotuning changed an answer."""
     if capacity is None or capacity.empty:
         return None
     d = check(capacity).copy()
     setting = d["setting"] if "setting" in d else pd.Series([None] * len(d), index=d.index)
     main, other = d[setting.isna()], d[setting.notna()]
-    sentences = [s for w in dict.fromkeys(main["workload"])
-                 if (s := _sentence(w, main[main["workload"] == w]))]
+    gains = [g for w in dict.fromkeys(main["workload"])
+             if (g := _gain(w, main[main["workload"] == w]))]
+    sentences = ([f"The largest batch that trains, as a multiple of {V.BASELINE}'s: "
+                  + "; ".join(gains) + "."] if gains else []) + _autotuning(main, other)[:2]
     notes = [f"{r['workload']} {r['precision']} ({r['status']}): {r['status_reason']}"
              for _, r in d.iterrows() if isinstance(r["status_reason"], str)]
-    for _, r in other.iterrows():
-        same = main[(main["workload"] == r["workload"])
-                    & (main["precision"].astype(str) == str(r["precision"]))]
-        if len(same) and not missing(r["largest_batch_size"]):
-            base = same.iloc[0]["largest_batch_size"]
-            sentences.append(
-                f"With {r['setting']}, {r['workload']} {r['precision']} fits "
-                f"{_largest(r)} against {_largest(same.iloc[0])} without: "
-                + ("the same answer." if base == r["largest_batch_size"] else
-                   "autotuning changes the answer (its workspaces take memory)."))
     table = Table(f"Largest batch that trains, per workload and precision (probes eager, "
                   f"one process each)",
                   ["workload", "precision", "largest batch", f"× {V.BASELINE}",
