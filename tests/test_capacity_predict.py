@@ -295,3 +295,38 @@ def test_the_verdict_has_the_section_only_with_a_capacity_table(tmp_path):
     bad.write_text("workload,precision\nresnet50,fp32\n")
     with pytest.raises(ValueError, match=r"bad.csv: no column status, largest_batch_size"):
         verdict.read(**args, capacity=bad)
+
+
+# ------------------------------------------------------------------------------ through the workflow
+@pytest.mark.slow
+def test_a_predicted_study_through_the_workflow(workflow_copy):
+    import yaml
+
+    from conftest import snakemake
+
+    limit = 200_000
+    config = {
+        "run": "cap", "require_gpu": False, "repeats": 1, "calibrate": {"enabled": False},
+        "experiments": [{"name": "tiny", "workload": "amp_recipe", "precisions": ["fp32"],
+                         "batch_sizes": [8], "params": {"num_batches": 2, "epochs": 1}}],
+        "capacity": {"enabled": True, "workloads": ["amp_recipe"], "predict": True,
+                     "precisions": ["fp32", "tf32", "amp-bf16"], "cudnn_on": ["amp_recipe/fp32"],
+                     "start": 16, "max": 4096, "resolution": 8, "steps": 1,
+                     "memory_limit_bytes": limit,
+                     "params": {"amp_recipe": {"in_size": 64, "out_size": 64, "num_layers": 3}}}}
+    (workflow_copy / "config" / "cap.yaml").write_text(yaml.safe_dump(config))
+    snakemake(workflow_copy, "capacity", "--cores", "1", "--configfile", "config/cap.yaml")
+    res = workflow_copy / "results" / "cap"
+    table = pd.read_csv(res / "capacity.csv")
+    assert set(zip(table["precision"], table["setting"].fillna(""))) == {
+        ("fp32", ""), ("tf32", ""), ("amp-bf16", ""), ("fp32", "cudnn_benchmark on")}
+    for name in ("fp32", "amp-bf16", "fp32.cudnn-on"):
+        doc = json.loads((res / "capacity" / "amp_recipe" / f"{name}.json").read_text())
+        assert doc["status"] == "found" and doc["prediction"]["predicted"] is not None
+        assert doc["smallest_oom"] == doc["largest_ok"] + 8
+        # the simulated budget is linear in the batch: the prediction lands on the answer
+        assert doc["prediction"]["verdict"] == "bracketed"
+        assert doc["probe_process_start"] == ["forked"] and doc["search_wall_s"] > 0
+        for p in doc["probes"]:
+            assert (res / "capacity" / "amp_recipe" / name / p["record"]).exists()
+    assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()
