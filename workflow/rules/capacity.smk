@@ -3,17 +3,12 @@
 from tcbench import capacity as capacity_study  # noqa: E402
 from tcbench import vocabulary  # noqa: E402
 
+include: "capacity_helpers.smk"
+
 try:
     CAPACITY = capacity_study.plan(config, RUN)
 except ConfigError as exc:
     raise WorkflowError(tcconfig.stop(exc, logger.error)) from None
-
-
-def capacity_plan(wc):
-    """One search's plan; its probes forked like the training jobs where those are."""
-    return capacity_study.search_json(
-        CAPACITY, wc.workload, wc.precision, wc.run,
-        variant=getattr(wc, "variant", None), launcher=job_launcher())
 
 
 rule capacity_search:
@@ -51,16 +46,6 @@ use rule capacity_search as capacity_search_variant with:
         workload=alternatives(capacity_study.WORKLOADS),
         precision=alternatives(vocabulary.PRECISIONS),
         variant=alternatives([capacity_study.CUDNN_ON]),
-
-
-def capacity_results(wc):
-    """Every search's result file, the variants' too."""
-    out = []
-    for key in CAPACITY:
-        workload, precision, *variant = key.split("/")
-        name = ".".join([precision, *variant])
-        out.append(f"results/{wc.run}/capacity/{workload}/{name}.json")
-    return out
 
 
 rule capacity_report:

@@ -2,6 +2,8 @@
 # as Markdown, per-experiment tables (Markdown, LaTeX booktabs, HTML for the report) and the
 # plain-language verdict, headed by the overview figure. All from the tables only; every output
 # path is passed to the module.
+include: "report_helpers.smk"
+
 SET_TABLE_DIR = "results/{run}/tables/"
 
 
@@ -100,14 +102,6 @@ rule overview_figure:
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
         "--interleaved {input.interleaved:q} {params.crossover:q} "
         "--outputs {output.png:q} {output.other:q} > {log:q} 2>&1"
-
-
-def capacity_table(wc):
-    """The set's capacity.csv where this config runs the capacity study (Snakemake makes it)
-    or an earlier run of it left one (taken as it is: this config cannot remake it); nothing
-    otherwise, and the verdict has no such section."""
-    path = f"results/{wc.run}/capacity.csv"
-    return [path] if CAPACITY else [ancient(path)] if Path(path).exists() else []
 
 
 rule verdict:
