@@ -113,7 +113,7 @@ def test_a_noisy_line_is_bracketed_and_the_answer_is_exact(tmp_path, seed):
     assert doc["probe_process_start"] == ["forked"]
 
 
-def test_a_prediction_too_high_halves_then_bisects(tmp_path):
+def test_a_prediction_too_high_steps_down_then_bisects(tmp_path):
     device = Device(limit=700)      # a cliff the line through 64 and 128 does not see
     doc = searched(tmp_path, device)
     assert (doc["status"], doc["largest_ok"], doc["smallest_oom"]) == ("found", 672, 704)
@@ -121,7 +121,7 @@ def test_a_prediction_too_high_halves_then_bisects(tmp_path):
     assert doc["prediction"]["predicted"] > 704
 
 
-def test_a_prediction_too_low_doubles_then_bisects(tmp_path):
+def test_a_prediction_too_low_steps_up_then_bisects(tmp_path):
     device = Device(limit=9000)     # more room than the line says
     doc = searched(tmp_path, device)
     assert (doc["status"], doc["largest_ok"], doc["smallest_oom"]) == ("found", 8992, 9024)

@@ -7,8 +7,8 @@ memory = a + b·batch through them (torch.cuda.max_memory_allocated), predicts t
 under the memory the allocator can have (the device's total less what the CUDA context, the
 libraries and other processes hold, measured in the probe's record), then probes the prediction
 and one step up or down and bisects that bracket until the largest size that fitted and the
-smallest that did not are ``resolution`` apart. A prediction that misses falls back to doubling
-(too low) or halving (too high). Without it, the search doubles from ``start`` until a probe runs
+smallest that did not are ``resolution`` apart. A prediction that misses goes on in steps twice
+as long each time, up (too low) or down (too high). Without it, the search doubles from ``start`` until a probe runs
 out of memory (or ``max`` fits), then bisects. Both the prediction and the found limit are
 reported. TF32 stores tensors in fp32, so it fits what fp32 fits: it is noted, not probed.
 

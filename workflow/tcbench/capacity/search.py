@@ -3,8 +3,8 @@
 - ``search``: doubling from ``start`` until a probe does not fit (or ``max`` fits), then
   bisection;
 - ``confirm``: from a predicted limit, the prediction and one step up or down, then bisection on
-  that bracket; a prediction that misses (no bracket) falls back to doubling (too low) or
-  halving (too high) from the step past it.
+  that bracket; a prediction that misses (no bracket) goes on in steps twice as long each time,
+  up (too low) or down (too high), as the doubling search does, then bisects.
 
 Both assume that what fits at a batch size fits at any smaller one, work on the multiples of
 ``resolution`` and return the status and the bounds: ``largest_ok`` fits, ``smallest_oom`` does
@@ -38,6 +38,7 @@ class _Bounds:
 
     def __init__(self, probe: Callable[[int], Outcome], known: dict[int, Outcome] | None = None):
         self.probe, self.lo, self.hi, self.order = probe, 0, None, []
+        self.missed = False   # a prediction's first step did not bracket the limit
         for bs, out in (known or {}).items():
             self.note(bs, out)
 
@@ -81,13 +82,6 @@ def _double(b: _Bounds, bs: int, maximum: int) -> dict | None:
     return None
 
 
-def _halve(b: _Bounds, bs: int, resolution: int) -> None:
-    """Halving from ``bs`` until a size fits, the resolution does not, or a size known to fit
-    is reached."""
-    while bs > b.lo and not b.ask(bs) and bs > resolution:
-        bs = max(_grid(bs // 2, resolution), resolution)
-
-
 def _stopped(b: _Bounds, stop: _Stopped) -> dict:
     return b.result(stop.out.status, f"batch size {stop.bs}: {stop.out.reason}")
 
@@ -112,38 +106,54 @@ def search(probe: Callable[[int], Outcome], start: int, maximum: int, resolution
         return _stopped(b, stop)
 
 
+def _gallop_up(b: _Bounds, bs: int, step: int, maximum: int) -> dict | None:
+    """Steps of ``step``, 2·``step``, 4·``step``... up from ``bs`` until a size does not fit;
+    a result when ``maximum`` fits. ``b.missed`` once a step fits: the limit is beyond it."""
+    while True:
+        bs = min(bs + step, maximum)
+        if not b.ask(bs):
+            return None
+        b.missed = True
+        if bs >= maximum:
+            return b.result("capped", f"capacity.max={maximum} fits; the capacity is at least "
+                            f"that")
+        step *= 2
+
+
+def _gallop_down(b: _Bounds, bs: int, step: int, resolution: int) -> None:
+    """Steps of ``step``, 2·``step``, 4·``step``... down from ``bs`` until a size fits, or a
+    size known to fit (or nothing) is reached: the bisection takes it from there. ``b.missed``
+    once a step does not fit."""
+    while True:
+        bs = _grid(bs - step, resolution)
+        if bs <= b.lo or b.ask(bs):
+            return
+        b.missed = True
+        step *= 2
+
+
 def confirm(probe: Callable[[int], Outcome], predicted: int, step: int, resolution: int,
             maximum: int, known: dict[int, Outcome] | None = None) -> dict:
     """The limit around ``predicted`` (on the grid, at most ``maximum``): probe it, then one
-    ``step`` up (it fitted) or down (it did not); a bracket is then bisected. ``known`` are
+    ``step`` up (it fitted) or down (it did not); a bracket is then bisected. A prediction
+    that misses (the step's size agrees with the prediction's) goes on in steps twice as long
+    each time, as the doubling search does, until a size brackets the limit. ``known`` are
     outcomes already measured (the fit's small batches): they bound the search too. The result
-    says ``prediction``: "bracketed", "too low" or "too high" (the limit lay beyond the step)."""
+    says ``prediction``: "bracketed" (within one step), "too low" or "too high"."""
     _check_grid(resolution, predicted=predicted, step=step, max=maximum)
     b = _Bounds(probe, known)
-    verdict = "bracketed"
+    first, miss = min(predicted, maximum), "too low"
     try:
-        first = min(predicted, maximum)
         if b.ask(first):
-            if first >= maximum:
-                return b.result("capped", f"the prediction {predicted} reaches capacity.max="
-                                f"{maximum}, which fits; the capacity is at least that") \
-                    | {"prediction": verdict}
-            up = min(first + step, maximum)
-            if b.ask(up):
-                verdict = "too low"
-                capped = _double(b, min(up * 2, maximum), maximum) if up < maximum else \
-                    b.result("capped", f"capacity.max={maximum} fits; the capacity is at "
-                             f"least that")
-                if capped:
-                    return capped | {"prediction": verdict}
+            capped = b.result("capped", f"the prediction {predicted} reaches capacity.max="
+                              f"{maximum}, which fits; the capacity is at least that") \
+                if first >= maximum else _gallop_up(b, first, step, maximum)
+            if capped:
+                return capped | {"prediction": miss if b.missed else "bracketed"}
         else:
-            down = first - step
-            if down <= b.lo:
-                pass  # a known fitting size already brackets it
-            elif not b.ask(down):
-                verdict = "too high"
-        if not b.lo and b.hi is not None and b.hi > resolution:
-            _halve(b, max(_grid(b.hi // 2, resolution), resolution), resolution)
-        return _bisect(b, resolution) | {"prediction": verdict}
+            miss = "too high"
+            _gallop_down(b, first, step, resolution)
+        result = _bisect(b, resolution)
     except _Stopped as stop:
-        return _stopped(b, stop) | {"prediction": verdict}
+        result = _stopped(b, stop)
+    return result | {"prediction": miss if b.missed else "bracketed"}
