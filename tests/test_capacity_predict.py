@@ -297,7 +297,7 @@ def test_the_verdict_has_the_section_only_with_a_capacity_table(tmp_path):
         verdict.read(**args, capacity=bad)
 
 
-# ------------------------------------------------------------------------------ through the workflow
+# ------------------------------------------------------------------------- through the workflow
 @pytest.mark.slow
 def test_a_predicted_study_through_the_workflow(workflow_copy):
     import yaml

@@ -8,9 +8,10 @@ under the memory the allocator can have (the device's total less what the CUDA c
 libraries and other processes hold, measured in the probe's record), then probes the prediction
 and one step up or down and bisects that bracket until the largest size that fitted and the
 smallest that did not are ``resolution`` apart. A prediction that misses goes on in steps twice
-as long each time, up (too low) or down (too high). Without it, the search doubles from ``start`` until a probe runs
-out of memory (or ``max`` fits), then bisects. Both the prediction and the found limit are
-reported. TF32 stores tensors in fp32, so it fits what fp32 fits: it is noted, not probed.
+as long each time, up (too low) or down (too high). Without it, the search doubles from
+``start`` until a probe runs out of memory (or ``max`` fits), then bisects. Both the prediction
+and the found limit are reported. TF32 stores tensors in fp32, so it fits what fp32 fits: it is
+noted, not probed.
 
 Each probe is one ordinary training job (``tcbench.job.run``: the study's own loop, precision
 flags, eager, cuDNN autotuning off unless ``cudnn_benchmark``) with a few steps, in a process of

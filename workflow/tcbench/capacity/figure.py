@@ -26,7 +26,7 @@ def figure(df, out_dir: Path) -> list[Path]:
     workloads = list(dict.fromkeys(df["workload"]))
     precisions = [p for p in V.PRECISIONS if p in set(df["precision"].astype(str))]
     width = plot.ONE_COLUMN_IN if len(workloads) == 1 else plot.TWO_COLUMN_IN
-    fig, axes = plt.subplots(1, len(workloads), squeeze=False, figsize=(width, 2.6))
+    fig, axes = plt.subplots(1, len(workloads), squeeze=False, figsize=(width, 2.8))
     for ax, workload in zip(axes[0], workloads):
         g = df[(df["workload"] == workload) & df.get("setting", pd.Series(index=df.index))
                .isna()]
@@ -51,23 +51,28 @@ def figure(df, out_dir: Path) -> list[Path]:
                     ax.plot(i, r["predicted_batch_size"], marker="D", ms=3, color="0.1",
                             ls="none", zorder=3)
             else:
-                ax.text(i, 0, f" {status}", rotation=90, ha="center", va="bottom", fontsize=6,
+                said = f"as {V.BASELINE}" if status == "not_probed" else status
+                ax.text(i, 0, f" {said}", rotation=90, ha="center", va="bottom", fontsize=6,
                         color="0.2")
-        ax.set_xticks(range(len(precisions)), precisions, fontsize=7)
-        ax.set_title(f"{workload}: largest batch that trains")
+        ax.set_xticks(range(len(precisions)), precisions, fontsize=6, rotation=30, ha="right")
+        ax.set_title(workload if len(workloads) > 1 else
+                     f"{workload}: largest batch that trains", fontsize=8)
         unit = g["batch_unit"].dropna().iloc[0] if "batch_unit" in g and \
             g["batch_unit"].notna().any() else "samples"
-        ax.set_ylabel(f"batch size ({unit})")
+        ax.set_ylabel(f"largest batch ({unit})", fontsize=7)
+        ax.tick_params(axis="y", labelsize=6)
         ax.margins(y=0.15)
-    fig.text(0.5, -0.02, "dotted: smallest batch size tried that ran out of memory; "
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.text(0.5, 0.0, "dotted: smallest batch size tried that ran out of memory; "
              "diamond: the batch size predicted from two small probes",
-             ha="center", va="top", fontsize=6, color="0.3")
+             ha="center", va="bottom", fontsize=6, color="0.3")
     return plot.save(fig, Path(out_dir), "capacity")
 
 
 def memory_figure(df, out_dir: Path) -> list[Path]:
     """Three panels: × fp32, memory per sample (log scale: the workloads differ by orders of
-    magnitude) and predicted against found (log-log, the diagonal is a perfect prediction)."""
+    magnitude) and predicted against found (log-log, the diagonal is a perfect prediction);
+    one legend of the precisions' colours above them."""
     import matplotlib.pyplot as plt
     import pandas as pd
     import seaborn as sns
@@ -77,31 +82,41 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
     plot.style()
     d = df[df["setting"].isna()].copy()
     d["precision"] = d["precision"].astype(str)
-    order = [p for p in V.PRECISIONS if p in set(d["precision"])]
-    palette = {p: V.PALETTE[p] for p in order}
     d["ratio"] = pd.to_numeric(d[f"capacity_vs_{V.BASELINE}"], errors="coerce")
     d["mib"] = pd.to_numeric(d["fit_bytes_per_sample"], errors="coerce") / 2**20
-    fig, axes = plt.subplots(1, 3, figsize=(plot.TWO_COLUMN_IN, 2.5))
-    panels = ((axes[0], "ratio", f"largest batch (× {V.BASELINE})"),
-              (axes[1], "mib", "memory per sample (MiB, fitted)"))
-    for ax, col, label in panels:
+    measured = d[d["largest_batch_size"].notna()]
+    order = [p for p in V.PRECISIONS if p in set(measured["precision"])]
+    palette = {p: V.PALETTE[p] for p in order}
+    fig, axes = plt.subplots(1, 3, figsize=(plot.TWO_COLUMN_IN, 2.6))
+    for ax, col, label in ((axes[0], "ratio", f"largest batch (× {V.BASELINE})"),
+                           (axes[1], "mib", "memory per sample (MiB)")):
         shown = d.dropna(subset=[col])
         if shown.empty:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center",
                     transform=ax.transAxes, fontsize=7, color="0.3")
         else:
             sns.barplot(shown, x="workload", y=col, hue="precision", hue_order=order,
-                        palette=palette, ax=ax, legend=ax is axes[0])
+                        palette=palette, ax=ax, legend=False, width=0.75, saturation=1)
         ax.set_xlabel("")
-        ax.set_ylabel(label)
-        ax.tick_params(axis="x", labelsize=6)
+        ax.set_ylabel(label, fontsize=7)
+        ax.tick_params(labelsize=6)
     if d["mib"].notna().any():
         axes[1].set_yscale("log")
     axes[0].axhline(1, color="0.3", lw=0.6, ls="--")
-    if axes[0].get_legend():
-        axes[0].legend(fontsize=6, title=None, frameon=False)
+    _predicted_panel(axes[2], d, palette)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in order]
+    fig.legend(handles, order, loc="upper center", ncol=len(order), fontsize=6,
+               frameon=False, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return plot.save(fig, Path(out_dir), "capacity_memory")
+
+
+def _predicted_panel(ax, d, palette) -> None:
+    """Predicted against found, log-log: on the diagonal the line through two small probes
+    was right; the marker's shape is the workload."""
+    import seaborn as sns
+
     both = d.dropna(subset=["predicted_batch_size", "largest_batch_size"])
-    ax = axes[2]
     if both.empty:
         ax.text(0.5, 0.5, "no prediction", ha="center", va="center", transform=ax.transAxes,
                 fontsize=7, color="0.3")
@@ -109,12 +124,14 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
         x = both["predicted_batch_size"].astype(float)
         y = both["largest_batch_size"].astype(float)
         sns.scatterplot(x=x, y=y, hue=both["precision"], style=both["workload"],
-                        palette=palette, ax=ax, s=22, legend="brief")
+                        palette=palette, ax=ax, s=22)
         lo, hi = min(x.min(), y.min()) / 1.5, max(x.max(), y.max()) * 1.5
         ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.6, ls="--", zorder=0)
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
-        ax.legend(fontsize=5, frameon=False, loc="upper left")
-    ax.set_xlabel("predicted largest batch")
-    ax.set_ylabel("found largest batch")
-    fig.tight_layout()
-    return plot.save(fig, Path(out_dir), "capacity_memory")
+        handles, labels = ax.get_legend_handles_labels()
+        keep = [i for i, lab in enumerate(labels) if lab in set(both["workload"])]
+        ax.legend([handles[i] for i in keep], [labels[i] for i in keep], fontsize=6,
+                  frameon=False, loc="upper left")
+    ax.set_xlabel("predicted largest batch", fontsize=7)
+    ax.set_ylabel("found largest batch", fontsize=7)
+    ax.tick_params(labelsize=6)

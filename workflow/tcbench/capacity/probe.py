@@ -1,5 +1,6 @@
-"""Probes as fresh ``python -m tcbench.job.run`` processes, one search at a time per device, and the
-result file of a search (schema ``tcbench-capacity/1``)."""
+"""Probes as processes of their own (``tcbench.job.run``, forked by ``tcbench.launch.forkclient``
+where the plan says a server can serve them), one search at a time per device, and the result
+file of a search (schema ``tcbench-capacity/1``)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def outcome_of(record: dict | None, returncode: int, tail: str) -> Outcome:
 
 
 class ProcessProbe:
-    """Runs each probe as ``python -m tcbench.job.run`` in a fresh process (see the package doc)."""
+    """Runs each probe as a training job in a process of its own (see the package doc)."""
 
     def __init__(self, s: dict, probe_dir: Path):
         self.s, self.dir = s, Path(probe_dir)
