@@ -54,12 +54,12 @@ rule capacity_report:
     input:
         capacity_results,
     output:
-        csv="results/{run}/capacity.csv",
-        table="results/{run}/capacity.md",
+        csv=f"results/{{run}}/{capacity_study.FILES['csv']}",
+        table=f"results/{{run}}/{capacity_study.FILES['md']}",
         figures=expand(
             "results/{{run}}/figures/{name}.{ext}",
-            name=["capacity", "capacity_memory"],
-            ext=["pdf", "png"],
+            name=capacity_study.FIGURES,
+            ext=vocabulary.FIGURE_FORMATS,
         ),
     log:
         "logs/{run}/capacity_report.log",

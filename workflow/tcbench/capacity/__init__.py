@@ -47,11 +47,11 @@ from .plan import (BOUNDED, CUDNN_ON, NOT_PROBED, PROBE_COMMON, WORKLOADS, plan,
                    probe_spec, search_json)
 from .predict import budget, fit, peak_memory, predict
 from .probe import ProcessProbe, RESULT_SCHEMA, lock_path, outcome_of, run_search
-from .figure import figure, memory_figure
-from .report import load_results, markdown, report, table
+from .figure import FIGURES, figure, memory_figure
+from .report import FILES, load_results, markdown, report, table
 from .search import Outcome, confirm, search
 
-__all__ = ["BOUNDED", "CUDNN_ON", "NOT_PROBED", "budget", "fit", "predict", "confirm",
+__all__ = ["FIGURES", "FILES", "BOUNDED", "CUDNN_ON", "NOT_PROBED", "budget", "fit", "predict", "confirm",
            "PROBE_COMMON", "WORKLOADS", "plan", "probe_params", "probe_spec",
            "search_json", "RESULT_SCHEMA", "ProcessProbe", "lock_path", "outcome_of",
            "peak_memory", "run_search", "figure", "memory_figure", "load_results", "markdown",

@@ -12,6 +12,9 @@ from pathlib import Path
 
 from .. import vocabulary as V
 
+# the stems of the study's figures (figures/<stem>.<format>, in every figure format)
+FIGURES: tuple[str, ...] = ("capacity", "capacity_memory")
+
 
 def figure(df, out_dir: Path) -> list[Path]:
     """Largest batch per precision, one panel per workload. A dotted line marks the smallest
@@ -66,7 +69,7 @@ def figure(df, out_dir: Path) -> list[Path]:
     fig.text(0.5, 0.0, "dotted: smallest batch size tried that ran out of memory; "
              "diamond: the batch size predicted from two small probes",
              ha="center", va="bottom", fontsize=6, color="0.3")
-    return plot.save(fig, Path(out_dir), "capacity")
+    return plot.save(fig, Path(out_dir), FIGURES[0])
 
 
 def memory_figure(df, out_dir: Path) -> list[Path]:
@@ -108,7 +111,7 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
     fig.legend(handles, order, loc="upper center", ncol=len(order), fontsize=6,
                frameon=False, bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout(rect=(0, 0, 1, 0.93))
-    return plot.save(fig, Path(out_dir), "capacity_memory")
+    return plot.save(fig, Path(out_dir), FIGURES[1])
 
 
 def _predicted_panel(ax, d, palette) -> None:

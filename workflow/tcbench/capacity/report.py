@@ -15,6 +15,9 @@ from .. import atomic, vocabulary as V
 from .figure import figure, memory_figure
 from .probe import RESULT_SCHEMA
 
+# the study's tables in its result set's folder (the verdict's capacity section reads the csv)
+FILES: dict[str, str] = {"csv": "capacity.csv", "md": "capacity.md"}
+
 
 def load_results(paths) -> list[dict]:
     docs = []
@@ -155,8 +158,8 @@ def report(paths, out_dir: Path, figures_dir: Path) -> dict:
         raise ValueError("no capacity results to report")
     df = table(docs)
     out_dir = Path(out_dir)
-    atomic.write_text(out_dir / "capacity.csv", df.to_csv(index=False))
-    atomic.write_text(out_dir / "capacity.md", markdown(df))
+    atomic.write_text(out_dir / FILES["csv"], df.to_csv(index=False))
+    atomic.write_text(out_dir / FILES["md"], markdown(df))
     figure(df, figures_dir)
     memory_figure(df, figures_dir)
     return {"table": df}
