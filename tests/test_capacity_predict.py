@@ -327,6 +327,7 @@ def test_a_predicted_study_through_the_workflow(workflow_copy):
         # the simulated budget is linear in the batch: the prediction lands on the answer
         assert doc["prediction"]["verdict"] == "bracketed"
         assert doc["probe_process_start"] == ["forked"] and doc["search_wall_s"] > 0
+        assert (res / "benchmarks" / "capacity" / "amp_recipe" / f"{name}.tsv").exists()
         for p in doc["probes"]:
             assert (res / "capacity" / "amp_recipe" / name / p["record"]).exists()
     assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()

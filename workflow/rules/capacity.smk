@@ -18,6 +18,10 @@ rule capacity_search:
         "results/{run}/capacity/{workload}/{precision}.json",
     log:
         "logs/{run}/capacity/{workload}/{precision}.log",
+    # the whole job's wall time, the wait for the device's lock included (the result file's
+    # search_wall_s is the search's own)
+    benchmark:
+        "results/{run}/benchmarks/capacity/{workload}/{precision}.tsv"
     wildcard_constraints:
         workload=alternatives(capacity_study.WORKLOADS),
         precision=alternatives(vocabulary.PRECISIONS),
@@ -42,6 +46,8 @@ use rule capacity_search as capacity_search_variant with:
         "results/{run}/capacity/{workload}/{precision}.{variant}.json",
     log:
         "logs/{run}/capacity/{workload}/{precision}.{variant}.log",
+    benchmark:
+        "results/{run}/benchmarks/capacity/{workload}/{precision}.{variant}.tsv"
     wildcard_constraints:
         workload=alternatives(capacity_study.WORKLOADS),
         precision=alternatives(vocabulary.PRECISIONS),
