@@ -141,9 +141,17 @@ def test_a_crash_stops_the_search_and_says_where(tmp_path):
 def test_a_fit_probe_that_does_not_fit_falls_back_to_doubling(tmp_path):
     doc = searched(tmp_path, Device(limit=100))
     assert (doc["status"], doc["largest_ok"], doc["smallest_oom"]) == ("found", 96, 128)
-    assert doc["prediction"]["predicted"] is None and "128 did not fit" in \
+    assert doc["prediction"]["predicted"] is None and "128 ran out of memory" in \
         doc["prediction"]["reason"]
     assert [p["batch_size"] for p in doc["probes"]] == [64, 128, 96]   # nothing asked twice
+
+
+def test_a_fit_probe_that_crashes_stops_the_search(tmp_path):
+    doc = searched(tmp_path, Device(crash_at=128))
+    assert (doc["status"], doc["largest_ok"], doc["smallest_oom"]) == ("error", 64, None)
+    assert doc["status_reason"].startswith("batch size 128: the probe exited")
+    assert "batch size 128 ended error" in doc["prediction"]["reason"]
+    assert [p["batch_size"] for p in doc["probes"]] == [64, 128]
 
 
 @pytest.mark.parametrize("seed", range(20))

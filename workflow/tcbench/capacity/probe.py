@@ -98,12 +98,16 @@ def _searched(s: dict, probe) -> dict:
         if not known[bs].fits:
             break
     fitted = {bs: probe.records[bs] for bs, o in known.items() if o.fits and bs in probe.records}
+    last = known[max(known)]
     if len(fitted) == 2:
         pred = predict(fitted, s.get("memory_limit_bytes"), res)
+    elif not last.fits:
+        said = "ran out of memory" if last.fits is False else f"ended {last.status}"
+        pred = {"predicted": None, "reason": f"batch size {max(known)} {said}: no line "
+                                              f"through two sizes that fit"}
     else:
-        pred = {"predicted": None, "reason": f"batch size {max(known)} did not fit: no line "
-                f"through two fitting sizes" if len(known) < 2 or not known[max(known)].fits
-                else "the fit probes left no records"}
+        pred = {"predicted": None, "reason": "the line needs two sizes that fit, with their "
+                                              "records (start and 2 × start, within max)"}
     if pred["predicted"] is not None:
         step = max(math.ceil(pred["predicted"] * s["bracket"] / res), 1) * res
         result = confirm(probe, pred["predicted"], step, res, top, known)

@@ -1,7 +1,6 @@
 """The plain-language verdict of one result set (``summary.md``, and ``summary.html`` for the
-Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
-``metrics.csv``, and ``interleaved.csv`` where the set has one), never from records and never
-by hand.
+Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``, ``metrics.csv``,
+and ``interleaved.csv``, ``capacity.csv`` where the set has them), never from records or by hand.
 
 It opens on one screen (``screen``): the overview figure, a short bottom line and a table with a
 row per experiment (per model in a model zoo, ``answer``): its question, best mode and setting,
