@@ -220,7 +220,8 @@ def planted(workload, precision, largest, predicted=None, slope=None, status="fo
             reason=None, variant=None, tokens=None):
     return {"schema": C.RESULT_SCHEMA, "run": "r", "workload": workload, "precision": precision,
             "start": 64, "max": 65536, "resolution": 32, "steps": 2, "memory_limit_bytes": None,
-            "params": {}, "cudnn_benchmark": "on" if variant else "off", "variant": variant,
+            "params": {"model": "gpt2-small", "seq_len": tokens} if tokens else {},
+            "cudnn_benchmark": "on" if variant else "off", "variant": variant,
             "predict": True, "status": status, "status_reason": reason, "largest_ok": largest,
             "smallest_oom": largest + 32 if largest else None,
             "prediction": None if predicted is None else {
@@ -268,7 +269,8 @@ def test_the_report_says_prediction_slope_tokens_and_search_time(tmp_path):
     md = (tmp_path / "capacity.md").read_text()
     assert "| resnet50 | fp32 (cudnn_benchmark on) | found | 1504 |" in md
     assert "| resnet50 | tf32 | not_probed | as fp32 |" in md
-    assert "160 (163,840 tokens)" in md and "62 s" in md
+    assert "| transformers (gpt2-small) | amp-bf16 | found | 160 (163,840 tokens) |" in md
+    assert "62 s" in md
     for stem in ("capacity", "capacity_memory"):
         assert (tmp_path / "figures" / f"{stem}.png").stat().st_size > 0
 
@@ -279,10 +281,14 @@ def test_the_verdict_section_on_planted_results(tmp_path):
     rows = {(r[0], r[1]): r for r in sec.table.rows}
     assert rows[("resnet50", "amp-bf16")][2:] == ["2,880", "1.88×", "45.8 MiB", "2,944"]
     assert rows[("resnet50", "tf32")][2] == "as fp32"
-    assert rows[("transformers", "amp-bf16")][2] == "160 (163,840 tokens)"
-    assert ("resnet50, amp-bf16: 1.88× (2,880 against 1,536); transformers, amp-bf16: 1.67× "
-            "(160 (163,840 tokens) against 96 (98,304 tokens))") in sec.sentences[0]
+    assert rows[("transformers (gpt2-small)", "amp-bf16")][2] == "160 (163,840 tokens)"
+    assert ("resnet50, amp-bf16: 1.88× (2,880 against 1,536); transformers (gpt2-small), "
+            "amp-bf16: 1.67× (160 (163,840 tokens) against 96 (98,304 tokens))"
+            ) in sec.sentences[0]
     assert "fits 1,504 against 1,536 without: a different answer" in sec.sentences[1]
+    assert sec.sentences[2] == ("No limit of their own: tf32 on resnet50 (it stores tensors "
+                                "in fp32, so it fits what fp32 fits); fp8-tensorwise on "
+                                "resnet50 (unsupported).")
     notes = " ".join(sec.table.notes)
     assert "resnet50 tf32 (not_probed): TF32 stores every tensor in fp32" in notes
     assert "resnet50 fp8-tensorwise (unsupported): batch size 128: none of" in notes
@@ -297,7 +303,8 @@ def test_the_verdict_has_the_section_only_with_a_capacity_table(tmp_path):
     from conftest import REPO
     args = {k: REPO / v for k, v in args.items()}
     with_it = verdict.read(**args, capacity=tmp_path / "capacity.csv").markdown()
-    assert "## How much larger a batch fits" in with_it and "| transformers |" in with_it
+    assert "## How much larger a batch fits" in with_it
+    assert "| transformers (gpt2-small) | amp-bf16 | 160 (163,840 tokens) |" in with_it
     assert "How much larger a batch fits" not in verdict.read(**args).markdown()
     bad = tmp_path / "bad.csv"
     bad.write_text("workload,precision\nresnet50,fp32\n")

@@ -58,8 +58,9 @@ def figure(df, out_dir: Path) -> list[Path]:
                 ax.text(i, 0, f" {said}", rotation=90, ha="center", va="bottom", fontsize=6,
                         color="0.2")
         ax.set_xticks(range(len(precisions)), precisions, fontsize=6, rotation=30, ha="right")
-        ax.set_title(workload if len(workloads) > 1 else
-                     f"{workload}: largest batch that trains", fontsize=8)
+        shown = g["shown_as"].iloc[0] if "shown_as" in g and len(g) else workload
+        ax.set_title(shown if len(workloads) > 1 else
+                     f"{shown}: largest batch that trains", fontsize=8)
         unit = g["batch_unit"].dropna().iloc[0] if "batch_unit" in g and \
             g["batch_unit"].notna().any() else "samples"
         ax.set_ylabel(f"largest batch ({unit})", fontsize=7)
@@ -87,6 +88,7 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
     d["precision"] = d["precision"].astype(str)
     d["ratio"] = pd.to_numeric(d[f"capacity_vs_{V.BASELINE}"], errors="coerce")
     d["mib"] = pd.to_numeric(d["fit_bytes_per_sample"], errors="coerce") / 2**20
+    d["tick"] = d["shown_as"].str.replace(" (", "\n(", regex=False)   # the model below
     measured = d[d["largest_batch_size"].notna()]
     order = [p for p in V.PRECISIONS if p in set(measured["precision"])]
     palette = {p: V.PALETTE[p] for p in order}
@@ -98,7 +100,7 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
             ax.text(0.5, 0.5, "not measured", ha="center", va="center",
                     transform=ax.transAxes, fontsize=7, color="0.3")
         else:
-            sns.barplot(shown, x="workload", y=col, hue="precision", hue_order=order,
+            sns.barplot(shown, x="tick", y=col, hue="precision", hue_order=order,
                         palette=palette, ax=ax, legend=False, width=0.75, saturation=1)
         ax.set_xlabel("")
         ax.set_ylabel(label, fontsize=7)
@@ -126,13 +128,13 @@ def _predicted_panel(ax, d, palette) -> None:
     else:
         x = both["predicted_batch_size"].astype(float)
         y = both["largest_batch_size"].astype(float)
-        sns.scatterplot(x=x, y=y, hue=both["precision"], style=both["workload"],
+        sns.scatterplot(x=x, y=y, hue=both["precision"], style=both["shown_as"],
                         palette=palette, ax=ax, s=22)
         lo, hi = min(x.min(), y.min()) / 1.5, max(x.max(), y.max()) * 1.5
         ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.6, ls="--", zorder=0)
         ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
         handles, labels = ax.get_legend_handles_labels()
-        keep = [i for i, lab in enumerate(labels) if lab in set(both["workload"])]
+        keep = [i for i, lab in enumerate(labels) if lab in set(both["shown_as"])]
         ax.legend([handles[i] for i in keep], [labels[i] for i in keep], fontsize=6,
                   frameon=False, loc="upper left")
     ax.set_xlabel("predicted largest batch", fontsize=7)

@@ -36,7 +36,10 @@ def _row(d: dict) -> dict:
     largest, pred = d["largest_ok"], d.get("prediction") or {}
     tokens = d.get("tokens_per_sample")
     return {
-        "workload": d["workload"], "precision": d["precision"],
+        "workload": d["workload"], "model": (d.get("params") or {}).get("model"),
+        "shown_as": d["workload"] + (f" ({d['params']['model']})"
+                                     if (d.get("params") or {}).get("model") else ""),
+        "precision": d["precision"],
         "setting": f"cudnn_benchmark {d['cudnn_benchmark']}" if d.get("variant")
         else None, "status": d["status"],
         "largest_batch_size": largest, "smallest_oom_batch_size": d["smallest_oom"],
@@ -74,7 +77,7 @@ def table(docs: list[dict]):
     key = df["setting"].fillna("")
     base = {(w, k): v for w, k, p, v in zip(df["workload"], key, df["precision"],
                                              df["largest_batch_size"]) if p == V.BASELINE}
-    df.insert(6, f"capacity_vs_{V.BASELINE}", [
+    df.insert(8, f"capacity_vs_{V.BASELINE}", [
         r.largest_batch_size / base[(r.workload, k)]
         if pd.notna(base.get((r.workload, k))) and base.get((r.workload, k))
         and pd.notna(r.largest_batch_size) else None for r, k in zip(df.itertuples(), key)])
@@ -106,7 +109,7 @@ def capacity_table(df):
     def mem(v):
         return numbers.memory(v, "MiB") if known(v) else numbers.MISSING
 
-    rows = [[r.workload, str(r.precision) + (f" ({r.setting})" if known(r.setting) else ""),
+    rows = [[r.shown_as, str(r.precision) + (f" ({r.setting})" if known(r.setting) else ""),
              r.status, _largest(r, known),
              str(r.smallest_oom_batch_size) if known(r.smallest_oom_batch_size)
              else numbers.MISSING,
@@ -135,9 +138,9 @@ def capacity_table(df):
              f"b; peak memory is that of the largest batch that fit. Search time is each "
              f"search's wall time, probes included."]
     notes += ["Budget: " + "; ".join(
-        f"{r.workload} {r.precision} {numbers.memory(r.budget_bytes, 'GiB')}"
+        f"{r.shown_as} {r.precision} {numbers.memory(r.budget_bytes, 'GiB')}"
         for r in df.itertuples() if known(r.budget_bytes)) + "."] if budgets else []
-    notes += [f"{r.workload} {r.precision}: {r.status_reason}" for r in df.itertuples()
+    notes += [f"{r.shown_as} {r.precision}: {r.status_reason}" for r in df.itertuples()
               if isinstance(r.status_reason, str) and r.status_reason]
     return Table(f"Largest batch size that trains without running out of memory on {device}"
                  + (f" (memory_limit_bytes={', '.join(map(str, limits))})" if limits else ""),
