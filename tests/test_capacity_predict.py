@@ -226,7 +226,8 @@ def planted(workload, precision, largest, predicted=None, slope=None, status="fo
             "smallest_oom": largest + 32 if largest else None,
             "prediction": None if predicted is None else {
                 "predicted": predicted, "verdict": "bracketed", "bytes_per_sample": slope,
-                "intercept_bytes": 3 * GIB, "budget_bytes": TOTAL - OUTSIDE},
+                "intercept_bytes": 3 * GIB, "budget_bytes": TOTAL - OUTSIDE,
+                "budget_source": "planted"},
             "peak_memory_bytes": 100 * GIB if largest else None,
             "peak_memory_source": "torch.cuda.max_memory_allocated" if largest else None,
             "samples_unit": "sequences" if tokens else "samples", "tokens_per_sample": tokens,
@@ -262,6 +263,7 @@ def test_the_report_says_prediction_slope_tokens_and_search_time(tmp_path):
     assert main.loc[("resnet50", "amp-bf16"), "capacity_vs_fp32"] == pytest.approx(2880 / 1536)
     assert main.loc[("resnet50", "amp-bf16"), "predicted_batch_size"] == 2944
     assert main.loc[("resnet50", "amp-bf16"), "fit_bytes_per_sample"] == 48e6
+    assert main.loc[("resnet50", "amp-bf16"), "budget_source"] == "planted"
     assert main.loc[("transformers", "amp-bf16"), "largest_batch_tokens"] == 160 * 1024
     assert main.loc[("transformers", "amp-bf16"), "capacity_vs_fp32"] == pytest.approx(160 / 96)
     variant = df[df["setting"].notna()].iloc[0]

@@ -49,7 +49,7 @@ def _row(d: dict) -> dict:
         "prediction": pred.get("verdict") or pred.get("reason"),
         "fit_bytes_per_sample": pred.get("bytes_per_sample"),
         "fit_intercept_bytes": pred.get("intercept_bytes"),
-        "budget_bytes": pred.get("budget_bytes"),
+        "budget_bytes": pred.get("budget_bytes"), "budget_source": pred.get("budget_source"),
         "peak_memory_bytes": d["peak_memory_bytes"],
         "peak_memory_source": d["peak_memory_source"],
         "bytes_per_sample": d["peak_memory_bytes"] / largest
