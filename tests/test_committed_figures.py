@@ -2,8 +2,8 @@
 every figure they make is there: a figure left from an older set, a kind that no longer exists
 or an experiment the set no longer has fails here, in CI, without a GPU. The expected files come
 from the code (the figure kinds of ``tcbench.reports.figures`` and of the comparison, the
-vocabulary's file names and formats) and from the set's own tables (its experiments), never
-from a list kept here."""
+vocabulary's file names and formats, the capacity study's) and from the set's own tables (its
+experiments), never from a list kept here."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from conftest import REPO
 
+from tcbench import capacity
 from tcbench import vocabulary as V
 from tcbench.reports import compare_figures
 from tcbench.reports import figures
@@ -41,8 +42,13 @@ def expected_figures(folder: Path) -> set[Path] | None:
     elif comparison.exists():
         experiments, kinds = pd.read_csv(comparison)["experiment"].unique(), compare_figures.KINDS
         extra = [f"{V.COMPARE_OVERVIEW}.{ext}" for ext in V.FIGURE_FORMATS]
+    elif (folder / capacity.FILES["csv"]).exists():   # a set of the capacity study alone
+        experiments, kinds, extra = [], [], []
     else:
         return None
+    # rule capacity_report draws the capacity study's figures beside its capacity.csv
+    if (folder / capacity.FILES["csv"]).exists():
+        extra += [f"{k}.{ext}" for k in capacity.FIGURES for ext in V.FIGURE_FORMATS]
     names = [V.figure_name(e, k, ext) for e in experiments for k in kinds
              for ext in V.FIGURE_FORMATS] + extra
     return {folder / "figures" / n for n in names}
@@ -53,7 +59,8 @@ def figure_problems(results: Path) -> list[str]:
     figure a current rule makes that is missing."""
     found = {p for p in results.rglob("*") if p.suffix in FIGURE_SUFFIXES and p.is_file()}
     folders = {p.parent.parent for p in found if p.parent.name == "figures"}
-    folders |= {t.parent for name in (V.SET_TABLES["summary"], V.COMPARE_FILES["csv"])
+    folders |= {t.parent for name in (V.SET_TABLES["summary"], V.COMPARE_FILES["csv"],
+                                      capacity.FILES["csv"])
                 for t in results.rglob(name)}
     expected: set[Path] = set()
     for folder in folders:
@@ -79,8 +86,10 @@ def committed_copy(tmp_path):
     dst = tmp_path / "results" / "nvidia-h200"
     (dst / "figures").mkdir(parents=True)
     shutil.copy(src / "summary.csv", dst / "summary.csv")
-    if (src / V.REPRODUCE_FILES["csv"]).exists():     # the set's own check against other runs
-        shutil.copy(src / V.REPRODUCE_FILES["csv"], dst / V.REPRODUCE_FILES["csv"])
+    for table in (V.REPRODUCE_FILES["csv"],   # the set's own check against other runs
+                  capacity.FILES["csv"]):    # its capacity study
+        if (src / table).exists():
+            shutil.copy(src / table, dst / table)
     for p in (src / "figures").iterdir():
         (dst / "figures" / p.name).write_bytes(b"")   # names are what is checked
     return tmp_path / "results", dst
@@ -122,3 +131,22 @@ def test_figures_where_no_rule_writes_any_are_stale(tmp_path):
     stray.parent.mkdir(parents=True)
     stray.write_bytes(b"")
     assert figure_problems(tmp_path / "results") == ["stale (no rule makes it): bench/plot.png"]
+
+
+def test_the_capacity_figures_belong_to_a_set_that_has_its_table(committed_copy, tmp_path):
+    results, dst = committed_copy
+    (dst / capacity.FILES["csv"]).unlink(missing_ok=True)
+    names = [f"{k}.{ext}" for k in capacity.FIGURES for ext in V.FIGURE_FORMATS]
+    for name in names:
+        (dst / "figures" / name).write_bytes(b"")
+    assert figure_problems(results) == [f"stale (no rule makes it): nvidia-h200/figures/{n}"
+                                        for n in sorted(names)]
+    (dst / capacity.FILES["csv"]).write_text("workload\n")
+    assert figure_problems(results) == []
+    # a set of the capacity study alone: its figures, and nothing else, are expected
+    alone = tmp_path / "alone" / "cpu-x"
+    (alone / "figures").mkdir(parents=True)
+    (alone / capacity.FILES["csv"]).write_text("workload\n")
+    assert figure_problems(alone.parent) == [
+        f"missing (a rule makes it): cpu-x/figures/{n}" for n in sorted(names)]
+

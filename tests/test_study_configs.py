@@ -21,10 +21,7 @@ CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 BASE = "config.yaml"  # the Snakefile's configfile: every --configfile is read over it
 # Values a config states although they equal the schema's default, each because it is what
 # the study is about: (config, key path) -> why.
-DEFAULT_IS_THE_POINT = {
-    ("capacity.yaml", "capacity.workloads"): "the model whose capacity the study measures",
-    ("capacity.yaml", "capacity.precisions"): "the precisions it compares",
-}
+DEFAULT_IS_THE_POINT: dict[tuple[str, str], str] = {}
 
 
 def raw(name: str) -> dict:

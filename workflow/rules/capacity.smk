@@ -3,6 +3,8 @@
 from tcbench import capacity as capacity_study  # noqa: E402
 from tcbench import vocabulary  # noqa: E402
 
+include: "capacity_helpers.smk"
+
 try:
     CAPACITY = capacity_study.plan(config, RUN)
 except ConfigError as exc:
@@ -16,32 +18,55 @@ rule capacity_search:
         "results/{run}/capacity/{workload}/{precision}.json",
     log:
         "logs/{run}/capacity/{workload}/{precision}.log",
+    # the whole job's wall time, the wait for the device's lock included (the result file's
+    # search_wall_s is the search's own)
+    benchmark:
+        "results/{run}/benchmarks/capacity/{workload}/{precision}.tsv"
     wildcard_constraints:
         workload=alternatives(capacity_study.WORKLOADS),
         precision=alternatives(vocabulary.PRECISIONS),
     params:
-        plan=lambda wc: capacity_study.search_json(
-            CAPACITY, wc.workload, wc.precision, wc.run
-        ),
+        plan=capacity_plan,
     resources:
         gpu=1,
+    priority: 1
     shell:
         "python -m tcbench.capacity search --plan {params.plan:q} "
         "--out {output:q} > {log:q} 2>&1"
+
+
+# the same search with cuDNN autotuning on in every probe (capacity.cudnn_on): does it change
+# the answer? After the study's own searches (it autotunes every new batch size: the slow one).
+use rule capacity_search as capacity_search_variant with:
+    priority: 0
+    message:
+        "capacity search {wildcards.workload} {wildcards.precision} {wildcards.variant} "
+        "(log: {log})"
+    output:
+        "results/{run}/capacity/{workload}/{precision}.{variant}.json",
+    log:
+        "logs/{run}/capacity/{workload}/{precision}.{variant}.log",
+    benchmark:
+        "results/{run}/benchmarks/capacity/{workload}/{precision}.{variant}.tsv"
+    wildcard_constraints:
+        workload=alternatives(capacity_study.WORKLOADS),
+        precision=alternatives(vocabulary.PRECISIONS),
+        variant=alternatives([capacity_study.CUDNN_ON]),
 
 
 rule capacity_report:
     message:
         "capacity report: {output.table}"
     input:
-        lambda wc: [
-            expand(rules.capacity_search.output[0], run=wc.run, workload=w, precision=p)[0]
-            for w, p in (key.split("/") for key in CAPACITY)
-        ],
+        capacity_results,
     output:
-        csv="results/{run}/capacity.csv",
-        table="results/{run}/capacity.md",
-        figures=expand("results/{{run}}/figures/capacity.{ext}", ext=["pdf", "png"]),
+        csv=f"results/{{run}}/{capacity_study.FILES['csv']}",
+        table=f"results/{{run}}/{capacity_study.FILES['md']}",
+        figures=expand(
+            "results/{{run}}/figures/{name}.{ext}",
+            name=capacity_study.FIGURES,
+            ext=vocabulary.FIGURE_FORMATS,
+        ),
     log:
         "logs/{run}/capacity_report.log",
     params:

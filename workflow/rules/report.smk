@@ -4,6 +4,9 @@
 # path is passed to the module.
 import json
 
+
+include: "report_helpers.smk"
+
 SET_TABLE_DIR = "results/{run}/tables/"
 
 
@@ -126,6 +129,8 @@ rule verdict:
         runs=sibling_runs,
         # the overview figure heads it: linked beside summary.md, embedded in summary.html
         overview=rules.overview_figure.output.png,
+        # how much larger a batch fits, where the set has the capacity study
+        capacity=capacity_table,
     output:
         md=f"{SET_DIR}/{V.VERDICT_FILES['md']}",
         html=report(
@@ -138,8 +143,10 @@ rule verdict:
         "logs/{run}/verdict.log",
     params:
         crossover=lambda wc, input: ["--crossover", input.crossover] if input.crossover else [],
+        capacity=lambda wc, input: ["--capacity", input.capacity] if input.capacity else [],
     shell:
         "python -m tcbench.reports.verdict "
         "--metrics {input.metrics:q} --summary {input.summary:q} --speedup {input.speedup:q} "
-        "--interleaved {input.interleaved:q} {params.crossover:q} --runs {input.runs:q} "
+        "--interleaved {input.interleaved:q} {params.crossover:q} {params.capacity:q} "
+        "--runs {input.runs:q} "
         "--overview {input.overview:q} --md {output.md:q} --html {output.html:q} > {log:q} 2>&1"

@@ -1,10 +1,12 @@
-"""Probes as fresh ``python -m tcbench.job.run`` processes, one search at a time per device, and the
-result file of a search (schema ``tcbench-capacity/1``)."""
+"""Probes as processes of their own (``tcbench.job.run``, forked by ``tcbench.launch.forkclient``
+where the plan says a server can serve them), one search at a time per device, and the result
+file of a search (schema ``tcbench-capacity/1``)."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import subprocess
 import sys
@@ -14,7 +16,8 @@ from pathlib import Path
 
 from .. import atomic, vocabulary as V
 from .plan import probe_spec
-from .search import Outcome, search
+from .predict import peak_memory, predict
+from .search import Outcome, confirm, search
 
 RESULT_SCHEMA = "tcbench-capacity/1"
 
@@ -34,17 +37,8 @@ def outcome_of(record: dict | None, returncode: int, tail: str) -> Outcome:
     return Outcome(None, status, record.get("status_reason"))
 
 
-def peak_memory(record: dict) -> tuple[int | None, str | None]:
-    m = record.get("metrics") or {}
-    if m.get("max_memory_allocated_bytes") is not None:
-        return m["max_memory_allocated_bytes"], "torch.cuda.max_memory_allocated"
-    if m.get("simulated_peak_bytes") is not None:
-        return m["simulated_peak_bytes"], "simulated"
-    return None, None
-
-
 class ProcessProbe:
-    """Runs each probe as ``python -m tcbench.job.run`` in a fresh process (see the package doc)."""
+    """Runs each probe as a training job in a process of its own (see the package doc)."""
 
     def __init__(self, s: dict, probe_dir: Path):
         self.s, self.dir = s, Path(probe_dir)
@@ -56,7 +50,9 @@ class ProcessProbe:
 
         path = self.dir / f"bs{bs}.json"
         path.unlink(missing_ok=True)
-        cmd = [sys.executable, "-m", "tcbench.job.run",
+        # forked from the workflow's preloaded interpreter (which never touched CUDA) where the
+        # plan says one can serve it, else fresh; either way a process of its own
+        cmd = [sys.executable, "-m", self.s.get("launcher") or "tcbench.job.run",
                "--spec", json.dumps(probe_spec(self.s, bs)), "--out", str(path)]
         t0 = time.perf_counter()
         try:
@@ -75,9 +71,11 @@ class ProcessProbe:
             self.records[bs] = record
         out = outcome_of(record, returncode, output)
         peak, source = peak_memory(record) if record else (None, None)
+        harness = (record or {}).get("harness") or {}
         self.log.append({"batch_size": bs, "fits": out.fits, "status": out.status,
                          "status_reason": out.reason, "peak_memory_bytes": peak,
                          "peak_memory_source": source, "wall_s": round(wall, 3),
+                         "process_start": (harness.get("process") or {}).get("start"),
                          "record": path.name if record else None})
         return out
 
@@ -85,6 +83,46 @@ class ProcessProbe:
 def lock_path() -> Path:
     devices = os.environ.get("CUDA_VISIBLE_DEVICES", "all").replace(",", "-").replace("/", "_")
     return Path(tempfile.gettempdir()) / f"tcbench-capacity-{os.getuid()}-{devices}.lock"
+
+
+def _searched(s: dict, probe) -> dict:
+    """The search itself: predicted then confirmed (``predict``), else doubling then bisection.
+    A prediction that cannot be made (a fit probe that did not fit, no memory measured) falls
+    back to the doubling search, which reuses the fit probes' outcomes, and says why."""
+    res, top = s["resolution"], s["max"]
+    if not s.get("predict"):
+        return search(probe, s["start"], top, res) | {"prediction": None}
+    known: dict[int, Outcome] = {}
+    for bs in dict.fromkeys((s["start"], min(2 * s["start"], top))):
+        known[bs] = probe(bs)
+        if not known[bs].fits:
+            break
+    fitted = {bs: probe.records[bs] for bs, o in known.items() if o.fits and bs in probe.records}
+    last = known[max(known)]
+    if len(fitted) == 2:
+        pred = predict(fitted, s.get("memory_limit_bytes"), res)
+    elif not last.fits:
+        said = "ran out of memory" if last.fits is False else f"ended {last.status}"
+        pred = {"predicted": None, "reason": f"batch size {max(known)} {said}: no line "
+                                              f"through two sizes that fit"}
+    else:
+        pred = {"predicted": None, "reason": "the line needs two sizes that fit, with their "
+                                              "records (start and 2 × start, within max)"}
+    if pred["predicted"] is not None:
+        step = max(math.ceil(pred["predicted"] * s["bracket"] / res), 1) * res
+        result = confirm(probe, pred["predicted"], step, res, top, known)
+        pred |= {"step": step, "verdict": result["prediction"]}
+    else:
+        def remembered(bs):
+            return known[bs] if bs in known else probe(bs)
+        result = search(remembered, s["start"], top, res)
+        result["order"] = [bs for bs in result["order"] if bs not in known]
+    return result | {"order": list(known) + result["order"], "prediction": pred}
+
+
+def _not_probed(s: dict) -> dict:
+    return {"status": "not_probed", "status_reason": s["not_probed"], "largest_ok": None,
+            "smallest_oom": None, "order": [], "prediction": None}
 
 
 def run_search(s: dict, out: Path, probe=None) -> dict:
@@ -100,22 +138,32 @@ def run_search(s: dict, out: Path, probe=None) -> dict:
     # Concurrent probes would share the device's memory and each find less than there is, so
     # searches on one machine (and set of visible GPUs) take turns, whatever --cores and
     # --resources say. flock is released by the kernel when the holder dies, even by SIGKILL.
-    with open(lock_path(), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        result = search(probe, s["start"], s["max"], s["resolution"])
+    if s.get("not_probed"):
+        result = _not_probed(s)
+    else:
+        with open(lock_path(), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            t0 = time.perf_counter()   # the search's own time, not its wait for the device
+            result = _searched(s, probe)
     best = probe.records.get(result["largest_ok"]) if result["largest_ok"] else None
     any_record = next(iter(probe.records.values()), None)
     peak, source = peak_memory(best) if best else (None, None)
     env = (any_record or {}).get("environment") or {}
-    doc = {"schema": RESULT_SCHEMA, **{k: s[k] for k in ("run", "workload", "precision", "start",
-                                                          "max", "resolution", "steps",
-                                                          "memory_limit_bytes", "params")},
+    starts = sorted({p.get("process_start") for p in probe.log if p.get("process_start")})
+    doc = {"schema": RESULT_SCHEMA, **{k: s.get(k) for k in (
+               "run", "workload", "precision", "start", "max", "resolution", "steps",
+               "memory_limit_bytes", "params", "cudnn_benchmark", "variant", "predict")},
            "status": result["status"], "status_reason": result["status_reason"],
            "largest_ok": result["largest_ok"], "smallest_oom": result["smallest_oom"],
+           "prediction": result.get("prediction"),
            "peak_memory_bytes": peak, "peak_memory_source": source,
            "throughput_samples_per_s": ((best or {}).get("metrics") or {})
            .get("throughput_samples_per_s"),
-           "probes": probe.log, "search_wall_s": round(time.perf_counter() - t0, 3),
+           "samples_unit": "sequences" if s["workload"] == "transformers" else "samples",
+           "tokens_per_sample": ((any_record or {}).get("params") or {}).get("seq_len")
+           if s["workload"] == "transformers" else None,
+           "probes": probe.log, "probe_process_start": starts,
+           "search_wall_s": round(time.perf_counter() - t0, 3),
            "device_name": env.get("device_name"),
            "gpu_memory_total_bytes": env.get("gpu_memory_total_bytes"),
            "torch_version": env.get("torch_version"),

@@ -280,6 +280,8 @@ class Job:
         self.record["metrics"] = {
             "total_time_s": clock.total_time_s,
             **{k: memory[k] for k in ("max_memory_allocated_bytes", "max_memory_reserved_bytes")},
+            **{k: memory[k] for k in ("memory_reserved_bytes", "device_free_bytes",
+                                      "device_total_bytes") if k in memory},
             "epochs": w.epochs,
             "samples": schedule_samples,
             "wall_throughput_samples_per_s": schedule_samples / clock.total_time_s,

@@ -48,10 +48,19 @@ def memory_stats(device: torch.device) -> dict:
         return {"max_memory_allocated_bytes": None, "max_memory_reserved_bytes": None,
                 "memory_allocated_bytes": None,
                 "memory_note": "torch.cuda memory statistics exist only on CUDA devices"}
+    # free + reserved at one moment: the rest of the device is the CUDA context's, the
+    # libraries' own and other processes' (what a capacity prediction must leave aside)
+    try:
+        free, total = torch.cuda.mem_get_info(device)
+    except RuntimeError:  # a context broken by a failure still has the allocator's view
+        free = total = None
     return {
         "max_memory_allocated_bytes": int(torch.cuda.max_memory_allocated(device)),
         "max_memory_reserved_bytes": int(torch.cuda.max_memory_reserved(device)),
         "memory_allocated_bytes": int(torch.cuda.memory_allocated(device)),
+        "memory_reserved_bytes": int(torch.cuda.memory_reserved(device)),
+        "device_free_bytes": None if free is None else int(free),
+        "device_total_bytes": None if total is None else int(total),
         "memory_note": None,
     }
 
@@ -62,9 +71,6 @@ def memory_in_use(device: torch.device) -> dict:
     out: dict = {}
     try:  # a CUDA context broken by the failure must not cost the record
         out |= memory_stats(device)
-        if device.type == "cuda":
-            free, total = torch.cuda.mem_get_info(device)
-            out |= {"device_free_bytes": int(free), "device_total_bytes": int(total)}
     except RuntimeError as exc:
         out["memory_note"] = f"CUDA memory statistics unavailable: {exc}"[:300]
     try:

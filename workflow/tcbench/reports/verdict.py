@@ -1,7 +1,8 @@
 """The plain-language verdict of one result set (``summary.md``, and ``summary.html`` for the
 Snakemake report), generated from its tables (``summary.csv``, ``speedup.csv``,
-``metrics.csv``, and ``interleaved.csv`` where the set has one, pooled with its other runs'
-where the study ran on several machines: ``analysis.runs``), never from records or by hand.
+``metrics.csv``, and ``interleaved.csv``, ``capacity.csv`` where the set has them, the
+interleaved ratios pooled with its other runs' where the study ran on several machines:
+``analysis.runs``), never from records or by hand.
 
 It opens on one screen (``screen``): the overview figure, a short bottom line and a table with a
 row per experiment (per model in a model zoo, ``answer``): its question, best mode and setting,
@@ -10,7 +11,8 @@ decided; then the answer in full. Methods, provenance and conditions follow (``i
 per experiment a table of its cells and at most three plain sentences (``reports.findings``).
 
     python -m tcbench.reports.verdict --metrics M.csv --summary S.csv --speedup P.csv \\
-        [--interleaved I.csv] [--overview figures/overview.png] --md summary.md --html summary.html
+        [--interleaved I.csv] [--capacity capacity.csv] [--overview figures/overview.png] \\
+        --md summary.md --html summary.html
 """
 
 from __future__ import annotations
@@ -29,8 +31,7 @@ from ..analysis import conditions as run_conditions
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
-from . import answer
-from . import families, fp8_findings, noisy, screen
+from . import answer, capacity_findings, families, fp8_findings, noisy, screen
 from .findings import Section, experiment_section, host_bound_decisions
 from .phrases import compile_check_note, interleaved_decisions
 
@@ -56,8 +57,7 @@ class Verdict:
                " ".join(self.intro), ""]
         for s in self.sections:
             out += [f"## {s.title}", ""]
-            if s.table is not None:
-                out += [to_markdown(s.table, heading=None)]
+            out += [to_markdown(s.table, heading=None)] if s.table is not None else []
             out += [*(f"- {x}" for x in s.sentences), ""]
         return "\n".join(out)
 
@@ -323,11 +323,11 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
 
 
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None,
-          crossover: pd.DataFrame | None = None,
-          interleaved: pd.DataFrame | None = None) -> Verdict:
+          crossover: pd.DataFrame | None = None, interleaved: pd.DataFrame | None = None,
+          capacity: pd.DataFrame | None = None) -> Verdict:
     """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one;
     ``interleaved``: its interleaved comparisons (interleaved.csv), where speedup.csv does not
-    carry them already."""
+    carry them already; ``capacity``: its capacity study (capacity.csv), where it has one."""
     df = claims.attach_interleaved(joined(summary, speedup), interleaved)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
@@ -336,29 +336,31 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     rows = answer.answers(facts)
     zoo = families.section([(f["model"], a) for f, a in zip(facts, rows) if f["model"]])
     fp8 = fp8_findings.section(df, crossover)
-    precision = noisy.section(summary)
+    precision, cap = noisy.section(summary), capacity_findings.section(capacity)
     return Verdict(f"{TITLE_HEAD}{run} on {device}",
                    [answer.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
                    answer.table(rows), intro(df, metrics, run, device, rows, interleaved),
-                   secs + [s for s in (zoo, fp8, precision) if s], rows,
+                   secs + [s for s in (zoo, fp8, cap, precision) if s], rows,
                    screen.headline(rows, crossover))
 
 
 def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | None = None,
-         interleaved: Path | None = None, siblings=()) -> Verdict:
+         interleaved: Path | None = None, siblings=(), capacity: Path | None = None) -> Verdict:
     """The verdict of a set's tables (a missing metrics.csv or interleaved.csv: a set without),
     judged across the runs whose interleaved.csv ``siblings`` names (``runs.read_across``)."""
+    cap = capacity_findings.check(pd.read_csv(capacity), str(capacity)) if capacity else None
     m = resultset.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = resultset.read_raw(crossover) if crossover is not None else None
     il = runs.read_across(interleaved, siblings)
-    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il)
+    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il, cap)
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
           html_path: Path | None = None, crossover: Path | None = None,
-          interleaved: Path | None = None, overview: Path | None = None, siblings=()) -> list[Path]:
+          interleaved: Path | None = None, overview: Path | None = None, siblings=(),
+          capacity: Path | None = None) -> list[Path]:
     """``overview``: the overview figure's PNG, which then heads both."""
-    v = read(metrics, summary, speedup, crossover, interleaved, siblings)
+    v = read(metrics, summary, speedup, crossover, interleaved, siblings, capacity)
     written = []
     if md is not None:
         v.overview = None if overview is None else \
@@ -378,6 +380,7 @@ def main(argv=None) -> int:
     ap.add_argument("--speedup", type=Path, required=True)
     ap.add_argument("--crossover", type=Path, help="tables/fp8_crossover.csv, if the set has it")
     ap.add_argument("--interleaved", type=Path, help="interleaved.csv (missing: a set without)")
+    ap.add_argument("--capacity", type=Path, help="capacity.csv, if the set has the study")
     ap.add_argument("--overview", type=Path, help="the overview figure's PNG, to head both")
     ap.add_argument("--runs", type=Path, nargs="*", default=[], help=runs.SIBLINGS_HELP)
     ap.add_argument("--md", type=Path, help="where the verdict goes as Markdown")
@@ -388,7 +391,7 @@ def main(argv=None) -> int:
 
     def written():
         write(args.metrics, args.summary, args.speedup, args.md, args.html, args.crossover,
-              args.interleaved, args.overview, args.runs)
+              args.interleaved, args.overview, args.runs, args.capacity)
 
     return cli.main("tcbench.reports.verdict", written, (ValueError, KeyError, FileNotFoundError))
 

@@ -1,0 +1,142 @@
+"""The capacity study's figures, in the study's figure style and the precisions' colours
+(tcbench.render):
+
+- ``capacity``: the largest batch per precision, one panel per workload, with the smallest size
+  that ran out of memory and the predicted size;
+- ``capacity_memory``: per workload and precision the largest batch as a multiple of fp32's,
+  the memory each sample adds (the fitted slope), and the predicted against the found limit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import vocabulary as V
+
+# the stems of the study's figures (figures/<stem>.<format>, in every figure format)
+FIGURES: tuple[str, ...] = ("capacity", "capacity_memory")
+
+
+def figure(df, out_dir: Path) -> list[Path]:
+    """Largest batch per precision, one panel per workload. A dotted line marks the smallest
+    size that ran out of memory; a search that stopped early (capped, error) shows its number
+    as a lower bound, and one without a number (unsupported, none) is labelled with its status."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from ..render import plot
+
+    plot.style()
+    workloads = list(dict.fromkeys(df["workload"]))
+    precisions = [p for p in V.PRECISIONS if p in set(df["precision"].astype(str))]
+    width = plot.ONE_COLUMN_IN if len(workloads) == 1 else plot.TWO_COLUMN_IN
+    fig, axes = plt.subplots(1, len(workloads), squeeze=False, figsize=(width, 2.8))
+    for ax, workload in zip(axes[0], workloads):
+        g = df[(df["workload"] == workload) & df.get("setting", pd.Series(index=df.index))
+               .isna()]
+        g = g.set_index(g["precision"].astype(str))
+        for i, prec in enumerate(precisions):
+            if prec not in g.index:
+                continue
+            r = g.loc[prec]
+            value, status, first_oom = (r["largest_batch_size"], r["status"],
+                                        r["smallest_oom_batch_size"])
+            if pd.notna(value):
+                ax.bar(i, value, color=V.PALETTE[prec], width=0.7)
+                if pd.notna(first_oom):
+                    ax.hlines(first_oom, i - 0.35, i + 0.35, colors="0.2", lw=0.8,
+                              linestyles=":")
+                top = max(value, first_oom) if pd.notna(first_oom) else value
+                label = f"{value}" if status == "found" else f"≥{value}\n({status})"
+                # a little above the dotted out-of-memory line, not on it
+                ax.annotate(label, (i, top), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6)
+                if pd.notna(r.get("predicted_batch_size")):
+                    ax.plot(i, r["predicted_batch_size"], marker="D", ms=3, color="0.1",
+                            ls="none", zorder=3)
+            else:
+                said = f"as {V.BASELINE}" if status == "not_probed" else status
+                ax.text(i, 0, f" {said}", rotation=90, ha="center", va="bottom", fontsize=6,
+                        color="0.2")
+        ax.set_xticks(range(len(precisions)), precisions, fontsize=6, rotation=30, ha="right")
+        shown = g["shown_as"].iloc[0] if "shown_as" in g and len(g) else workload
+        ax.set_title(shown if len(workloads) > 1 else
+                     f"{shown}: largest batch that trains", fontsize=8)
+        unit = g["batch_unit"].dropna().iloc[0] if "batch_unit" in g and \
+            g["batch_unit"].notna().any() else "samples"
+        ax.set_ylabel(f"largest batch ({unit})", fontsize=7)
+        ax.tick_params(axis="y", labelsize=6)
+        ax.margins(y=0.15)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.text(0.5, 0.0, "dotted: smallest batch size tried that ran out of memory; "
+             "diamond: the batch size predicted from two small probes",
+             ha="center", va="bottom", fontsize=6, color="0.3")
+    return plot.save(fig, Path(out_dir), FIGURES[0])
+
+
+def memory_figure(df, out_dir: Path) -> list[Path]:
+    """Three panels: × fp32, memory per sample (log scale: the workloads differ by orders of
+    magnitude) and predicted against found (log-log, the diagonal is a perfect prediction);
+    one legend of the precisions' colours above them."""
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    import seaborn as sns
+
+    from ..render import plot
+
+    plot.style()
+    d = df[df["setting"].isna()].copy()
+    d["precision"] = d["precision"].astype(str)
+    d["ratio"] = pd.to_numeric(d[f"capacity_vs_{V.BASELINE}"], errors="coerce")
+    d["mib"] = pd.to_numeric(d["fit_bytes_per_sample"], errors="coerce") / 2**20
+    d["tick"] = d["shown_as"].str.replace(" (", "\n(", regex=False)   # the model below
+    measured = d[d["largest_batch_size"].notna()]
+    order = [p for p in V.PRECISIONS if p in set(measured["precision"])]
+    palette = {p: V.PALETTE[p] for p in order}
+    fig, axes = plt.subplots(1, 3, figsize=(plot.TWO_COLUMN_IN, 2.6))
+    for ax, col, label in ((axes[0], "ratio", f"largest batch (× {V.BASELINE})"),
+                           (axes[1], "mib", "memory per sample (MiB)")):
+        shown = d.dropna(subset=[col])
+        if shown.empty:
+            ax.text(0.5, 0.5, "not measured", ha="center", va="center",
+                    transform=ax.transAxes, fontsize=7, color="0.3")
+        else:
+            sns.barplot(shown, x="tick", y=col, hue="precision", hue_order=order,
+                        palette=palette, ax=ax, legend=False, width=0.75, saturation=1)
+        ax.set_xlabel("")
+        ax.set_ylabel(label, fontsize=7)
+        ax.tick_params(labelsize=6)
+    if d["mib"].notna().any():
+        axes[1].set_yscale("log")
+    axes[0].axhline(1, color="0.3", lw=0.6, ls="--")
+    _predicted_panel(axes[2], d, palette)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in order]
+    fig.legend(handles, order, loc="upper center", ncol=len(order), fontsize=6,
+               frameon=False, bbox_to_anchor=(0.5, 1.0))
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    return plot.save(fig, Path(out_dir), FIGURES[1])
+
+
+def _predicted_panel(ax, d, palette) -> None:
+    """Predicted against found, log-log: on the diagonal the line through two small probes
+    was right; the marker's shape is the workload."""
+    import seaborn as sns
+
+    both = d.dropna(subset=["predicted_batch_size", "largest_batch_size"])
+    if both.empty:
+        ax.text(0.5, 0.5, "no prediction", ha="center", va="center", transform=ax.transAxes,
+                fontsize=7, color="0.3")
+    else:
+        x = both["predicted_batch_size"].astype(float)
+        y = both["largest_batch_size"].astype(float)
+        sns.scatterplot(x=x, y=y, hue=both["precision"], style=both["shown_as"],
+                        palette=palette, ax=ax, s=22)
+        lo, hi = min(x.min(), y.min()) / 1.5, max(x.max(), y.max()) * 1.5
+        ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.6, ls="--", zorder=0)
+        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
+        handles, labels = ax.get_legend_handles_labels()
+        keep = [i for i, lab in enumerate(labels) if lab in set(both["shown_as"])]
+        ax.legend([handles[i] for i in keep], [labels[i] for i in keep], fontsize=6,
+                  frameon=False, loc="upper left")
+    ax.set_xlabel("predicted largest batch", fontsize=7)
+    ax.set_ylabel("found largest batch", fontsize=7)
+    ax.tick_params(labelsize=6)
