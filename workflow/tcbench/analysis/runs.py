@@ -239,8 +239,8 @@ def read_across(own: Path | None, others) -> pd.DataFrame | None:
     if own is None or not Path(own).exists() or not Path(own).stat().st_size:
         return None
     others = [Path(p) for p in others or ()]
-    return across(resultset.read_raw(own), [resultset.read_raw(p) for p in others],
-                  [p.parent.name for p in others])
+    read = lambda p: resultset.fill_axes(resultset.read_raw(p))  # noqa: E731 - older tables too
+    return across(read(own), [read(p) for p in others], [p.parent.name for p in others])
 
 
 def sibling_tables(folder, runs_with=()) -> list[str]:
