@@ -54,6 +54,10 @@ use rule capacity_search as capacity_search_variant with:
         variant=alternatives([capacity_study.CUDNN_ON]),
 
 
+# capacity_memory.{ext} reads as an experiment "capacity"'s memory figure to the figures rule
+ruleorder: capacity_report > figures
+
+
 rule capacity_report:
     message:
         "capacity report: {output.table}"
