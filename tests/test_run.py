@@ -45,7 +45,7 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     # the harness overhead, split: every phase took time, training holds the timed loop
     h = rec["harness"]
     phases = h["phases_s"]
-    assert list(phases)[:6] == ["imports", "gpu_pinning", "cpu_placement",
+    assert list(phases)[:7] == ["imports", "gpu_pinning", "parameter_check", "cpu_placement",
                                 "device_and_environment", "building", "counting_flops"]
     assert {"training", "measuring", "profiling", "evaluating"} <= set(phases)
     # steps of each kind add up; on a CPU the window asks for nothing beyond the schedule

@@ -203,9 +203,9 @@ BASELINE_KEYS: tuple[str, ...] = tuple(k for k in CELL_KEYS if k != "precision")
 # ---------------------------------------------------------------------------- harness phases
 # tcbench.job.run's phases (record field harness.phases_s), in the order they happen
 HARNESS_PHASES: tuple[str, ...] = (
-    "imports", "gpu_pinning", "cpu_placement", "cuda_context", "device_and_environment",
-    "building", "counting_flops", "capturing_cuda_graph", "training", "evaluating",
-    "measurement_steps", "measuring", "profiling")
+    "imports", "gpu_pinning", "parameter_check", "cpu_placement", "cuda_context",
+    "device_and_environment", "building", "counting_flops", "capturing_cuda_graph", "training",
+    "evaluating", "measurement_steps", "measuring", "profiling")
 
 # ------------------------------------------------------------------------------ compile cache
 # whether a job's torch.compile graphs came from the on-disk cache (record field

@@ -296,6 +296,7 @@ def compare(spec: dict, phases: Phases | None = None) -> dict:
 
     phases.mark("imports")
     spec = parse(spec)
+    phases.mark("parameter_check")
     s = spec["interleave"]
     where = placement.place(spec["params"]["cpu_placement"], spec["device"])
     phases.mark("cpu_placement")
