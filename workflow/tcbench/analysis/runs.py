@@ -194,7 +194,12 @@ def _ratios(il: pd.DataFrame) -> dict[tuple, float]:
 
 
 def _key(r) -> tuple:
-    return (*(str(r[k]) for k in reproduce.KEYS), str(r["baseline"]))
+    # an axis a table made before it existed does not name holds its default
+    return (*(str(r[k]) if k in r.index else _ASSUMED[k] for k in reproduce.KEYS),
+            str(r["baseline"]))
+
+
+_ASSUMED = {a.name: a.assumed for a in V.AXES}
 
 
 def across(own: pd.DataFrame | None, others: list[pd.DataFrame], names=()) -> pd.DataFrame | None:
@@ -239,8 +244,8 @@ def read_across(own: Path | None, others) -> pd.DataFrame | None:
     if own is None or not Path(own).exists() or not Path(own).stat().st_size:
         return None
     others = [Path(p) for p in others or ()]
-    read = lambda p: resultset.fill_axes(resultset.read_raw(p))  # noqa: E731 - older tables too
-    return across(read(own), [read(p) for p in others], [p.parent.name for p in others])
+    return across(resultset.read_raw(own), [resultset.read_raw(p) for p in others],
+                  [p.parent.name for p in others])
 
 
 def sibling_tables(folder, runs_with=()) -> list[str]:
