@@ -28,12 +28,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "workflow"))
 
 from tcbench import resultset  # noqa: E402
+from tcbench import capacity as capacity_study  # noqa: E402
+from tcbench.capacity.report import capacity_table, read as read_capacity  # noqa: E402
 from tcbench.analysis import runs  # noqa: E402
+from tcbench.launch import config as tcconfig  # noqa: E402
 from tcbench import stats  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 from tcbench.render import numbers  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
-from tcbench.reports import tables  # noqa: E402
+from tcbench.reports import capacity_findings, holdback, tables  # noqa: E402
 from tcbench.reports import screen  # noqa: E402
 from tcbench.reports.verdict import build as build_verdict, code_line, conditions  # noqa: E402
 
@@ -163,9 +166,13 @@ class Blocks:
                                                runs.sibling_tables(folder))
         metrics = self.metrics if folder == self.dir else \
             pd.read_csv(folder / V.SET_TABLES["metrics"])
+        # the capacity study where the set has one, as the set's summary.md reads it
+        capacity = folder / capacity_study.FILES["csv"]
+        capacity = capacity_findings.check(pd.read_csv(capacity), str(capacity)) \
+            if capacity.exists() else None
         return build_verdict(resultset.read_raw(folder / V.SET_TABLES["summary"]),
                              resultset.read_raw(folder / V.SET_TABLES["speedup"]), metrics,
-                             read["crossover"], read["interleaved"])
+                             read["crossover"], read["interleaved"], capacity)
 
     def host_bound(self) -> str:
         """The host-bound study's one-screen table (config/host_bound.yaml on the same GPU,
@@ -178,7 +185,15 @@ class Blocks:
         return _table(tables.experiment_tables(self.summary, self.speedup, experiment)[which])
 
     def best(self) -> str:
-        return _table(tables.best_table(_read(self.dir / V.SET_TABLES["best"])))
+        """best.md as the set's rule writes it: the fastest configuration per experiment, then
+        what holds each fastest configuration back (its MFU, its config's ``target`` met or
+        short, the kernel profile's reason), against the targets of the study files under
+        config/ (the set holds several studies' records)."""
+        best = _read(self.dir / V.SET_TABLES["best"])
+        targets = tcconfig.targets({}, (REPO / "config").glob("*.yaml"))
+        held = holdback.holdback_table(best, targets)
+        return _table(tables.best_table(best)) + ("" if held is None else (
+            f"\n**{held.title}** (best.md's second table):\n\n" + _table(held)))
 
     def crossover(self) -> str:
         """Where FP8 starts to pay (config/fp8_crossover.yaml in the set): the map as a table
@@ -208,10 +223,18 @@ class Blocks:
         return _table(sec.table) + "\n" + "\n\n".join(sec.sentences) + "\n"
 
     def capacity(self) -> str:
-        from tcbench.capacity.report import capacity_table
-
-        df = pd.read_csv(self.dir / "capacity.csv")
-        return _table(capacity_table(df))
+        """How much larger a batch fits (the capacity study, capacity.csv): the verdict's
+        sentences, then capacity.md's table (per workload and precision the largest batch, × fp32,
+        memory per sample, the prediction and its outcome, search time; its notes say why a
+        precision has no limit of its own)."""
+        sec = next((s for s in self.verdict().sections if s.title == capacity_findings.TITLE),
+                   None)
+        if sec is None:
+            raise ValueError(f"{self.dir / capacity_study.FILES['csv']}: no capacity study to "
+                             f"render; run `snakemake capacity --configfile "
+                             f"config/capacity.yaml` or remove the capacity block")
+        table = capacity_table(read_capacity(self.dir / capacity_study.FILES["csv"]))
+        return " ".join(sec.sentences) + "\n\n" + _table(table)
 
     def runs_with(self, name: str) -> list[Path]:
         """This set and its committed reruns (``<run>-rerun*``) that hold the file ``name``."""

@@ -188,6 +188,28 @@ def test_report_table_markdown_and_figure(tmp_path):
     assert (tmp_path / "figures" / "capacity.png").stat().st_size > 0
 
 
+
+def test_the_committed_csv_reads_back_into_the_table_it_was_written_with(tmp_path):
+    """The generated docs render capacity.md's table from capacity.csv: read back, the batch
+    sizes are whole numbers again (a CSV reads a column with gaps as floats: "1024.0")."""
+    from tcbench.capacity.report import markdown, read
+
+    docs = [fake_doc("resnet50", "fp32", "found", 1024, 1088, 100 * 2**30),
+            fake_doc("resnet50", "amp-bf16", "unsupported", None, None, None,
+                     "batch size 64: bfloat16 needs compute capability >= 8.0")]
+    paths = []
+    for d in docs:
+        paths.append(tmp_path / f"{d['precision']}.json")
+        atomic.write_json(paths[-1], d)
+    C.report(paths, tmp_path, tmp_path / "figures")
+    md = markdown(read(tmp_path / "capacity.csv"))
+    assert md == (tmp_path / "capacity.md").read_text()
+    assert "| 1024 | 1088 |" in md and "1024.0" not in md
+    (tmp_path / "old.csv").write_text("workload,precision\nresnet50,fp32\n")
+    with pytest.raises(ValueError, match=r"old\.csv: no column largest_batch_size.*snakemake "
+                                         r"capacity"):
+        read(tmp_path / "old.csv")
+
 def test_figure_labels_the_searches_without_a_number(tmp_path, monkeypatch):
     from tcbench.render import plot as F
 

@@ -141,3 +141,70 @@ def test_the_seed_finding_says_what_the_seed_cells_claim():
     assert j.claim in said and "holds" not in said
     if j.row.get("unsteady_n"):
         assert "windows unsteady" in said
+
+
+def generated(text: str, name: str) -> str:
+    """The body of the generated part ``name``."""
+    m = next((m for m in readme.BLOCK.finditer(text) if m.group("name") == name), None)
+    assert m, f"no generated part {name!r}"
+    return m.group("body")
+
+
+def test_the_capacity_answer_is_capacity_csv():
+    """docs/results.md's "How much larger a batch fits": per workload and precision the largest
+    batch, its ratio to fp32 (recomputed here from capacity.csv), the prediction and its
+    outcome, the search time, and why a precision has no limit of its own."""
+    import pandas as pd
+
+    csv = RESULTS / "capacity.csv"
+    if not csv.exists():
+        pytest.skip("the committed H200 set has no capacity study")
+    text = RESULTS_DOC.read_text()
+    assert text.index("## How much larger a batch fits") < text.index("<!-- generated: capacity")
+    body = generated(text, "capacity")
+    lines = body.splitlines()
+    rows = table_rows(lines, next(i for i, x in enumerate(lines) if x.startswith("| workload |")))
+    at = {c: i for i, c in enumerate(rows[0])}
+    shown = {(r[at["workload"]], r[at["precision"]]): r for r in rows[1:]}
+    df = pd.read_csv(csv)
+    fp32 = df[df["precision"] == "fp32"].set_index("workload")["largest_batch_size"]
+    for _, c in df.iterrows():
+        r = shown[(c["shown_as"], c["precision"])]
+        assert r[at["search time"]] == f"{c['search_wall_s']:.0f} s", r
+        if pd.isna(c["largest_batch_size"]):
+            assert r[at["× fp32"]] == readme.numbers.MISSING, r
+            assert f"{c['shown_as']} {c['precision']}: {c['status_reason']}" in body
+            continue
+        ratio = c["largest_batch_size"] / fp32[c["workload"]]
+        assert r[at["× fp32"]] == readme.numbers.times(ratio), r
+        assert r[at["largest batch"]].split()[0] == str(int(c["largest_batch_size"])), r
+        if pd.notna(c["predicted_batch_size"]):
+            assert r[at["predicted"]] == (f"{int(c['predicted_batch_size'])} "
+                                          f"({c['prediction']})"), r
+    # the verdict's sentence names each workload's largest gain over fp32
+    best = df.assign(r=df["largest_batch_size"] / df["workload"].map(fp32)) \
+        .dropna(subset=["r"]).sort_values("r").groupby("workload").tail(1)
+    for _, c in best[best["precision"] != "fp32"].iterrows():
+        assert f"{c['shown_as']}, {c['precision']}: {readme.numbers.times(c['r'])}" in body
+
+
+def test_the_best_part_says_what_holds_each_fastest_configuration_back():
+    """The best part renders best.md's second table: each experiment with a `target` in the
+    config files that the set ran has its row, with the target met, short or not told apart,
+    and its MFU; the prose around it quotes no target as reached or missed (the table says)."""
+    import pandas as pd
+
+    text = RESULTS_DOC.read_text()
+    body = generated(text, "best")
+    lines = body.splitlines()
+    head = [i for i, x in enumerate(lines) if x.startswith("| experiment |")]
+    assert len(head) == 2, "the best part has no second table"
+    rows = table_rows(lines, head[1])
+    assert rows[0][:4] == ["experiment", "fastest configuration", "target", "MFU"]
+    targets = readme.tcconfig.targets({}, (REPO / "config").glob("*.yaml"))
+    ran = set(pd.read_csv(RESULTS / "best.csv")["experiment"].astype(str))
+    held = {r[0]: r for r in rows[1:]}
+    for exp in set(targets) & ran:
+        assert re.search(r": (met|short by [\d.]+%|not told apart)", held[exp][2]), held[exp]
+    outside = readme.BLOCK.sub("", text)
+    assert not re.search(r"targets?\b[^.]*\b(were|was|is|are) (not )?(reached|met)\b", outside)

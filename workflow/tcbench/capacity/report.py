@@ -17,6 +17,10 @@ from .probe import RESULT_SCHEMA
 
 # the study's tables in its result set's folder (the verdict's capacity section reads the csv)
 FILES: dict[str, str] = {"csv": "capacity.csv", "md": "capacity.md"}
+# capacity.csv's columns that hold whole numbers (batch sizes, tokens, bytes)
+INTEGERS = ("largest_batch_size", "smallest_oom_batch_size", "largest_batch_tokens",
+            "predicted_batch_size", "peak_memory_bytes", "budget_bytes", "memory_limit_bytes",
+            "gpu_memory_total_bytes")
 
 
 def load_results(paths) -> list[dict]:
@@ -81,11 +85,35 @@ def table(docs: list[dict]):
         r.largest_batch_size / base[(r.workload, k)]
         if pd.notna(base.get((r.workload, k))) and base.get((r.workload, k))
         and pd.notna(r.largest_batch_size) else None for r, k in zip(df.itertuples(), key)])
-    for col in ("largest_batch_size", "smallest_oom_batch_size", "largest_batch_tokens",
-                "predicted_batch_size", "peak_memory_bytes", "budget_bytes",
-                "memory_limit_bytes", "gpu_memory_total_bytes"):
+    return _typed(df)
+
+
+def _typed(df):
+    """Counts as integers that may be missing (a CSV reads them as floats), the precisions in
+    the vocabulary's order."""
+    import pandas as pd
+
+    for col in INTEGERS:
         df[col] = pd.to_numeric(df[col]).astype("Int64")
+    df["precision"] = pd.Categorical(df["precision"].astype(str), V.PRECISIONS, ordered=True)
     return df
+
+
+def read(path):
+    """``capacity.csv`` as ``table`` made it, for a reader of the committed file (the README's
+    generated docs): ``capacity_table`` of it is the one that wrote ``capacity.md``."""
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise ValueError(f"{path}: not a readable capacity table ({exc}); rebuild it with "
+                         f"`snakemake capacity`") from None
+    lacking = [c for c in (*INTEGERS, "precision", "shown_as", "status") if c not in df]
+    if lacking:
+        raise ValueError(f"{path}: no column {', '.join(lacking)}; rebuild it with "
+                         f"`snakemake capacity` (python -m tcbench.capacity report)")
+    return _typed(df)
 
 
 def _largest(r, known) -> str:
