@@ -166,7 +166,10 @@ def holdback_table(best: pd.DataFrame, targets: dict | None = None) -> Table | N
     body = []
     for r in rows:
         axes = [a for a in str(r.get("setting_axes") or "").split(",") if a]
-        body.append([str(r["experiment"]), f"{r['precision']}, {setting_text(r, axes)}",
+        # the model where the experiment names one (a preset such as a padded vocabulary)
+        name = str(r["experiment"]) + ("" if str(r["model"]) == str(r["workload"])
+                                       else f": {r['model']}")
+        body.append([name, f"{r['precision']}, {setting_text(r, axes)}",
                      against_target(r, targets.get(str(r["experiment"]))), mfu_text(r),
                      shares_text(r), top_text(r), remedy(r)])
     fp8 = any(str(r["precision"]) in claims.FP8 for r in rows)
