@@ -93,7 +93,9 @@ def rows(answers: list[answer.Answer]) -> list[Row]:
         across = e.method == stats.RUNS
         out.append(Row(f"{a.experiment} · {_mode(j)} ÷ {base}", stats.finite(e.value),
                        stats.finite(e.low), stats.finite(e.high), group_of(j.claim),
-                       judged_ratio(j), e.n if across else None,
+                       # the table's words for a missing ratio, shorter: the side is narrow
+                       judged_ratio(j) if stats.finite(e.value) is not None
+                       else f"– (no {j.baseline} run)", e.n if across else None,
                        stats.finite(j.row.get(claims.OWN + j.stem)) if across else None))
     return out
 
@@ -129,6 +131,9 @@ def _draw(ax, rs: list[Row]) -> None:
                        zorder=5)
 
 
+LONG_LABEL = 48   # characters of a one-line row label
+
+
 def figure(answers: list[answer.Answer], title: str | None = None):
     """The figure, or a ``NotDrawn`` where the set has no answer with a ratio."""
     rs = rows(answers)
@@ -147,7 +152,13 @@ def figure(answers: list[answer.Answer], title: str | None = None):
     lo, hi = _limits(rs)
     ax.set_xlim(lo, hi)
     _ticks(ax, lo, hi)
-    ax.set_yticks(range(n), [r.label for r in rs], fontsize=LABEL_PT)
+    # a long label (a model named after its experiment) on two smaller lines, so that the plot
+    # and the ratios beside it keep their width
+    ax.set_yticks(range(n), [r.label if len(r.label) <= LONG_LABEL else
+                             r.label.replace(" · ", "\n", 1) for r in rs], fontsize=LABEL_PT)
+    for tick in ax.get_yticklabels():
+        if "\n" in tick.get_text():
+            tick.set(fontsize=LABEL_PT - 1, linespacing=0.95)
     ax.set_ylim(n - 0.5, -0.5)
     ax.grid(axis="y", color="0.93", lw=0.5)
     ax.set_xlabel("throughput ÷ its baseline's (log scale)")
