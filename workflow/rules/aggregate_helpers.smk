@@ -15,7 +15,7 @@ def study_benchmarks(run):
 def sibling_runs(wildcards):
     """The interleaved.csv of the study's other runs (<run>-rerun* beside it, and config's
     runs_with), read as committed, so a change in one remakes the tables and the verdict that
-    pool them (tcbench.analysis.runs). The module is imported only when a rule asks: it reads
+    pool them (tcbench.analysis.runs). The module is imported only once a job needs it: it reads
     tables with pandas, which nothing needs while the workflow is read."""
     runs = importlib.import_module("tcbench.analysis.runs")
     return runs.sibling_tables(RESULTS, config.get("runs_with") or [])
