@@ -172,7 +172,7 @@ def test_the_speedup_figure_says_its_judged_intervals_span_runs(tmp_path):
     rows = figures.experiment_rows(sp[sp["experiment"] == "amp_recipe"])
     fig = speed_figures.fig_speedup(rows, "amp_recipe")
     said = [t for t, _ in texts(fig)]
-    assert any("interleaved ratio (judged), § 95% t interval over 3 runs on different machines"
+    assert any("interleaved ratio (judged),\n§ 95% t interval over 3 runs on different machines"
                in t for t in said), said
     speed_figures.plt.close(fig)
 

@@ -165,7 +165,8 @@ def holdback_table(best: pd.DataFrame, targets: dict | None = None) -> Table | N
         return None
     body = []
     for r in rows:
-        axes = [a for a in str(r.get("setting_axes") or "").split(",") if a]
+        axes = [] if missing(r.get("setting_axes")) else \
+            [a for a in str(r["setting_axes"]).split(",") if a]
         # the model where the experiment names one (a preset such as a padded vocabulary)
         name = str(r["experiment"]) + ("" if str(r["model"]) == str(r["workload"])
                                        else f": {r['model']}")

@@ -268,8 +268,11 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     if marks["paired"]:
         # judged across runs on other machines, the interval is theirs (runs_note)
         what = runs_note(marks["runs"]).split(": ")[0] if marks["runs"] else "95% CI"
+        # the runs' interval on a line of its own: a one-column figure is narrow
         extra.append(Patch(facecolor="0.6", label=f"{'point' if marks['point'] else 'bar'}: "
-                                                  f"interleaved ratio (judged), {what}"))
+                                                  f"interleaved ratio (judged)"
+                                                  + (f",\n{what}" if marks["runs"] else
+                                                     f", {what}")))
     extra += [PER_PROCESS_HANDLE] if marks["per_process"] else []
     extra += [unjudged_handle(marks["unjudged"])] if marks["unjudged"] else []
     legend(fig, [p for p in V.PRECISIONS if p in precisions], extra, marks["intervals"],
