@@ -56,6 +56,22 @@ def test_job_cost_times_fresh_processes_and_splits_them(tmp_path):
     assert "| tiny/fp32_bs8 | 1 |" in md and "| tiny/fp32_bs8 | 2 |" in md
 
 
+@pytest.mark.slow
+def test_job_cost_can_fork_its_jobs_from_one_preloaded_interpreter_as_the_workflow_does(tmp_path):
+    spec = {"experiment": "tiny", "cell": "fp32_bs8", "workload": "amp_recipe",
+            "precision": "fp32", "batch_size": 8,
+            "params": {"in_size": 16, "out_size": 16, "num_batches": 4, "epochs": 1,
+                       "warmup_steps": 1}}
+    proc = subprocess.run([sys.executable, str(BENCH / "job_cost.py"), "--spec", json.dumps(spec),
+                           "--repeats", "2", "--forked", "--out", str(tmp_path), "--work",
+                           str(tmp_path / "work")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(open(tmp_path / "job_cost.csv")))
+    assert [(r["status"], r["start"]) for r in rows] == [("ok", "forked")] * 2
+    assert "forked from one preloaded interpreter" in (tmp_path / "job_cost.md").read_text()
+
+
 SMOKE_LOG = """Building DAG of jobs...
 [Tue Dec  1 12:35:10 2026]
 Job 6: write random MNIST-format files

@@ -487,7 +487,30 @@ def test_the_server_preloads_what_the_studys_workloads_import(monkeypatch):
     monkeypatch.setattr(forkserver, "PRELOAD", ("json",))
     monkeypatch.setattr(workloads, "preload_modules", lambda names: ("csv", "not_installed_pkg"))
     monkeypatch.setenv(forkclient.PRELOAD_ENV, "timm")
+    monkeypatch.delenv(forkserver.ARROW_MALLOC, raising=False)
+    seen = []
+    monkeypatch.setattr(forkserver, "threadless",
+                        lambda mods: (seen.append(os.environ.get(forkserver.ARROW_MALLOC))
+                                      or (list(mods)[:1], "not_installed_pkg (missing)")))
     assert forkserver.preload() == ["json", "csv"]
+    # pyarrow (pandas loads it) must not start jemalloc's background thread in the server,
+    # and the jobs it forks keep a fresh process's environment
+    assert seen == ["background_thread:false"] and forkserver.ARROW_MALLOC not in os.environ
+    monkeypatch.setenv(forkserver.ARROW_MALLOC, "narenas:2")
+    forkserver.preload()
+    assert seen[-1] == os.environ[forkserver.ARROW_MALLOC] == "narenas:2"   # the user's own
+
+
+def test_the_preloaded_modules_cover_a_transformer_presets_check_and_build():
+    """A transformer job's parameter check looks up the model's head in the registry and builds
+    the model on the meta device, importing the library's model base and the model's module:
+    each a preset needs is on the preload list, so a forked job imports none of them."""
+    from tcbench.workloads import hf_transformers as H
+
+    for model_type, _ in H.PRESETS.values():
+        assert f"transformers.models.{model_type}.modeling_{model_type}" in H.PRELOAD
+    assert {"transformers.models.auto.modeling_auto", "transformers.modeling_utils"} <= \
+        set(H.PRELOAD)
 
 
 def test_a_preload_that_starts_a_thread_is_left_to_the_jobs(tmp_path, monkeypatch):
@@ -502,3 +525,23 @@ def test_a_preload_that_starts_a_thread_is_left_to_the_jobs(tmp_path, monkeypatc
     assert ok == ["csv"] and why.startswith("spawns_thread (importing it started")
     assert "spawns_thread" not in sys.modules   # tried in the child only
     assert forkserver.threadless(["csv", "not_installed_pkg"])[0] == ["csv"]
+
+
+def test_a_preload_whose_pool_stops_itself_before_a_fork_is_kept(tmp_path, monkeypatch):
+    """A library that keeps a thread pool but stops it before every fork (OpenBLAS, which
+    NumPy and SciPy load, does) is safe to preload: the trial fork tells it from a thread that
+    would be inherited half-way."""
+    (tmp_path / "pool_stops_at_fork.py").write_text(
+        "import os, threading, time\n"
+        "stop = threading.Event()\n"
+        "worker = threading.Thread(target=stop.wait, daemon=True)\n"
+        "worker.start()\n"
+        "def halt():\n"
+        "    stop.set(); worker.join()\n"
+        "    deadline = time.monotonic() + 5   # as pthread_join: until the task has gone\n"
+        "    while len(os.listdir('/proc/self/task')) > 1 and time.monotonic() < deadline:\n"
+        "        time.sleep(0.001)\n"
+        "os.register_at_fork(before=halt)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert forkserver.threadless(["csv", "pool_stops_at_fork", "json"]) == \
+        (["csv", "pool_stops_at_fork", "json"], None)

@@ -3,8 +3,10 @@
 processes, timed from outside, against what their records say they measured.
 
 For each cell (the first cell of each experiment of a config, or the specs given), N fresh
-processes run repeats 1..N of that cell exactly as the study would (repeat 1 profiles the
-kernels and counts FLOPs, the others name it; each repeat its own seed). Per process:
+processes (``--forked``: N processes forked from one preloaded interpreter, as the workflow
+starts its jobs, tcbench.launch.forkclient) run repeats 1..N of that cell exactly as the study
+would (repeat 1 profiles the kernels and counts FLOPs, the others name it; each repeat its own
+seed). Per process:
 
   wall        the process's wall time, measured here (start to exit)
   warm-up     metrics.warmup_time_s: the first steps (autotuning, compilation, lazy loading)
@@ -19,6 +21,8 @@ kernels and counts FLOPs, the others name it; each repeat its own seed). Per pro
     python lab/bench/job_cost.py --config config/config.yaml --repeats 2 \\
         --experiments amp_recipe,digits --out results/bench/nvidia-h200 --name config-a \\
         --max-seconds 60
+    python lab/bench/job_cost.py --config config/transformers_quick.yaml --repeats 4 \\
+        --forked --out results/bench/nvidia-h200 --name transformers-forked
 
 Writes ``job_cost.csv`` (one row per process) and ``job_cost.md`` (per cell: repeat 1 and the
 median of the other repeats) to ``--out`` (``--name`` renames them); the jobs' records, logs
@@ -47,7 +51,7 @@ sys.path.insert(0, str(REPO / "workflow"))
 from tcbench.launch import matrix  # noqa: E402
 from tcbench import vocabulary as V  # noqa: E402
 
-COLUMNS = ("cell", "repeat", "status", "wall_s", "warmup_s", "steady_s", "fixed_s",
+COLUMNS = ("cell", "repeat", "status", "start", "wall_s", "warmup_s", "steady_s", "fixed_s",
            "time_to_steady_s", "total_time_s", "process_start_s",
            *(f"{p}_s" for p in V.HARNESS_PHASES), "rest_s")
 
@@ -85,13 +89,27 @@ def ensure_inputs(jobs) -> None:
             data.write_random_mnist(root)
 
 
-def run_one(spec: dict, out: Path, cache: Path, timeout: float) -> dict:
+def forked_env(specs: list[dict], work: Path) -> dict:
+    """What the workflow gives its jobs for the fork server: the study's workloads (what the
+    server preloads), the owner (this process: the server ends with it) and a folder of its own."""
+    from tcbench.launch import forkclient
+
+    folder = work / "fork"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return {forkclient.PRELOAD_ENV: ",".join(sorted({s["workload"] for s in specs})),
+            forkclient.OWNER_ENV: str(os.getpid()), forkclient.DIR_ENV: str(folder)}
+
+
+def run_one(spec: dict, out: Path, cache: Path, timeout: float, fork: dict | None) -> dict:
     name = f"{spec.get('experiment', spec['workload'])}__{spec.get('cell', 'adhoc')}"
     record, log = out / f"{name}.json", out / f"{name}.log"
     record.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "tcbench.job.run", "--spec", json.dumps(spec),
+    launcher = "tcbench.launch.forkclient" if fork else "tcbench.job.run"
+    cmd = [sys.executable, "-m", launcher, "--spec", json.dumps(spec),
            "--compile-cache", str(cache), "--out", str(record)]
-    env = os.environ | {"PYTHONPATH": str(REPO / "workflow")}
+    # a PYTHONPATH of the caller's stays behind tcbench's (a host's extra site-packages)
+    env = os.environ | (fork or {}) | {"PYTHONPATH": os.pathsep.join(
+        filter(None, [str(REPO / "workflow"), os.environ.get("PYTHONPATH")]))}
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True,
@@ -112,7 +130,8 @@ def run_one(spec: dict, out: Path, cache: Path, timeout: float) -> dict:
     warm, steady = m.get("warmup_time_s") or 0.0, m.get("steady_time_s") or 0.0
     start = h.get("process_start_to_main_s") or 0.0
     return row | {
-        "status": r["status"], "warmup_s": warm, "steady_s": steady,
+        "status": r["status"], "start": (h.get("process") or {}).get("start"),
+        "warmup_s": warm, "steady_s": steady,
         "fixed_s": wall - warm - steady, "time_to_steady_s": m.get("time_to_steady_s"),
         "total_time_s": m.get("total_time_s"), "process_start_s": start,
         **{f"{p}_s": phases.get(p) for p in V.HARNESS_PHASES},
@@ -147,8 +166,10 @@ def markdown(rows: list[dict], title: str) -> str:
             if not part:
                 continue
             out = {"cell": cell, "repeat": label,
-                   "status": ", ".join(sorted({r["status"] for r in part}))}
-            for c in shown[3:]:
+                   **{c: ", ".join(sorted({str(r[c]) for r in part})) for c in ("status", "start")}}
+            for c in shown:
+                if c in ("cell", "repeat", "status", "start"):
+                    continue
                 vals = [r[c] for r in part if isinstance(r.get(c), (int, float))]
                 out[c] = statistics.median(vals) if vals else None
             lines.append("| " + " | ".join(fmt(out.get(c)) for c in shown) + " |")
@@ -171,6 +192,9 @@ def main(argv=None) -> int:
                                                        "job_cost), to keep several in one folder")
     ap.add_argument("--work", type=Path, help="records, logs and compile cache of the jobs "
                                               "(default: a fresh temporary folder)")
+    ap.add_argument("--forked", action="store_true",
+                    help="start each job from one preloaded interpreter, as the workflow does "
+                         "(its first job also waits for that interpreter's imports)")
     args = ap.parse_args(argv)
     args.out = args.out.resolve()
     t0 = time.monotonic()
@@ -190,13 +214,14 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = work / "compile-cache"
     print(f"records and logs: {jobs_dir}", flush=True)
+    fork = forked_env(specs, work) if args.forked else None
     rows, skipped = [], []
     for spec in specs:
         left = args.max_seconds - (time.monotonic() - t0)
         if left <= 0:
             skipped.append(f"{spec.get('experiment')}/{spec.get('cell')}")
             continue
-        rows.append(run_one(spec, jobs_dir, cache, left))
+        rows.append(run_one(spec, jobs_dir, cache, left, fork))
         r = rows[-1]
         print(f"{r['cell']}: {r['status']}, wall {r['wall_s']:.2f} s, "
               f"fixed {fmt(r['fixed_s'])} s", flush=True)
@@ -208,7 +233,8 @@ def main(argv=None) -> int:
                     for r in rows)
     from tcbench.host import environment
 
-    title = (f"Job cost: {args.config or 'specs'}, {args.repeats} fresh processes per cell "
+    how = "processes forked from one preloaded interpreter" if fork else "fresh processes"
+    title = (f"Job cost: {args.config or 'specs'}, {args.repeats} {how} per cell "
              f"({environment.device_slug()}, {os.cpu_count()} CPUs)")
     text = markdown(rows, title)
     if skipped:

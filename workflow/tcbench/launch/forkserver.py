@@ -28,6 +28,7 @@ its own job.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -52,6 +53,9 @@ PRELOAD = ("torch", "torch._dynamo", "torchvision", "tcbench.job.run", "tcbench.
 PR_SET_PDEATHSIG = 1
 
 # ------------------------------------------------------------------------------------ preload
+ARROW_MALLOC = "JE_ARROW_MALLOC_CONF"
+
+
 def preload() -> list[str]:
     """Imports PRELOAD, then what the study's workloads import (``forkclient.PRELOAD_ENV``)
     where a trial shows that importing it starts no thread (a thread would stop the server
@@ -64,13 +68,31 @@ def preload() -> list[str]:
     for name in PRELOAD:
         importlib.import_module(name)
     names = [n for n in os.environ.get(forkclient.PRELOAD_ENV, "").split(",") if n]
-    optional, why = threadless(workloads.preload_modules(names))
-    if why:
-        print(f"tcbench.launch.forkserver: not preloaded: {why}; its jobs import it themselves",
-              file=sys.stderr, flush=True)
-    for name in optional:
-        importlib.import_module(name)
+    with no_allocator_thread():
+        optional, why = threadless(workloads.preload_modules(names))
+        if why:
+            print(f"tcbench.launch.forkserver: not preloaded: {why}; its jobs import it "
+                  f"themselves", file=sys.stderr, flush=True)
+        for name in optional:
+            importlib.import_module(name)
     return [*PRELOAD, *optional]
+
+
+@contextlib.contextmanager
+def no_allocator_thread():
+    """pyarrow, which pandas loads (as transformers' model registry does where scikit-learn is
+    installed), starts jemalloc's purging thread as it loads, and a process with a second
+    thread must not fork. Arrow's jemalloc reads this variable once, as it starts: without the
+    thread it purges freed pages on the thread that frees them. The variable is gone again
+    before any job forks (a job's environment is a fresh process's); a user's own is kept."""
+    if ARROW_MALLOC in os.environ:
+        yield
+        return
+    os.environ[ARROW_MALLOC] = "background_thread:false"
+    try:
+        yield
+    finally:
+        del os.environ[ARROW_MALLOC]
 
 
 def threadless(modules) -> tuple[list[str], str | None]:
@@ -89,7 +111,7 @@ def threadless(modules) -> tuple[list[str], str | None]:
             except ImportError as exc:
                 report["why"] = f"{name} ({exc})"
                 break
-            if threads() != 1:
+            if not alone():
                 report["why"] = f"{name} (importing it started {', '.join(thread_names())})"
                 break
             report["ok"].append(name)
@@ -105,6 +127,18 @@ def threadless(modules) -> tuple[list[str], str | None]:
 
 def threads() -> int:
     return len(os.listdir("/proc/self/task"))
+
+
+def alone() -> bool:
+    """Whether this process runs one thread, not counting a pool that its library stops itself
+    before a fork (pthread_atfork): OpenBLAS, which NumPy and SciPy load, keeps one. One trial
+    fork tells such threads from others."""
+    if threads() != 1:
+        trial = os.fork()
+        if trial == 0:
+            os._exit(0)
+        os.waitpid(trial, 0)
+    return threads() == 1
 
 
 def thread_names() -> list[str]:
@@ -125,14 +159,7 @@ def fork_hazards() -> list[str]:
     from ..host import gpus
 
     problems = []
-    if threads() != 1:
-        # A library may keep a pool that it stops itself before a fork (pthread_atfork):
-        # OpenBLAS, which NumPy loads, does. One trial fork tells such threads from others.
-        trial = os.fork()
-        if trial == 0:
-            os._exit(0)
-        os.waitpid(trial, 0)
-    if threads() != 1:
+    if not alone():
         problems.append(f"{threads()} threads are running ({', '.join(thread_names())})")
     if driver_initialised():
         problems.append("the CUDA driver was initialised (cuInit)")

@@ -51,10 +51,12 @@ PRESETS: dict[str, tuple[str, dict]] = {
                              "num_key_value_heads": 8, "vocab_size": 32000,
                              "max_position_embeddings": 2048, "tie_word_embeddings": False}),
 }
-# What a job imports to build its model: ~2-4 s a job (the parameter check's head lookup and the
-# model's build) unless a preloaded interpreter has them (tcbench.launch.forkserver)
+# What a job imports to check and build its model, 2-4 s a job unless a preloaded interpreter
+# has them (tcbench.launch.forkserver): the registry (the parameter check's head lookup), the
+# library's model base and the presets' own modules (another model_type's module is the job's)
 PRELOAD = ("transformers", "transformers.models.auto.configuration_auto",
-           "transformers.models.auto.modeling_auto")
+           "transformers.models.auto.modeling_auto", "transformers.modeling_utils",
+           *dict.fromkeys(f"transformers.models.{t}.modeling_{t}" for t, _ in PRESETS.values()))
 DEFAULTS = {
     "model": "gpt2-small",      # a preset (PRESETS) or any transformers model_type
     "config": {},               # configuration overrides, e.g. {num_hidden_layers: 6}
