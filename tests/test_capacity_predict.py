@@ -168,6 +168,45 @@ def test_confirm_finds_the_known_answer_from_any_prediction(seed):
     assert len(asked) == len(set(asked))
 
 
+@pytest.mark.parametrize("limit, verdict", [(1700, "the same limit"), (1504, "a lower limit"),
+                                            (1800, "a higher limit")])
+def test_the_autotuned_search_starts_from_the_plain_searchs_limit(tmp_path, limit, verdict):
+    """cuDNN autotuning may hold workspaces that lower the limit: its search probes the plain
+    search's limit and the size above it first, two probes where the answer holds, and finds
+    the new limit around it where it does not."""
+    plain = searched(tmp_path, Device(limit=1700))              # 1696 fits, 1728 does not
+    s = C.plan(checked(workloads=["resnet50"], precisions=["fp32"], predict=True, start=64,
+                       max=65536, resolution=32, cudnn_on=["resnet50/fp32"]),
+               "r")["resnet50/fp32/cudnn-on"]
+    doc = C.run_search(s, tmp_path / "fp32.cudnn-on.json", probe=Device(limit=limit),
+                       reference=plain)
+    found = limit // 32 * 32
+    assert (doc["status"], doc["largest_ok"], doc["smallest_oom"]) == ("found", found, found + 32)
+    asked = [p["batch_size"] for p in doc["probes"]]
+    assert asked[0] == 1696 and len(asked) == len(set(asked))
+    assert asked == [1696, 1728] if verdict == "the same limit" else len(asked) > 2
+    pred = doc["prediction"]
+    assert (pred["predicted"], pred["verdict"]) == (1696, verdict)
+    assert "1696 fits, 1728 does not" in pred["basis"]
+    # a plain search that found no limit leaves the variant a search of its own
+    capped = plain | {"status": "capped", "smallest_oom": None}
+    own = C.run_search(s, tmp_path / "own.json", probe=Device(limit=limit), reference=capped)
+    assert own["largest_ok"] == found and own["prediction"]["counter"]
+
+
+def test_a_reference_that_is_not_a_capacity_result_is_named(tmp_path, capsys):
+    from tcbench.capacity.__main__ import main
+
+    s = C.plan(checked(workloads=["resnet50"], precisions=["fp32"], cudnn_on=["resnet50/fp32"]),
+               "r")["resnet50/fp32/cudnn-on"]
+    bad = tmp_path / "fp32.json"
+    bad.write_text('{"status": "found"}')
+    assert main(["search", "--plan", json.dumps(s), "--out", str(tmp_path / "v.json"),
+                 "--reference", str(bad)]) != 0
+    assert f"{bad}: not a capacity result" in capsys.readouterr().err
+    assert not (tmp_path / "v.json").exists()
+
+
 def test_tf32_is_noted_not_probed(tmp_path):
     s = C.plan(checked(workloads=["resnet50"], precisions=["fp32", "tf32"]), "r")["resnet50/tf32"]
     device = Device()
@@ -341,10 +380,17 @@ def test_a_predicted_study_through_the_workflow(workflow_copy):
         doc = json.loads((res / "capacity" / "amp_recipe" / f"{name}.json").read_text())
         assert doc["status"] == "found" and doc["prediction"]["predicted"] is not None
         assert doc["smallest_oom"] == doc["largest_ok"] + 8
-        # the simulated budget is linear in the batch: the prediction lands on the answer
-        assert doc["prediction"]["verdict"] == "bracketed"
+        # the simulated budget is linear in the batch: the prediction lands on the answer;
+        # autotuning (nothing to autotune on the CPU) starts from fp32's, which holds
+        assert doc["prediction"]["verdict"] == ("the same limit" if "cudnn" in name
+                                                else "bracketed")
         assert doc["probe_process_start"] == ["forked"] and doc["search_wall_s"] > 0
         assert (res / "benchmarks" / "capacity" / "amp_recipe" / f"{name}.tsv").exists()
         for p in doc["probes"]:
             assert (res / "capacity" / "amp_recipe" / name / p["record"]).exists()
+    plain, autotuned = (json.loads((res / "capacity" / "amp_recipe" / f"{name}.json")
+                                   .read_text()) for name in ("fp32", "fp32.cudnn-on"))
+    # the plain limit and the size above it: two probes
+    assert [p["batch_size"] for p in autotuned["probes"]] == [plain["largest_ok"],
+                                                              plain["smallest_oom"]]
     assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()

@@ -1,5 +1,7 @@
 # The capacity study (optional: capacity.enabled): per workload and precision, the largest batch
 # that trains without running out of memory. `snakemake capacity` runs only this study.
+import shlex
+
 from tcbench import capacity as capacity_study  # noqa: E402
 from tcbench import vocabulary  # noqa: E402
 
@@ -27,17 +29,24 @@ rule capacity_search:
         precision=alternatives(vocabulary.PRECISIONS),
     params:
         plan=capacity_plan,
+        reference="",
     resources:
         gpu=1,
     priority: 1
     shell:
-        "python -m tcbench.capacity search --plan {params.plan:q} "
+        "python -m tcbench.capacity search --plan {params.plan:q} {params.reference} "
         "--out {output:q} > {log:q} 2>&1"
 
 
 # the same search with cuDNN autotuning on in every probe (capacity.cudnn_on): does it change
-# the answer? After the study's own searches (it autotunes every new batch size: the slow one).
+# the answer? It starts from the plain search's limit (two probes where nothing changes: each
+# autotunes its batch size, the slow part).
 use rule capacity_search as capacity_search_variant with:
+    input:
+        reference="results/{run}/capacity/{workload}/{precision}.json",
+    params:
+        plan=capacity_plan,
+        reference=lambda wc, input: f"--reference {shlex.quote(input.reference)}",
     priority: 0
     message:
         "capacity search {wildcards.workload} {wildcards.precision} {wildcards.variant} "

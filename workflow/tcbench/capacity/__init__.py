@@ -11,7 +11,10 @@ smallest that did not are ``resolution`` apart. A prediction that misses goes on
 as long each time, up (too low) or down (too high). Without it, the search doubles from
 ``start`` until a probe runs out of memory (or ``max`` fits), then bisects. Both the prediction
 and the found limit are reported. TF32 stores tensors in fp32, so it fits what fp32 fits: it is
-noted, not probed.
+noted, not probed. A search repeated with another setting (``cudnn_on``: cuDNN autotuning on,
+whose workspaces may lower the limit) starts from the plain search's answer (``--reference``):
+its limit and the size above it, two probes where the answer holds, else steps and bisection
+from there, as after a missed prediction.
 
 Each probe is one ordinary training job (``tcbench.job.run``: the study's own loop, precision
 flags, eager, cuDNN autotuning off unless ``cudnn_benchmark``) with a few steps, in a process of
@@ -39,6 +42,8 @@ One module per concern:
 Command line (``__main__``)::
 
     python -m tcbench.capacity search --plan JSON --out results/R/capacity/resnet50/fp32.json
+    python -m tcbench.capacity search --plan JSON --out R/capacity/resnet50/fp32.cudnn-on.json \\
+        --reference R/capacity/resnet50/fp32.json
     python -m tcbench.capacity report results/R/capacity/*/*.json --out results/R \\
         --figures results/R/figures
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 from .. import cli
 from . import __doc__ as DOC
 from .probe import run_search
-from .report import report
+from .report import load_results, report
 
 
 def main(argv=None) -> int:
@@ -20,6 +20,9 @@ def main(argv=None) -> int:
     s = sub.add_parser("search", help="one search (workload x precision)")
     s.add_argument("--plan", required=True, help="the search as a JSON object (see plan())")
     s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--reference", type=Path, help="the result of the same search without this "
+                   "one's setting: its limit is probed first (a check, two probes where the "
+                   "setting changes nothing)")
     r = sub.add_parser("report", help="capacity.csv, capacity.md and figures/capacity.{pdf,png}")
     r.add_argument("results", type=Path, nargs="+")
     r.add_argument("--out", type=Path, required=True)
@@ -33,7 +36,8 @@ def main(argv=None) -> int:
             # The search claims one GPU for all its probes (they inherit CUDA_VISIBLE_DEVICES),
             # so searches on a multi-GPU host run side by side, one per device.
             gpus.pin()
-            doc = run_search(json.loads(args.plan), args.out)
+            reference = load_results([args.reference])[0] if args.reference else None
+            doc = run_search(json.loads(args.plan), args.out, reference=reference)
             print(f"{doc['workload']} {doc['precision']}: {doc['status']}, largest batch "
                   f"{doc['largest_ok']}, first out of memory {doc['smallest_oom']}")
         else:

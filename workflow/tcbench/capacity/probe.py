@@ -120,13 +120,34 @@ def _searched(s: dict, probe) -> dict:
     return result | {"order": list(known) + result["order"], "prediction": pred}
 
 
+# what a check of another search's limit found, in the words of the capacity table
+CHECKED = {"bracketed": "the same limit", "too low": "a higher limit", "too high": "a lower limit"}
+
+
+def _checked(s: dict, probe, reference: dict) -> dict | None:
+    """The search repeated with another setting (cuDNN autotuning on), started from the limit
+    the plain search found: that limit and the size above it, two probes where the setting
+    changes nothing; where it does, the steps and bisection of ``confirm`` find the new limit.
+    None where the plain search found no limit to start from."""
+    low, high = reference.get("largest_ok"), reference.get("smallest_oom")
+    if reference.get("status") != "found" or not low or not high or high <= low:
+        return None
+    result = confirm(probe, low, high - low, s["resolution"], s["max"])
+    return result | {"prediction": {
+        "predicted": low, "basis": f"the limit of the search without the setting "
+                                   f"({low} fits, {high} does not)",
+        "step": high - low, "verdict": CHECKED[result["prediction"]]}}
+
+
 def _not_probed(s: dict) -> dict:
     return {"status": "not_probed", "status_reason": s["not_probed"], "largest_ok": None,
             "smallest_oom": None, "order": [], "prediction": None}
 
 
-def run_search(s: dict, out: Path, probe=None) -> dict:
-    """One search, written atomically to ``out``; its probes' records go next to it."""
+def run_search(s: dict, out: Path, probe=None, reference: dict | None = None) -> dict:
+    """One search, written atomically to ``out``; its probes' records go next to it.
+    ``reference``: the result of the same search without this one's setting, whose limit a
+    variant checks first (``_checked``)."""
     out = Path(out)
     probe_dir = out.with_suffix("")
     probe_dir.mkdir(parents=True, exist_ok=True)
@@ -144,7 +165,7 @@ def run_search(s: dict, out: Path, probe=None) -> dict:
         with open(lock_path(), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             t0 = time.perf_counter()   # the search's own time, not its wait for the device
-            result = _searched(s, probe)
+            result = (reference and _checked(s, probe, reference)) or _searched(s, probe)
     best = probe.records.get(result["largest_ok"]) if result["largest_ok"] else None
     any_record = next(iter(probe.records.values()), None)
     peak, source = peak_memory(best) if best else (None, None)
