@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tcbench.launch import forkclient, forkserver
+from tcbench.launch import forkclient, forkserver, preload
 from tcbench import record as R
 
 REPO = Path(__file__).resolve().parents[1]
@@ -484,21 +484,21 @@ def test_the_server_preloads_what_the_studys_workloads_import(monkeypatch):
     assert workloads.preload_modules(["amp_recipe"]) == ("tcbench.workloads.amp_recipe",)
     hf = workloads.preload_modules(["transformers", "nope"])
     assert hf[0] == "tcbench.workloads.hf_transformers" and "transformers" in hf
-    monkeypatch.setattr(forkserver, "PRELOAD", ("json",))
+    monkeypatch.setattr(preload, "PRELOAD", ("json",))
     monkeypatch.setattr(workloads, "preload_modules", lambda names: ("csv", "not_installed_pkg"))
     monkeypatch.setenv(forkclient.PRELOAD_ENV, "timm")
-    monkeypatch.delenv(forkserver.ARROW_MALLOC, raising=False)
+    monkeypatch.delenv(preload.ARROW_MALLOC, raising=False)
     seen = []
-    monkeypatch.setattr(forkserver, "threadless",
-                        lambda mods: (seen.append(os.environ.get(forkserver.ARROW_MALLOC))
+    monkeypatch.setattr(preload, "threadless",
+                        lambda mods: (seen.append(os.environ.get(preload.ARROW_MALLOC))
                                       or (list(mods)[:1], "not_installed_pkg (missing)")))
-    assert forkserver.preload() == ["json", "csv"]
+    assert preload.preload() == ["json", "csv"]
     # pyarrow (pandas loads it) must not start jemalloc's background thread in the server,
     # and the jobs it forks keep a fresh process's environment
-    assert seen == ["background_thread:false"] and forkserver.ARROW_MALLOC not in os.environ
-    monkeypatch.setenv(forkserver.ARROW_MALLOC, "narenas:2")
-    forkserver.preload()
-    assert seen[-1] == os.environ[forkserver.ARROW_MALLOC] == "narenas:2"   # the user's own
+    assert seen == ["background_thread:false"] and preload.ARROW_MALLOC not in os.environ
+    monkeypatch.setenv(preload.ARROW_MALLOC, "narenas:2")
+    preload.preload()
+    assert seen[-1] == os.environ[preload.ARROW_MALLOC] == "narenas:2"   # the user's own
 
 
 def test_the_preloaded_modules_cover_a_transformer_presets_check_and_build():
@@ -521,10 +521,10 @@ def test_a_preload_that_starts_a_thread_is_left_to_the_jobs(tmp_path, monkeypatc
         "import threading, time\n"
         "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    ok, why = forkserver.threadless(["csv", "spawns_thread", "json"])
+    ok, why = preload.threadless(["csv", "spawns_thread", "json"])
     assert ok == ["csv"] and why.startswith("spawns_thread (importing it started")
     assert "spawns_thread" not in sys.modules   # tried in the child only
-    assert forkserver.threadless(["csv", "not_installed_pkg"])[0] == ["csv"]
+    assert preload.threadless(["csv", "not_installed_pkg"])[0] == ["csv"]
 
 
 def test_a_preload_whose_pool_stops_itself_before_a_fork_is_kept(tmp_path, monkeypatch):
@@ -543,5 +543,5 @@ def test_a_preload_whose_pool_stops_itself_before_a_fork_is_kept(tmp_path, monke
         "        time.sleep(0.001)\n"
         "os.register_at_fork(before=halt)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert forkserver.threadless(["csv", "pool_stops_at_fork", "json"]) == \
+    assert preload.threadless(["csv", "pool_stops_at_fork", "json"]) == \
         (["csv", "pool_stops_at_fork", "json"], None)
