@@ -1,7 +1,5 @@
 # The capacity study (optional: capacity.enabled): per workload and precision, the largest batch
 # that trains without running out of memory. `snakemake capacity` runs only this study.
-import shlex
-
 from tcbench import capacity as capacity_study  # noqa: E402
 from tcbench import vocabulary  # noqa: E402
 
@@ -29,12 +27,12 @@ rule capacity_search:
         precision=alternatives(vocabulary.PRECISIONS),
     params:
         plan=capacity_plan,
-        reference="",
+        reference=[],   # the variant's: --reference and the plain search's result
     resources:
         gpu=1,
     priority: 1
     shell:
-        "python -m tcbench.capacity search --plan {params.plan:q} {params.reference} "
+        "python -m tcbench.capacity search --plan {params.plan:q} {params.reference:q} "
         "--out {output:q} > {log:q} 2>&1"
 
 
@@ -46,7 +44,7 @@ use rule capacity_search as capacity_search_variant with:
         reference="results/{run}/capacity/{workload}/{precision}.json",
     params:
         plan=capacity_plan,
-        reference=lambda wc, input: f"--reference {shlex.quote(input.reference)}",
+        reference=lambda wc, input: ["--reference", input.reference],
     priority: 0
     message:
         "capacity search {wildcards.workload} {wildcards.precision} {wildcards.variant} "
