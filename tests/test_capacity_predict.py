@@ -53,6 +53,7 @@ class Device:
         peak = int((self.a + self.b * bs) * (1 + self.rng.uniform(-self.noise, self.noise)))
         fits = bs <= self.limit if self.limit is not None else \
             self.a + self.b * bs <= TOTAL - OUTSIDE
+        self.log[-1]["status"] = "ok" if fits else "oom"   # as ProcessProbe's log says it
         if not fits:
             return C.Outcome(False, "oom", "CUDA out of memory")
         reserved = peak + 64 * 2**20
@@ -188,6 +189,9 @@ def test_the_autotuned_search_starts_from_the_plain_searchs_limit(tmp_path, limi
     pred = doc["prediction"]
     assert (pred["predicted"], pred["verdict"]) == (1696, verdict)
     assert "1696 fits, 1728 does not" in pred["basis"]
+    md = C.markdown(C.table([plain, doc]))
+    assert f"| resnet50 | fp32 (cudnn_benchmark on) | found | {found} |" in md
+    assert f"1696 ({verdict})" in md and "predicted is the limit of the search without" in md
     # a plain search that found no limit leaves the variant a search of its own
     capped = plain | {"status": "capped", "smallest_oom": None}
     own = C.run_search(s, tmp_path / "own.json", probe=Device(limit=limit), reference=capped)

@@ -51,6 +51,7 @@ def _row(d: dict) -> dict:
         "largest_batch_tokens": largest * tokens if largest and tokens else None,
         "predicted_batch_size": pred.get("predicted"),
         "prediction": pred.get("verdict") or pred.get("reason"),
+        "prediction_basis": pred.get("basis"),
         "fit_bytes_per_sample": pred.get("bytes_per_sample"),
         "fit_intercept_bytes": pred.get("intercept_bytes"),
         "budget_bytes": pred.get("budget_bytes"), "budget_source": pred.get("budget_source"),
@@ -168,6 +169,9 @@ def capacity_table(df):
     notes += ["Budget: " + "; ".join(
         f"{r.shown_as} {r.precision} {numbers.memory(r.budget_bytes, 'GiB')}"
         for r in df.itertuples() if known(r.budget_bytes)) + "."] if budgets else []
+    notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {r.prediction_basis}, "
+              f"checked first" for r in df.itertuples()
+              if isinstance(getattr(r, "prediction_basis", None), str)]
     notes += [f"{r.shown_as} {r.precision}: {r.status_reason}" for r in df.itertuples()
               if isinstance(r.status_reason, str) and r.status_reason]
     return Table(f"Largest batch size that trains without running out of memory on {device}"
