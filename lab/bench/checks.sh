@@ -9,16 +9,18 @@
 #   probe     the training thread's speed on several CPUs (lab/bench/placement_probe.py)
 #   fork_ab   fresh against forked jobs: throughput ratio and fixed cost (lab/bench/fork_ab.py)
 #   fidelity  tcbench against a plain training loop (lab/bench/host_fidelity.py)
+#   hf_check  a GPT-2 small job's fixed cost when forked, its parameter check above all (a few
+#             steps, lab/bench/job_cost.py --forked; transformers must be installed)
 #
 # On an H200 host the first three take about 340 s, fidelity 160 s more; as with study.sh, give
 # the batch job or remote command at least 60 s more than SECONDS.
 set -uo pipefail
-usage="usage: lab/bench/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity ...]"
+usage="usage: lab/bench/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity|hf_check ...]"
 if [ "${1:-}" != --out ] || [ $# -lt 3 ]; then echo "$usage" >&2; exit 2; fi
 dest=$(realpath -m "$2"); budget=$3; shift 3
 case $budget in ''|*[!0-9]*) echo "checks.sh: SECONDS=$budget is not a whole number; $usage" >&2; exit 2 ;; esac
 for step in "$@"; do
-  case $step in server|probe|fork_ab|fidelity) ;; *) echo "checks.sh: unknown step $step; $usage" >&2; exit 2 ;; esac
+  case $step in server|probe|fork_ab|fidelity|hf_check) ;; *) echo "checks.sh: unknown step $step; $usage" >&2; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -51,6 +53,12 @@ for step in "$@"; do
     fidelity)
       python3 lab/bench/host_fidelity.py --pairs 12 --max-seconds $(( $(left) - 40 )) \
         --out "$B/host_fidelity" 2>&1 | tail -12 ;;
+    hf_check)
+      HF_HUB_OFFLINE=1 python3 lab/bench/job_cost.py --forked --repeats 4 \
+        --max-seconds $(( $(left) - 30 )) --out "$B/transformer_check" --name forked \
+        --spec '{"experiment": "tf_gpt2_small", "cell": "amp-bf16_bs4", "workload": "transformers",
+                 "precision": "amp-bf16", "batch_size": 4, "params": {"model": "gpt2-small",
+                 "seq_len": 1024, "steps": 5, "warmup_steps": 2}}' 2>&1 | tail -8 ;;
   esac
 done
 echo "done after $(( $(date +%s) - t0 )) s"
