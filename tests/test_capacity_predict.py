@@ -398,3 +398,31 @@ def test_a_predicted_study_through_the_workflow(workflow_copy):
     assert [p["batch_size"] for p in autotuned["probes"]] == [plain["largest_ok"],
                                                               plain["smallest_oom"]]
     assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()
+
+
+@pytest.mark.slow
+def test_another_devices_capacity_study_is_reported_from_the_searches_it_has(workflow_copy):
+    """The committed H200 set read on a CPU: a search the config has gained since (or the
+    autotuning check it never ran) can only be run on that GPU, so the report takes the
+    results the set has and no search is planned here."""
+    import yaml
+
+    from conftest import snakemake
+
+    config = {"run": "nvidia-h200", "require_gpu": False, "calibrate": {"enabled": False},
+              "experiments": [dict(TINY)],
+              "capacity": {"enabled": True, "workloads": ["resnet50"],
+                           "precisions": ["fp32", "amp-fp16", "amp-bf16"],
+                           "cudnn_on": ["resnet50/fp32"], "start": 64, "resolution": 32}}
+    (workflow_copy / "config" / "cap.yaml").write_text(yaml.safe_dump(config))
+    have = workflow_copy / "results" / "nvidia-h200" / "capacity" / "resnet50"
+    have.mkdir(parents=True)
+    for doc in PLANTED[0], PLANTED[2]:
+        atomic.write_json(have / f"{doc['precision']}.json", doc)
+    plan = snakemake(workflow_copy, "capacity", "-n", "--printshellcmds",
+                     "--configfile", "config/cap.yaml").stdout
+    stats = plan.split("Job stats:")[1]
+    assert "capacity_report" in stats and "capacity_search" not in stats
+    report = next(line for line in plan.splitlines() if "tcbench.capacity report" in line)
+    assert "resnet50/fp32.json" in report and "resnet50/amp-bf16.json" in report
+    assert "amp-fp16" not in report and "cudnn-on" not in report

@@ -88,7 +88,9 @@ rule capacity_report:
         "--out {params.out:q} --figures {params.figures:q} > {log:q} 2>&1"
 
 
-CAPACITY_TARGETS = expand(rules.capacity_report.output, run=RUN) if CAPACITY else []
+# another device's set without a search result has no capacity study to report
+CAPACITY_TARGETS = expand(rules.capacity_report.output, run=RUN) \
+    if CAPACITY and capacity_files(RUN) else []
 
 
 rule capacity:
