@@ -5,9 +5,10 @@ A fresh ``python -m tcbench.job.run`` spends seconds importing torch and torch._
 ``torch.optim`` optimiser imports) before its first step: most of what a small job costs. This
 server pays that once per workflow:
 
-1. it imports ``preload.PRELOAD`` (torch, torch._dynamo, torchvision, tcbench's job modules) and checks
-   what a fork must not inherit: no thread but the main one, CUDA never started (no libcuda
-   mapped, torch's CUDA state uninitialised, no NVML handle); it refuses to serve otherwise;
+1. it imports what a job would (``tcbench.launch.preload``: torch, torch._dynamo, torchvision,
+   tcbench's job modules, the study's workloads' libraries) and checks what a fork must not
+   inherit: no thread but the main one, CUDA never started (no libcuda mapped, torch's CUDA
+   state uninitialised, no NVML handle); it refuses to serve otherwise;
 2. it listens on its Unix socket; for each job it forks one child, which becomes the job: own
    process group, killed if the server dies (PR_SET_PDEATHSIG), the client's stdin/stdout/
    stderr, working directory, environment, umask and CPU affinity, signals at their defaults,
