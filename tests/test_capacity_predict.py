@@ -320,6 +320,20 @@ def test_the_report_says_prediction_slope_tokens_and_search_time(tmp_path):
         assert (tmp_path / "figures" / f"{stem}.png").stat().st_size > 0
 
 
+def test_the_notes_say_each_workloads_resolution_and_each_budget_once():
+    """The note read "Searched to within 2, 2048, 32 samples (transformers: sequences)" and
+    repeated one budget for every row: each setting is said once, with what it belongs to."""
+    md = C.markdown(C.table(PLANTED))
+    assert ("Searched to within 32 samples (resnet50); 32 sequences "
+            "(transformers (gpt2-small)). Each probe") in md
+    assert "Budget: 140 GiB for every search." in md
+    other = dict(PLANTED[0], workload="mnist_cnn", resolution=2048,
+                 prediction=dict(PLANTED[0]["prediction"], budget_bytes=70 * GIB))
+    md = C.markdown(C.table([*PLANTED, other]))
+    assert "2,048 samples (mnist_cnn); 32 samples (resnet50); 32 sequences" in md
+    assert "Budget: 70.0 GiB (mnist_cnn fp32); 140 GiB (resnet50 fp32, resnet50 amp-bf16, " in md
+
+
 def test_the_verdict_section_on_planted_results(tmp_path):
     sec = capacity_findings.section(written(tmp_path))
     assert sec.title == "How much larger a batch fits" and len(sec.sentences) <= 3

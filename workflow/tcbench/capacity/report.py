@@ -125,6 +125,36 @@ def _largest(r, known) -> str:
                    else "")
 
 
+def _per_workload(df, column: str, known) -> str:
+    """A per-search setting said once a workload: '2,048 samples (mnist_cnn); 32 samples
+    (resnet50)', or once for all when every workload has the same."""
+    said = {}
+    for r in df.itertuples():
+        v = getattr(r, column)
+        if known(v):
+            unit = getattr(r, "batch_unit", None)
+            said.setdefault(f"{int(v):,} {unit if isinstance(unit, str) else 'samples'}",
+                            []).append(r.shown_as)
+    if len(said) == 1:
+        return next(iter(said))
+    return "; ".join(f"{text} ({', '.join(dict.fromkeys(names))})"
+                     for text, names in said.items())
+
+
+def _budgets(df, known) -> str:
+    """Each search's memory budget, one entry per distinct budget."""
+    from ..render import numbers
+
+    said = {}
+    for r in df.itertuples():
+        if known(r.budget_bytes):
+            said.setdefault(numbers.memory(r.budget_bytes, "GiB"), []).append(
+                f"{r.shown_as} {r.precision}" + (f" ({r.setting})" if known(r.setting) else ""))
+    if len(said) == 1:
+        return f"{next(iter(said))} for every search"
+    return "; ".join(f"{b} ({', '.join(names)})" for b, names in said.items())
+
+
 def capacity_table(df):
     """The capacity study as a reader's table (tcbench.render: one number format, captions)."""
     import pandas as pd
@@ -155,9 +185,9 @@ def capacity_table(df):
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
     budgets = sorted({int(v) for v in df["budget_bytes"].dropna()})
     starts = ", ".join(sorted({str(v) for v in df["probe_process_start"].dropna()})) or "none"
-    notes = [f"Searched to within {', '.join(sorted({str(v) for v in df['resolution']}))} "
-             f"samples (transformers: sequences), each probe a process of its own ({starts}), "
-             f"eager; cuDNN autotuning {', '.join(sorted(set(df['cudnn_benchmark'].dropna())))} "
+    notes = [f"Searched to within {_per_workload(df, 'resolution', known)}. Each probe is a "
+             f"process of its own ({starts}), eager; cuDNN autotuning "
+             f"{', '.join(sorted(set(df['cudnn_benchmark'].dropna())))} "
              f"unless the row says otherwise. First out of memory is the smallest batch size "
              f"tried that ran out of memory. Predicted: the line peak = a + b·batch through "
              f"two small batch sizes (torch.cuda.max_memory_allocated) solved for the memory "
@@ -166,9 +196,7 @@ def capacity_table(df):
              f"measured at the end of the larger fit probe); memory per sample is its slope "
              f"b; peak memory is that of the largest batch that fit. Search time is each "
              f"search's wall time, probes included."]
-    notes += ["Budget: " + "; ".join(
-        f"{r.shown_as} {r.precision} {numbers.memory(r.budget_bytes, 'GiB')}"
-        for r in df.itertuples() if known(r.budget_bytes)) + "."] if budgets else []
+    notes += [f"Budget: {_budgets(df, known)}."] if budgets else []
     notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {r.prediction_basis}, "
               f"checked first" for r in df.itertuples()
               if isinstance(getattr(r, "prediction_basis", None), str)]
