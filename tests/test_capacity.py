@@ -223,7 +223,7 @@ def test_figure_labels_the_searches_without_a_number(tmp_path, monkeypatch):
         return save(fig, *args, **kw)
     monkeypatch.setattr(F, "save", keep)
     C.figure(C.table(docs), tmp_path)
-    assert [t.strip() for t in texts] == ["1024", "≥4096\n(capped)", "unsupported"]
+    assert [t.strip() for t in texts] == ["1,024", "≥4,096\n(capped)", "unsupported"]
 
 
 def test_report_refuses_a_file_that_is_not_a_result(tmp_path):

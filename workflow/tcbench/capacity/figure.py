@@ -22,6 +22,7 @@ def figure(df, out_dir: Path) -> list[Path]:
     as a lower bound, and one without a number (unsupported, none) is labelled with its status."""
     import matplotlib.pyplot as plt
     import pandas as pd
+    from matplotlib.ticker import StrMethodFormatter
 
     from ..render import plot
 
@@ -45,14 +46,15 @@ def figure(df, out_dir: Path) -> list[Path]:
                 if pd.notna(first_oom):
                     ax.hlines(first_oom, i - 0.35, i + 0.35, colors="0.2", lw=0.8,
                               linestyles=":")
-                top = max(value, first_oom) if pd.notna(first_oom) else value
-                label = f"{value}" if status == "found" else f"≥{value}\n({status})"
-                # a little above the dotted out-of-memory line, not on it
-                ax.annotate(label, (i, top), xytext=(0, 2), textcoords="offset points",
+                predicted = r.get("predicted_batch_size")
+                top = max(v for v in (value, first_oom, predicted) if pd.notna(v))
+                label = (f"{int(value):,}" if status == "found"
+                         else f"≥{int(value):,}\n({status})")
+                # above the dotted out-of-memory line and the diamond, not on them
+                ax.annotate(label, (i, top), xytext=(0, 3), textcoords="offset points",
                             ha="center", va="bottom", fontsize=6)
-                if pd.notna(r.get("predicted_batch_size")):
-                    ax.plot(i, r["predicted_batch_size"], marker="D", ms=3, color="0.1",
-                            ls="none", zorder=3)
+                if pd.notna(predicted):
+                    ax.plot(i, predicted, marker="D", ms=3, color="0.1", ls="none", zorder=3)
             else:
                 said = f"as {V.BASELINE}" if status == "not_probed" else status
                 ax.text(i, 0, f" {said}", rotation=90, ha="center", va="bottom", fontsize=6,
@@ -65,6 +67,7 @@ def figure(df, out_dir: Path) -> list[Path]:
             g["batch_unit"].notna().any() else "samples"
         ax.set_ylabel(f"largest batch ({unit})", fontsize=7)
         ax.tick_params(axis="y", labelsize=6)
+        ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
         ax.margins(y=0.15)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.text(0.5, 0.0, "dotted: smallest batch size tried that ran out of memory; "
