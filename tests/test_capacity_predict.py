@@ -334,6 +334,25 @@ def test_the_notes_say_each_workloads_resolution_and_each_budget_once():
     assert "Budget: 70.0 GiB (mnist_cnn fp32); 140 GiB (resnet50 fp32, resnet50 amp-bf16, " in md
 
 
+def test_the_memory_figures_last_panel_is_the_predictions_miss_in_percent(tmp_path,
+                                                                          monkeypatch):
+    """Predicted against found on a log-log diagonal hid a 19% miss; the panel's bars are now
+    the miss itself: 100 · (predicted ÷ found − 1), one a search with a prediction."""
+    from tcbench.render import plot
+
+    heights, save = [], plot.save
+
+    def keep(fig, *args, **kw):  # read the bars before the figure is closed
+        heights.extend(round(b.get_height(), 2) for b in fig.axes[2].patches
+                       if b.get_height() == b.get_height() and b.get_width() > 0)
+        return save(fig, *args, **kw)
+    monkeypatch.setattr(plot, "save", keep)
+    C.memory_figure(C.table(PLANTED), tmp_path)
+    assert sorted(h for h in heights if h) == sorted(
+        round(100 * (p / f - 1), 2) for p, f in ((1600, 1536), (2944, 2880), (98, 96),
+                                                  (164, 160)))
+
+
 def test_the_verdict_section_on_planted_results(tmp_path):
     sec = capacity_findings.section(written(tmp_path))
     assert sec.title == "How much larger a batch fits" and len(sec.sentences) <= 3
@@ -412,6 +431,13 @@ def test_a_predicted_study_through_the_workflow(workflow_copy):
     assert [p["batch_size"] for p in autotuned["probes"]] == [plain["largest_ok"],
                                                               plain["smallest_oom"]]
     assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()
+    # the study's HTML report holds its table and both figures, each with its caption
+    snakemake(workflow_copy, "capacity", "--report", "report.html", "--configfile",
+              "config/cap.yaml")
+    html = (workflow_copy / "report.html").read_text()
+    for caption in ("The capacity searches", "Largest batch that trains",
+                    "Memory per sample, and how good the prediction was"):
+        assert caption in html, caption
 
 
 @pytest.mark.slow

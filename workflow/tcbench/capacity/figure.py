@@ -4,7 +4,8 @@
 - ``capacity``: the largest batch per precision, one panel per workload, with the smallest size
   that ran out of memory and the predicted size;
 - ``capacity_memory``: per workload and precision the largest batch as a multiple of fp32's,
-  the memory each sample adds (the fitted slope), and the predicted against the found limit."""
+  the memory each sample adds (the fitted slope), and the predicted limit's miss in % of the
+  found one."""
 
 from __future__ import annotations
 
@@ -77,9 +78,11 @@ def figure(df, out_dir: Path) -> list[Path]:
 
 
 def memory_figure(df, out_dir: Path) -> list[Path]:
-    """Three panels: × fp32, memory per sample (log scale: the workloads differ by orders of
-    magnitude) and predicted against found (log-log, the diagonal is a perfect prediction);
-    one legend of the precisions' colours above them."""
+    """Three panels over the same workloads and precisions: the largest batch × fp32, the
+    memory each sample adds (log scale: the workloads differ by orders of magnitude), and how
+    far the predicted largest batch was from the one found, in % of it (0 is a perfect
+    prediction; above it, the line through two small probes promised more than fit); one
+    legend of the precisions' colours above."""
     import matplotlib.pyplot as plt
     import pandas as pd
     import seaborn as sns
@@ -91,55 +94,35 @@ def memory_figure(df, out_dir: Path) -> list[Path]:
     d["precision"] = d["precision"].astype(str)
     d["ratio"] = pd.to_numeric(d[f"capacity_vs_{V.BASELINE}"], errors="coerce")
     d["mib"] = pd.to_numeric(d["fit_bytes_per_sample"], errors="coerce") / 2**20
+    d["miss"] = 100 * (pd.to_numeric(d["predicted_batch_size"], errors="coerce")
+                       / pd.to_numeric(d["largest_batch_size"], errors="coerce") - 1)
     d["tick"] = d["shown_as"].str.replace(" (", "\n(", regex=False)   # the model below
     measured = d[d["largest_batch_size"].notna()]
     order = [p for p in V.PRECISIONS if p in set(measured["precision"])]
     palette = {p: V.PALETTE[p] for p in order}
+    ticks = list(dict.fromkeys(d["tick"]))
     fig, axes = plt.subplots(1, 3, figsize=(plot.TWO_COLUMN_IN, 2.6))
-    for ax, col, label in ((axes[0], "ratio", f"largest batch (× {V.BASELINE})"),
-                           (axes[1], "mib", "memory per sample (MiB)")):
+    for ax, col, label, empty in (
+            (axes[0], "ratio", f"largest batch (× {V.BASELINE})", "not measured"),
+            (axes[1], "mib", "memory per sample (MiB)", "not measured"),
+            (axes[2], "miss", "predicted over found (%)", "no prediction")):
         shown = d.dropna(subset=[col])
         if shown.empty:
-            ax.text(0.5, 0.5, "not measured", ha="center", va="center",
+            ax.text(0.5, 0.5, empty, ha="center", va="center",
                     transform=ax.transAxes, fontsize=7, color="0.3")
         else:
             sns.barplot(shown, x="tick", y=col, hue="precision", hue_order=order,
-                        palette=palette, ax=ax, legend=False, width=0.75, saturation=1)
+                        order=ticks, palette=palette, ax=ax, legend=False, width=0.75,
+                        saturation=1)
         ax.set_xlabel("")
         ax.set_ylabel(label, fontsize=7)
         ax.tick_params(labelsize=6)
     if d["mib"].notna().any():
         axes[1].set_yscale("log")
     axes[0].axhline(1, color="0.3", lw=0.6, ls="--")
-    _predicted_panel(axes[2], d, palette)
+    axes[2].axhline(0, color="0.3", lw=0.6)
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette[p]) for p in order]
     fig.legend(handles, order, loc="upper center", ncol=len(order), fontsize=6,
                frameon=False, bbox_to_anchor=(0.5, 1.0))
     fig.tight_layout(rect=(0, 0, 1, 0.93))
     return plot.save(fig, Path(out_dir), FIGURES[1])
-
-
-def _predicted_panel(ax, d, palette) -> None:
-    """Predicted against found, log-log: on the diagonal the line through two small probes
-    was right; the marker's shape is the workload."""
-    import seaborn as sns
-
-    both = d.dropna(subset=["predicted_batch_size", "largest_batch_size"])
-    if both.empty:
-        ax.text(0.5, 0.5, "no prediction", ha="center", va="center", transform=ax.transAxes,
-                fontsize=7, color="0.3")
-    else:
-        x = both["predicted_batch_size"].astype(float)
-        y = both["largest_batch_size"].astype(float)
-        sns.scatterplot(x=x, y=y, hue=both["precision"], style=both["shown_as"],
-                        palette=palette, ax=ax, s=22)
-        lo, hi = min(x.min(), y.min()) / 1.5, max(x.max(), y.max()) * 1.5
-        ax.plot([lo, hi], [lo, hi], color="0.4", lw=0.6, ls="--", zorder=0)
-        ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi))
-        handles, labels = ax.get_legend_handles_labels()
-        keep = [i for i, lab in enumerate(labels) if lab in set(both["shown_as"])]
-        ax.legend([handles[i] for i in keep], [labels[i] for i in keep], fontsize=6,
-                  frameon=False, loc="upper left")
-    ax.set_xlabel("predicted largest batch", fontsize=7)
-    ax.set_ylabel("found largest batch", fontsize=7)
-    ax.tick_params(labelsize=6)
