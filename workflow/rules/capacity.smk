@@ -71,18 +71,33 @@ rule capacity_report:
     input:
         capacity_results,
     output:
-        csv=f"results/{{run}}/{capacity_study.FILES['csv']}",
-        table=f"results/{{run}}/{capacity_study.FILES['md']}",
-        figures=expand(
-            "results/{{run}}/figures/{name}.{ext}",
-            name=capacity_study.FIGURES,
-            ext=vocabulary.FIGURE_FORMATS,
+        csv=report(
+            f"results/{{run}}/{capacity_study.FILES['csv']}",
+            caption="../report/capacity_table.rst",
+            category="Capacity",
+            labels={"result": "the searches, one row each"},
         ),
+        table=f"results/{{run}}/{capacity_study.FILES['md']}",
+        png=[
+            report(
+                f"results/{{run}}/figures/{name}.png",
+                caption=f"../report/{name}.rst",
+                category="Capacity",
+                labels={"result": name.replace("_", " ")},
+            )
+            for name in capacity_study.FIGURES
+        ],
+        other=[
+            f"results/{{run}}/figures/{name}.{ext}"
+            for name in capacity_study.FIGURES
+            for ext in vocabulary.FIGURE_FORMATS
+            if ext != "png"
+        ],
     log:
         "logs/{run}/capacity_report.log",
     params:
         out=lambda wc, output: str(Path(output.csv).parent),
-        figures=lambda wc, output: str(Path(output.figures[0]).parent),
+        figures=lambda wc, output: str(Path(output.png[0]).parent),
     shell:
         "python -m tcbench.capacity report {input:q} "
         "--out {params.out:q} --figures {params.figures:q} > {log:q} 2>&1"
