@@ -182,8 +182,8 @@ def test_report_table_markdown_and_figure(tmp_path):
     assert df.loc["fp32", "bytes_per_sample"] == 100 * 2**30 / 1024
     assert pd.isna(df.loc["amp-bf16", "largest_batch_size"])
     md = (tmp_path / "capacity.md").read_text()
-    assert "NVIDIA H200" in md and "≥ 4096" in md and "| 1088 |" in md
-    assert "resnet50 amp-bf16: batch size 64: bfloat16 needs" in md
+    assert "NVIDIA H200" in md and "≥ 4,096" in md and "| 1,088 |" in md
+    assert "resnet50 amp-bf16 (unsupported): batch size 64: bfloat16 needs" in md
     assert (tmp_path / "figures" / "capacity.pdf").stat().st_size > 0
     assert (tmp_path / "figures" / "capacity.png").stat().st_size > 0
 
@@ -204,7 +204,7 @@ def test_the_committed_csv_reads_back_into_the_table_it_was_written_with(tmp_pat
     C.report(paths, tmp_path, tmp_path / "figures")
     md = markdown(read(tmp_path / "capacity.csv"))
     assert md == (tmp_path / "capacity.md").read_text()
-    assert "| 1024 | 1088 |" in md and "1024.0" not in md
+    assert "| 1,024 | 1,088 |" in md and "1024.0" not in md
     (tmp_path / "old.csv").write_text("workload,precision\nresnet50,fp32\n")
     with pytest.raises(ValueError, match=r"old\.csv: no column largest_batch_size.*snakemake "
                                          r"capacity"):

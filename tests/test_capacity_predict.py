@@ -190,8 +190,8 @@ def test_the_autotuned_search_starts_from_the_plain_searchs_limit(tmp_path, limi
     assert (pred["predicted"], pred["verdict"]) == (1696, verdict)
     assert "1696 fits, 1728 does not" in pred["basis"]
     md = C.markdown(C.table([plain, doc]))
-    assert f"| resnet50 | fp32 (cudnn_benchmark on) | found | {found} |" in md
-    assert f"1696 ({verdict})" in md and "predicted is the limit of the search without" in md
+    assert f"| resnet50 | fp32 (cudnn_benchmark on) | found | {found:,} |" in md
+    assert f"1,696 ({verdict})" in md and "predicted is the limit of the search without" in md
     # a plain search that found no limit leaves the variant a search of its own
     capped = plain | {"status": "capped", "smallest_oom": None}
     own = C.run_search(s, tmp_path / "own.json", probe=Device(limit=limit), reference=capped)
@@ -312,7 +312,7 @@ def test_the_report_says_prediction_slope_tokens_and_search_time(tmp_path):
     variant = df[df["setting"].notna()].iloc[0]
     assert variant["setting"] == "cudnn_benchmark on" and variant["capacity_vs_fp32"] == 1.0
     md = (tmp_path / "capacity.md").read_text()
-    assert "| resnet50 | fp32 (cudnn_benchmark on) | found | 1504 |" in md
+    assert "| resnet50 | fp32 (cudnn_benchmark on) | found | 1,504 |" in md
     assert "| resnet50 | tf32 | not_probed | as fp32 |" in md
     assert "| transformers (gpt2-small) | amp-bf16 | found | 160 (163,840 tokens) |" in md
     assert "62 s" in md
@@ -332,6 +332,15 @@ def test_the_notes_say_each_workloads_resolution_and_each_budget_once():
     md = C.markdown(C.table([*PLANTED, other]))
     assert "2,048 samples (mnist_cnn); 32 samples (resnet50); 32 sequences" in md
     assert "Budget: 70.0 GiB (mnist_cnn fp32); 140 GiB (resnet50 fp32, resnet50 amp-bf16, " in md
+    # a reason that holds for several searches is said once, with each of them, here and in
+    # the verdict's section
+    tf32 = dict(PLANTED[1], workload="transformers", params={"model": "gpt2-small",
+                                                             "seq_len": 1024})
+    for notes in (C.markdown(C.table([*PLANTED, tf32])).splitlines(),
+                  capacity_findings.section(C.table([*PLANTED, tf32])).table.notes):
+        said = [x for x in notes if "TF32 stores every tensor in fp32" in x]
+        assert len(said) == 1 and said[0].startswith(
+            "resnet50 tf32, transformers (gpt2-small) tf32 (not_probed): TF32 stores"), said
 
 
 def test_the_memory_figures_last_panel_is_the_predictions_miss_in_percent(tmp_path,

@@ -173,13 +173,15 @@ def test_the_capacity_answer_is_capacity_csv():
         assert r[at["search time"]] == f"{c['search_wall_s']:.0f} s", r
         if pd.isna(c["largest_batch_size"]):
             assert r[at["× fp32"]] == readme.numbers.MISSING, r
-            assert f"{c['shown_as']} {c['precision']}: {c['status_reason']}" in body
+            said = [x for x in body.splitlines()
+                    if f"({c['status']}): {c['status_reason']}" in x]
+            assert len(said) == 1 and f"{c['shown_as']} {c['precision']}" in said[0], said
             continue
         ratio = c["largest_batch_size"] / fp32[c["workload"]]
         assert r[at["× fp32"]] == readme.numbers.times(ratio), r
-        assert r[at["largest batch"]].split()[0] == str(int(c["largest_batch_size"])), r
+        assert r[at["largest batch"]].split()[0] == f"{int(c['largest_batch_size']):,}", r
         if pd.notna(c["predicted_batch_size"]):
-            assert r[at["predicted"]] == (f"{int(c['predicted_batch_size'])} "
+            assert r[at["predicted"]] == (f"{int(c['predicted_batch_size']):,} "
                                           f"({c['prediction']})"), r
     # the verdict's sentence names each workload's largest gain over fp32
     best = df.assign(r=df["largest_batch_size"] / df["workload"].map(fp32)) \

@@ -120,7 +120,8 @@ def read(path):
 def _largest(r, known) -> str:
     if not known(r.largest_batch_size):
         return f"as {V.BASELINE}" if r.status == "not_probed" else "—"
-    text = f"≥ {r.largest_batch_size}" if r.status == "capped" else str(r.largest_batch_size)
+    size = f"{int(r.largest_batch_size):,}"
+    text = f"≥ {size}" if r.status == "capped" else size
     return text + (f" ({r.largest_batch_tokens:,} tokens)" if known(r.largest_batch_tokens)
                    else "")
 
@@ -128,31 +129,42 @@ def _largest(r, known) -> str:
 def _per_workload(df, column: str, known) -> str:
     """A per-search setting said once a workload: '2,048 samples (mnist_cnn); 32 samples
     (resnet50)', or once for all when every workload has the same."""
-    said = {}
-    for r in df.itertuples():
-        v = getattr(r, column)
-        if known(v):
-            unit = getattr(r, "batch_unit", None)
-            said.setdefault(f"{int(v):,} {unit if isinstance(unit, str) else 'samples'}",
-                            []).append(r.shown_as)
+    from ..render.table import said_once
+
+    said = said_once(
+        (r.shown_as, f"{int(getattr(r, column)):,} "
+                     f"{r.batch_unit if isinstance(r.batch_unit, str) else 'samples'}")
+        for r in df.itertuples() if known(getattr(r, column)))
     if len(said) == 1:
         return next(iter(said))
-    return "; ".join(f"{text} ({', '.join(dict.fromkeys(names))})"
-                     for text, names in said.items())
+    return "; ".join(f"{text} ({', '.join(names)})" for text, names in said.items())
 
 
 def _budgets(df, known) -> str:
     """Each search's memory budget, one entry per distinct budget."""
     from ..render import numbers
+    from ..render.table import said_once
 
-    said = {}
-    for r in df.itertuples():
-        if known(r.budget_bytes):
-            said.setdefault(numbers.memory(r.budget_bytes, "GiB"), []).append(
-                f"{r.shown_as} {r.precision}" + (f" ({r.setting})" if known(r.setting) else ""))
+    said = said_once((_search(r, known), numbers.memory(r.budget_bytes, "GiB"))
+                     for r in df.itertuples() if known(r.budget_bytes))
     if len(said) == 1:
         return f"{next(iter(said))} for every search"
     return "; ".join(f"{b} ({', '.join(names)})" for b, names in said.items())
+
+
+def _search(r, known) -> str:
+    return f"{r.shown_as} {r.precision}" + (f" ({r.setting})" if known(r.setting) else "")
+
+
+def _reasons(df, known) -> list[str]:
+    """Why a search has no limit or stopped, each reason once with the searches it holds for
+    ('mnist_cnn tf32, resnet50 tf32 (not_probed): TF32 stores ...'), as the verdict says it."""
+    from ..render.table import said_once
+
+    said = said_once((_search(r, known), f"({r.status}): {r.status_reason}")
+                     for r in df.itertuples() if isinstance(r.status_reason, str)
+                     and r.status_reason)
+    return [f"{', '.join(names)} {text}" for text, names in said.items()]
 
 
 def capacity_table(df):
@@ -170,10 +182,11 @@ def capacity_table(df):
 
     rows = [[r.shown_as, str(r.precision) + (f" ({r.setting})" if known(r.setting) else ""),
              r.status, _largest(r, known),
-             str(r.smallest_oom_batch_size) if known(r.smallest_oom_batch_size)
+             f"{int(r.smallest_oom_batch_size):,}" if known(r.smallest_oom_batch_size)
              else numbers.MISSING,
              numbers.times(getattr(r, f"capacity_vs_{V.BASELINE}")),
-             (f"{r.predicted_batch_size} ({r.prediction})" if known(r.predicted_batch_size)
+             (f"{int(r.predicted_batch_size):,} ({r.prediction})"
+              if known(r.predicted_batch_size)
               else numbers.MISSING),
              mem(r.fit_bytes_per_sample),
              numbers.memory(r.peak_memory_bytes, "GiB") if known(r.peak_memory_bytes)
@@ -200,8 +213,7 @@ def capacity_table(df):
     notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {r.prediction_basis}, "
               f"checked first" for r in df.itertuples()
               if isinstance(getattr(r, "prediction_basis", None), str)]
-    notes += [f"{r.shown_as} {r.precision}: {r.status_reason}" for r in df.itertuples()
-              if isinstance(r.status_reason, str) and r.status_reason]
+    notes += _reasons(df, known)
     return Table(f"Largest batch size that trains without running out of memory on {device}"
                  + (f" (memory_limit_bytes={', '.join(map(str, limits))})" if limits else ""),
                  ["workload", "precision", "status", "largest batch", "first out of memory",

@@ -34,6 +34,17 @@ class Table:
                                  f"expected {len(self.columns)}")
 
 
+def said_once(pairs) -> dict[str, list[str]]:
+    """(name, text) pairs as each text once with the names it holds for, both in first-seen
+    order: a table's note that would otherwise repeat itself row by row."""
+    said: dict[str, list[str]] = {}
+    for name, text in pairs:
+        names = said.setdefault(text, [])
+        if name not in names:
+            names.append(name)
+    return said
+
+
 def to_markdown(t: Table, heading: str | None = "###") -> str:
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     marks = {"l": ":---", "r": "---:", "c": ":---:"}

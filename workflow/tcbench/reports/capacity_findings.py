@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import vocabulary as V
 from ..render.numbers import MISSING, memory, missing, times
-from ..render.table import Table
+from ..render.table import Table, said_once
 from .findings import Section
 
 TITLE = "How much larger a batch fits"
@@ -115,8 +115,10 @@ def section(capacity: pd.DataFrame | None) -> Section | None:
     sentences = ([f"The largest batch that trains, as a multiple of {V.BASELINE}'s: "
                   + "; ".join(gains) + "."] if gains else []) \
         + _autotuning(main, other)[:1] + _unprobed(main)
-    notes = [f"{r['workload']} {r['precision']} ({r['status']}): {r['status_reason']}"
-             for _, r in d.iterrows() if isinstance(r["status_reason"], str)]
+    # each reason once, with the searches it holds for (capacity.md's notes say it alike)
+    notes = [f"{', '.join(names)} {text}" for text, names in said_once(
+        (f"{_name(r)} {r['precision']}", f"({r['status']}): {r['status_reason']}")
+        for _, r in d.iterrows() if isinstance(r["status_reason"], str)).items()]
     table = Table(f"Largest batch that trains, per workload and precision (probes eager, "
                   f"one process each)",
                   ["workload", "precision", "largest batch", f"× {V.BASELINE}",
