@@ -126,18 +126,15 @@ def _largest(r, known) -> str:
                    else "")
 
 
-def _per_workload(df, column: str, known) -> str:
-    """A per-search setting said once a workload: '2,048 samples (mnist_cnn); 32 samples
-    (resnet50)', or once for all when every workload has the same."""
+def _resolutions(df, known) -> str:
+    """Each workload's search resolution, said once: '2,048 samples (mnist_cnn); 32 samples
+    (resnet50)', or one for all."""
     from ..render.table import said_once
 
-    said = said_once(
-        (r.shown_as, f"{int(getattr(r, column)):,} "
+    return _each(said_once(
+        (r.shown_as, f"{int(r.resolution):,} "
                      f"{r.batch_unit if isinstance(r.batch_unit, str) else 'samples'}")
-        for r in df.itertuples() if known(getattr(r, column)))
-    if len(said) == 1:
-        return next(iter(said))
-    return "; ".join(f"{text} ({', '.join(names)})" for text, names in said.items())
+        for r in df.itertuples() if known(r.resolution)))
 
 
 def _budgets(df, known) -> str:
@@ -145,11 +142,15 @@ def _budgets(df, known) -> str:
     from ..render import numbers
     from ..render.table import said_once
 
-    said = said_once((_search(r, known), numbers.memory(r.budget_bytes, "GiB"))
-                     for r in df.itertuples() if known(r.budget_bytes))
+    return _each(said_once((_search(r, known), numbers.memory(r.budget_bytes, "GiB"))
+                           for r in df.itertuples() if known(r.budget_bytes)),
+                 every=" for every search")
+
+
+def _each(said: dict[str, list[str]], every: str = "") -> str:
     if len(said) == 1:
-        return f"{next(iter(said))} for every search"
-    return "; ".join(f"{b} ({', '.join(names)})" for b, names in said.items())
+        return next(iter(said)) + every
+    return "; ".join(f"{text} ({', '.join(names)})" for text, names in said.items())
 
 
 def _search(r, known) -> str:
@@ -198,7 +199,7 @@ def capacity_table(df):
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
     budgets = sorted({int(v) for v in df["budget_bytes"].dropna()})
     starts = ", ".join(sorted({str(v) for v in df["probe_process_start"].dropna()})) or "none"
-    notes = [f"Searched to within {_per_workload(df, 'resolution', known)}. Each probe is a "
+    notes = [f"Searched to within {_resolutions(df, known)}. Each probe is a "
              f"process of its own ({starts}), eager; cuDNN autotuning "
              f"{', '.join(sorted(set(df['cudnn_benchmark'].dropna())))} "
              f"unless the row says otherwise. First out of memory is the smallest batch size "

@@ -117,7 +117,8 @@ def section(capacity: pd.DataFrame | None) -> Section | None:
         + _autotuning(main, other)[:1] + _unprobed(main)
     # each reason once, with the searches it holds for (capacity.md's notes say it alike)
     notes = [f"{', '.join(names)} {text}" for text, names in said_once(
-        (f"{_name(r)} {r['precision']}", f"({r['status']}): {r['status_reason']}")
+        (f"{_name(r)} {r['precision']}" + (f" ({r['setting']})" if isinstance(
+            r.get("setting"), str) else ""), f"({r['status']}): {r['status_reason']}")
         for _, r in d.iterrows() if isinstance(r["status_reason"], str)).items()]
     table = Table(f"Largest batch that trains, per workload and precision (probes eager, "
                   f"one process each)",
