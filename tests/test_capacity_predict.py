@@ -440,6 +440,12 @@ def test_a_predicted_study_through_the_workflow(workflow_copy):
     assert [p["batch_size"] for p in autotuned["probes"]] == [plain["largest_ok"],
                                                               plain["smallest_oom"]]
     assert "| amp_recipe | tf32 | not_probed | as fp32 |" in (res / "capacity.md").read_text()
+    # a dry run prices each search by the one measured here (its benchmark file)
+    dry = snakemake(workflow_copy, "-n", "capacity", "--cores", "1", "--configfile",
+                    "config/cap.yaml", "--forceall")
+    said = dry.stdout + dry.stderr
+    assert "  4 measuring job(s) to run" in said, said[-3000:]
+    assert "  on this device (results/cap/): about " in said and "not priced" not in said
     # the study's HTML report holds its table and both figures, each with its caption
     snakemake(workflow_copy, "capacity", "--report", "report.html", "--configfile",
               "config/cap.yaml")

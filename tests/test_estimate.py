@@ -101,7 +101,7 @@ def test_this_devices_measurements_first_else_the_device_that_prices_most(tmp_pa
         "  this device (cpu-amd-epyc) has measured none of them: its time is unknown until "
         "they run (the progress line then prices the rest)",
         f"  on nvidia-h200 ({results / 'nvidia-h200'}/): about 6 s",
-        "  plus 4 job(s) not timed (calibration, tables, figures, verdict)"]
+        "  plus 4 job(s) not timed (calibration, tables, figures, reports)"]
     # measured here: priced here, and no other device is asked
     train(results / "smoke-cpu-amd-epyc", "exp/fp32_bs8_r1", 50.0)
     shelf = estimate.books(results, "smoke-cpu-amd-epyc", "cpu-amd-epyc")
@@ -174,6 +174,43 @@ def test_the_progress_total_never_grows_and_its_share_never_falls(tmp_path):
     assert [clock.steps(total, possible) for total, possible in
             [(20, 9), (20, 9), (23, 6), (26, 0)]] == [29, 29, 29, 26]
     assert clock.steps(30, 0) == 30                        # never below Snakemake's own count
+
+
+def search(folder: Path, workload: str, precision: str, seconds: float, variant=None) -> None:
+    """A capacity search measured: its benchmark file and its result."""
+    name = f"{precision}.{variant}" if variant else precision
+    bench = folder / "benchmarks" / "capacity" / workload / f"{name}.tsv"
+    bench.parent.mkdir(parents=True, exist_ok=True)
+    bench.write_text(f"s\th:m:s\n{seconds}\t0:00:{int(seconds):02d}\n")
+    result = folder / "capacity" / workload / f"{name}.json"
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps({"workload": workload, "precision": precision,
+                                  "variant": variant, "status": "found"}))
+
+
+def test_a_capacity_search_is_priced_by_the_searches_measured_like_it(tmp_path):
+    """The same workload, precision and variant: the autotuned check is not the plain search,
+    and a precision never searched is named, not guessed; a search without its result (one a
+    time bound stopped) prices nothing."""
+    search(tmp_path, "resnet50", "fp32", 14.0)
+    search(tmp_path, "resnet50", "amp-bf16", 23.0)
+    search(tmp_path, "transformers", "fp32", 53.0)
+    (tmp_path / "benchmarks" / "capacity" / "resnet50" / "fp8-tensorwise.tsv").write_text(
+        "s\th:m:s\n500.0\t0:08:20\n")
+    book = estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path))
+    assert len(book.jobs) == 3
+    price = lambda *a: book.price(estimate.capacity_task(*a))  # noqa: E731
+    assert (price("resnet50", "fp32"), price("resnet50", "amp-bf16")) == (14.0, 23.0)
+    assert price("resnet50", "fp32", "cudnn-on") is None
+    assert price("resnet50", "amp-fp16") is None and price("resnet50", "fp8-tensorwise") is None
+    search(tmp_path, "resnet50", "fp32", 180.0, variant="cudnn-on")
+    book = estimate.Book("dev", True, [tmp_path], estimate.measured(tmp_path))
+    assert book.price(estimate.capacity_task("resnet50", "fp32", "cudnn-on")) == 180.0
+    lines = estimate.estimate([estimate.capacity_task("resnet50", "fp32"),
+                               estimate.capacity_task("resnet50", "amp-fp16")], [],
+                              [book], "", 1)
+    assert "  on this device" in lines[2] and lines[2].endswith("about 14 s")
+    assert "capacity/resnet50/amp-fp16" in lines[3]
 
 
 def test_durations_read_as_a_person_says_them():

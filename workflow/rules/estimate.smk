@@ -22,6 +22,18 @@ def measuring_of(job):
     return None
 
 
+def task_of(job):
+    """The estimate's Task of a measuring job of the DAG (a training job, an interleaved
+    comparison, a capacity search); None for any other job."""
+    m = measuring_of(job)
+    if m is not None:
+        return tcestimate.task(m)
+    if job.rule.name in ("capacity_search", "capacity_search_variant"):
+        w = job.wildcards
+        return tcestimate.capacity_task(w.workload, w.precision, w.get("variant"))
+    return None
+
+
 def look_path(cell, look):
     return expand(rules.repeats_look.output[0], run=RUN, experiment=cell.experiment,
                   group=cell.group, look=look)[0]
@@ -78,9 +90,8 @@ class StudyClock(logging.Filter):
 
     def estimate(self):
         jobs, outputs = self.dag()
-        measuring = [m for m in map(measuring_of, jobs) if m is not None]
         extra, _ = possible(outputs)
-        tasks = [tcestimate.task(m) for m in measuring]
+        tasks = [t for t in map(task_of, jobs) if t is not None]
         optional = [tcestimate.task(m) for m in extra]
         shelf = tcestimate.books("results", RUN, environment.device_slug())
         here, there = tcestimate.choose([*tasks, *optional], shelf)
@@ -88,7 +99,7 @@ class StudyClock(logging.Filter):
         self.clock = tcestimate.Clock(here if priced or there is None else there)
         cells = [c for c in ADAPTIVE.values() if any(j.id.startswith(c.key + "_r")
                                                      for j in extra)]
-        others = sum(1 for j in jobs if measuring_of(j) is None and j.rule.name != "all")
+        others = sum(1 for j in jobs if task_of(j) is None and j.rule.name != "all")
         return tcestimate.estimate(tasks, optional, shelf, tcestimate.adaptive_words(cells),
                                    others)
 
@@ -99,15 +110,15 @@ class StudyClock(logging.Filter):
         jobs, outputs = self.dag()
         pending = []
         for job in jobs:
-            m = measuring_of(job)
-            if m is None or m.id in self.done:
+            t = task_of(job)
+            if t is None or t.id in self.done:
                 continue
             made = [Path(f) for f in job.output]
             if all(f.exists() and f.stat().st_mtime >= self.start for f in made):
                 bench = tcestimate.seconds(job.benchmark) if job.benchmark else None
-                self.done[m.id] = (tcestimate.task(m), bench)
+                self.done[t.id] = (t, bench)
             else:
-                pending.append(tcestimate.task(m))
+                pending.append(t)
         extra, looks = possible(outputs)
         line = self.clock.line(list(self.done.values()), pending,
                                [tcestimate.task(j) for j in extra])

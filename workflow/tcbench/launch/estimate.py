@@ -3,7 +3,8 @@
 
 Every measuring job leaves Snakemake's benchmark of itself beside its record
 (``results/<set>/benchmarks/{train,interleave}/<experiment>/<name>.tsv``, its wall seconds in
-``s``). A job to come is priced by the median of the jobs measured like it in one result set:
+``s``; a capacity search ``benchmarks/capacity/<workload>/<precision>.tsv``, priced by the
+searches of the same workload, precision and variant). A job to come is priced by the median of the jobs measured like it in one result set:
 the same workload, precision(s), batch size and parameters (the seed aside, and any parameter
 only one of the two has: one added since), else the same workload, precision(s) and model at
 another setting (a zoo's contiguous cell from its channels_last one). An interleaved
@@ -38,7 +39,7 @@ from pathlib import Path
 from .. import vocabulary as V
 from ..host.environment import device_of
 
-KINDS = ("train", "interleave")
+KINDS = ("train", "interleave", "capacity")
 IGNORED = frozenset({"seed"})   # a repeat's seed changes what is trained, not what it costs
 OFF = "adaptive_repeats: {enabled: false}"
 
@@ -55,6 +56,14 @@ class Task:
     params: tuple            # sorted (key, value) pairs
     rounds: int = 0          # an interleaved process's rounds
     segment_s: float = 0.0   # and each arm's segment in one
+
+
+def capacity_task(workload: str, precision: str, variant: str | None = None) -> Task:
+    """One search of the capacity study (every probe of it): priced by the searches of the same
+    workload, precision and variant (cuDNN autotuning on) measured before."""
+    name = f"{precision}.{variant}" if variant else precision
+    return Task("capacity", f"capacity/{workload}/{name}", workload, (precision,), 0,
+                (("variant", variant or ""),))
 
 
 def task(job) -> Task:
@@ -116,6 +125,24 @@ def measured(folder: Path) -> list[Measured]:
                                 r.get("batch_size"), r["params"], s, protocol.get("rounds") or 0,
                                 protocol.get("segment_s") or 0.0,
                                 min(phases.get("measurement_steps") or 0.0, s)))
+    return out + _searches(folder)
+
+
+def _searches(folder: Path) -> list[Measured]:
+    """The capacity searches of a result set with both a benchmark and a result (a search
+    stopped by a time bound has neither, and prices nothing)."""
+    out = []
+    for tsv in sorted((folder / "benchmarks" / "capacity").glob("*/*.tsv")):
+        s = seconds(tsv)
+        try:
+            r = json.loads((folder / "capacity" / tsv.parent.name / f"{tsv.stem}.json")
+                           .read_text())
+        except (OSError, ValueError):
+            continue
+        if s is not None:
+            t = capacity_task(r.get("workload"), r.get("precision"), r.get("variant"))
+            out.append(Measured("capacity", t.id, t.workload, t.precisions, 0,
+                                dict(t.params), s))
     return out
 
 
@@ -236,7 +263,7 @@ def estimate(tasks: list[Task], optional: list[Task], shelf: list[Book], adaptiv
              others: int) -> list[str]:
     """The lines the dry run and the start print: ``tasks`` (the measuring jobs to run),
     ``optional`` (adaptive repeats that may join them, for the reason ``adaptive``),
-    ``others`` (the jobs that are not timed: calibration, tables, figures, verdict)."""
+    ``others`` (the jobs that are not timed: calibration, tables, figures, reports)."""
     if not tasks and not optional:
         return []
     out = ["Time estimate, from measured job costs (tcbench.launch.estimate):",
@@ -253,7 +280,8 @@ def estimate(tasks: list[Task], optional: list[Task], shelf: list[Book], adaptiv
     if there is not None:
         out += [f"  {x}" for x in summary(tasks, optional, there)]
     if others:
-        out.append(f"  plus {others} job(s) not timed (calibration, tables, figures, verdict)")
+        out.append(f"  plus {others} job(s) not timed (calibration, tables, figures, "
+                   "reports)")
     return out
 
 
