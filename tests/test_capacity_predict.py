@@ -188,9 +188,11 @@ def test_the_autotuned_search_starts_from_the_plain_searchs_limit(tmp_path, limi
     assert asked == [1696, 1728] if verdict == "the same limit" else len(asked) > 2
     pred = doc["prediction"]
     assert (pred["predicted"], pred["verdict"]) == (1696, verdict)
-    assert "1696 fits, 1728 does not" in pred["basis"]
+    assert "1,696 fits, 1,728 does not" in pred["basis"]
     md = C.markdown(C.table([plain, doc]))
     assert f"| resnet50 | fp32 (cudnn_benchmark on) | found | {found:,} |" in md
+    # the notes give the plain searches' setting, the row its own
+    assert "cuDNN autotuning off unless the row says otherwise" in md
     assert f"1,696 ({verdict})" in md and "predicted is the limit of the search without" in md
     # a plain search that found no limit leaves the variant a search of its own
     capped = plain | {"status": "capped", "smallest_oom": None}
@@ -279,13 +281,19 @@ def planted(workload, precision, largest, predicted=None, slope=None, status="fo
             "gpu_memory_total_bytes": TOTAL}
 
 
+def with_basis(doc, basis):
+    return doc | {"prediction": doc["prediction"] | {"basis": basis}}
+
+
 PLANTED = [
     planted("resnet50", "fp32", 1536, 1600, 90e6),
     planted("resnet50", "tf32", None, status="not_probed", reason=C.NOT_PROBED["tf32"]),
     planted("resnet50", "amp-bf16", 2880, 2944, 48e6),
     planted("resnet50", "fp8-tensorwise", None, status="unsupported",
             reason="batch size 128: none of the model's 1 nn.Linear layer(s) can run in FP8"),
-    planted("resnet50", "fp32", 1504, 1600, 90e6, variant="cudnn-on"),
+    # its basis as searches before the separators wrote it: the report separates it
+    with_basis(planted("resnet50", "fp32", 1504, 1600, 90e6, variant="cudnn-on"),
+               "the limit of the search without the setting (1536 fits, 1568 does not)"),
     planted("transformers", "fp32", 96, 98, 1.4e9, tokens=1024),
     planted("transformers", "amp-bf16", 160, 164, 0.85e9, tokens=1024),
 ]
@@ -313,6 +321,7 @@ def test_the_report_says_prediction_slope_tokens_and_search_time(tmp_path):
     assert variant["setting"] == "cudnn_benchmark on" and variant["capacity_vs_fp32"] == 1.0
     md = (tmp_path / "capacity.md").read_text()
     assert "| resnet50 | fp32 (cudnn_benchmark on) | found | 1,504 |" in md
+    assert "cuDNN autotuning off unless" in md and "(1,536 fits, 1,568 does not)" in md
     assert "| resnet50 | tf32 | not_probed | as fp32 |" in md
     assert "| transformers (gpt2-small) | amp-bf16 | found | 160 (163,840 tokens) |" in md
     assert "62 s" in md

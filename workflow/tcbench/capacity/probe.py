@@ -135,7 +135,7 @@ def _checked(s: dict, probe, reference: dict) -> dict | None:
     result = confirm(probe, low, high - low, s["resolution"], s["max"])
     return result | {"prediction": {
         "predicted": low, "basis": f"the limit of the search without the setting "
-                                   f"({low} fits, {high} does not)",
+                                   f"({low:,} fits, {high:,} does not)",
         "step": high - low, "verdict": CHECKED[result["prediction"]]}}
 
 

@@ -199,9 +199,10 @@ def capacity_table(df):
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
     budgets = sorted({int(v) for v in df["budget_bytes"].dropna()})
     starts = ", ".join(sorted({str(v) for v in df["probe_process_start"].dropna()})) or "none"
+    plain = df[df["setting"].isna()] if df["setting"].notna().any() else df  # a row's own
     notes = [f"Searched to within {_resolutions(df, known)}. Each probe is a "
              f"process of its own ({starts}), eager; cuDNN autotuning "
-             f"{', '.join(sorted(set(df['cudnn_benchmark'].dropna())))} "
+             f"{', '.join(sorted(set(plain['cudnn_benchmark'].dropna())))} "
              f"unless the row says otherwise. First out of memory is the smallest batch size "
              f"tried that ran out of memory. Predicted: the line peak = a + b·batch through "
              f"two small batch sizes (torch.cuda.max_memory_allocated) solved for the memory "
@@ -211,7 +212,7 @@ def capacity_table(df):
              f"b; peak memory is that of the largest batch that fit. Search time is each "
              f"search's wall time, probes included."]
     notes += [f"Budget: {_budgets(df, known)}."] if budgets else []
-    notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {r.prediction_basis}, "
+    notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {numbers.separated(r.prediction_basis)}, "
               f"checked first" for r in df.itertuples()
               if isinstance(getattr(r, "prediction_basis", None), str)]
     notes += _reasons(df, known)

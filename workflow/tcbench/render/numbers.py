@@ -65,6 +65,12 @@ def percent(v, decimals: int = 0) -> str:
     return MISSING if missing(v) else f"{100 * float(v):.{decimals}f}%"
 
 
+def separated(text: str) -> str:
+    """``text`` with each whole number of four or more digits written as the tables write
+    batch sizes (1696 -> 1,696); decimals and numbers already separated are left alone."""
+    return re.sub(r"(?<![\d.,])\d{4,}(?![\d,]|\.\d)", lambda m: f"{int(m.group()):,}", text)
+
+
 def memory_unit(max_bytes) -> tuple[str, float]:
     """MiB up to 4 GiB, GiB beyond: one unit per column or axis, chosen from its largest value."""
     return ("GiB", GIB) if not missing(max_bytes) and float(max_bytes) >= 4 * GIB else ("MiB", MIB)
