@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import yaml
@@ -541,3 +542,27 @@ def test_the_quick_study_plans_one_comparison_a_shape_for_the_map(workflow_copy)
     given = command.split("--comparisons ")[1].split(" >")[0].split()
     assert given == [f"results/xq/interleaved/fp8_crossover_w{w}/bs{t}_compile-default_r{k}.json"
                      for w in (2048, 4096) for t in (2048, 16384) for k in (1, 2, 3)]
+
+
+def test_a_models_cells_of_one_precision_are_told_apart_by_setting_and_experiment():
+    """GPT-2 small in amp-bf16 at three settings across two experiments: each MFU and each
+    table row names its setting (and its experiment where the model's cells come from
+    several), never three bare "amp-bf16" entries."""
+    rows = [("tf_gpt2", "gpt2-small", "amp-bf16", 16, "default", 0.331),
+            ("tf_gpt2", "gpt2-small", "fp8-tensorwise", 16, "default", 0.167),
+            ("tf_gpt2_fastest", "gpt2-small", "amp-bf16", 16, "off", 0.166),
+            ("tf_gpt2_fastest", "gpt2-small-v50304", "amp-bf16", 32, "default", 0.370),
+            ("tf_gpt2_fastest", "gpt2-small-v50304", "amp-bf16", 32, "max-autotune", 0.362)]
+    df = pd.DataFrame([{"experiment": e, "workload": "transformers", "model": m,
+                        "precision": p, "batch_size": bs, "compile": c, "mfu": mfu,
+                        "ceiling_tflops": 775.0, "repeats_ok": 3, "compute_capability": "9.0"}
+                       for e, m, p, bs, c, mfu in rows])
+    [sentence] = fp8_findings.mfu_sentences(df)
+    assert "gpt2-small: amp-bf16 at batch size 16, compile default (tf_gpt2) 33.1%" in sentence
+    assert "fp8-tensorwise 16.7%" in sentence        # the only cell of its precision: bare
+    assert "amp-bf16 at batch size 16, compile off (tf_gpt2_fastest) 16.6%" in sentence
+    assert "gpt2-small-v50304: amp-bf16 at batch size 32, compile default 37.0%" in sentence
+    assert "amp-bf16 at batch size 32, compile max-autotune 36.2%" in sentence
+    v50304 = df[df["model"] == "gpt2-small-v50304"]
+    assert list(fp8_findings._cell_names(v50304, long=False).values()) == \
+        ["bs 32, compile default", "bs 32, compile max-autotune"]

@@ -18,6 +18,7 @@ from ..analysis import crossover as fp8_crossover
 from ..analysis import throughput
 from ..render.numbers import (MISSING, memory, missing, num, percent, times, warmup_text,
                               with_interval)
+from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
 from .findings import Section, config, judged, ratio_text
 from .phrases import (claim_said, decided, judged_ratio, memory_against, n_ok, n_status,
@@ -307,13 +308,28 @@ def mfu_sentences(df: pd.DataFrame) -> list[str]:
                 "roofs are no Tensor Core ceiling to measure utilisation against."]
     parts = []
     for model, g in lm.groupby("model", sort=False):
-        cells = [f"{r['precision']} {percent(r.get('mfu'), 1)} of the {r['precision']} roof "
+        what = _cell_names(g)
+        cells = [f"{what[i]} {percent(r.get('mfu'), 1)} of the {r['precision']} roof "
                  f"({num(r.get('ceiling_tflops'))} TFLOP/s)" if not missing(r.get("mfu"))
-                 else f"{r['precision']} not stated (no calibrated roof for the mode)"
-                 for _, r in g.iterrows()]
+                 else f"{what[i]} not stated (no calibrated roof for the mode)"
+                 for i, r in g.iterrows()]
         parts.append(f"{model}: " + "; ".join(cells))
     return [f"**MFU against the roof of the mode that did the work:** {'. '.join(parts)}. "
             f"{COUNTING}"]
+
+
+def _cell_names(g: pd.DataFrame, long: bool = True) -> dict:
+    """Each row of one model's cells by its precision, and where the model has several cells
+    of one precision, by their setting too (and their experiment, where they differ)."""
+    axes = [a for a in shown_axes(g) if a != "model"]
+    several = g["experiment"].nunique() > 1
+    twice = g.duplicated(["precision"], keep=False)
+    def name(r):
+        if long:
+            return config(r, axes) + (f" ({r['experiment']})" if several else "")
+        return setting_text(r, axes) + (f", {r['experiment']}" if several else "")
+
+    return {i: name(r) if twice[i] else str(r["precision"]) for i, r in g.iterrows()}
 
 
 def _mfu(r) -> str:
@@ -330,11 +346,16 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
             & df["precision"].astype(str).isin([V.FP8_BASELINE, *claims.FP8])]
     if lm.empty:
         return None
+    names = {}
+    for _, g in lm.groupby("model", sort=False):
+        names |= {i: (str(g.at[i, "precision"]) if n == str(g.at[i, "precision"])
+                      else f"{g.at[i, 'precision']} ({n})")
+                  for i, n in _cell_names(g, long=False).items()}
     rows = []
-    for _, r in lm.iterrows():       # in the tables' order: experiment, setting, precision
+    for i, r in lm.iterrows():       # in the tables' order: experiment, setting, precision
         fp8 = str(r["precision"]) in claims.FP8
         j = claims.against(r, V.FP8_BASELINE) if fp8 else None
-        rows.append([str(r["model"]), str(r["precision"]), n_status(r),
+        rows.append([str(r["model"]), names[i], n_status(r),
                      throughput_text(r, throughput.TOKENS) if n_ok(r) else str(r["status"]),
                      judged_ratio(j) if j else "", claim_said(j) if j else "",
                      decided(j, df) if j else "", _mfu(r),
