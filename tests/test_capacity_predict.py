@@ -490,3 +490,11 @@ def test_another_devices_capacity_study_is_reported_from_the_searches_it_has(wor
     report = next(line for line in plan.splitlines() if "tcbench.capacity report" in line)
     assert "resnet50/fp32.json" in report and "resnet50/amp-bf16.json" in report
     assert "amp-fp16" not in report and "cudnn-on" not in report
+
+
+def test_precisions_that_fit_the_same_batch_are_named_together():
+    """amp-fp16 and amp-bf16 store alike: where both fit the largest batch, the verdict's
+    sentence names both, not whichever came first."""
+    fp16 = planted("resnet50", "amp-fp16", 2880, 2944, 48e6)
+    sec = capacity_findings.section(C.table([*PLANTED, fp16]))
+    assert "resnet50, amp-fp16 and amp-bf16: 1.88× (2,880 against 1,536)" in sec.sentences[0]

@@ -62,7 +62,10 @@ def _gain(d: pd.DataFrame) -> str | None:
     if found.empty or base.empty:
         return None
     best = found.loc[ratios[found.index].idxmax()]
-    return (f"{_name(best)}, {best['precision']}: {times(ratios[best.name])} "
+    # precisions that fit the same batch (amp-fp16 and amp-bf16 store alike) are named together
+    tied = found[found["largest_batch_size"] == best["largest_batch_size"]]["precision"]
+    names = " and ".join(dict.fromkeys(map(str, tied)))
+    return (f"{_name(best)}, {names}: {times(ratios[best.name])} "
             f"({_largest(best)} against {_largest(base.iloc[0])})")
 
 
