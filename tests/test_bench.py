@@ -109,3 +109,19 @@ def test_smoke_cost_reads_where_a_runs_seconds_went(tmp_path):
     assert "first start to last end: 12 s" in text            # 12:35:10 .. 12:35:22
     assert "(aggregate, tables, verdict, figures): 9 s" in text  # 12:35:22 .. 12:35:31
     assert "| figures | 2 | 14 | 8 |" in text and "| train | 1 | 12 | 12 |" in text
+
+
+@pytest.mark.slow
+def test_check_cost_times_a_forked_transformer_jobs_parameter_check(tmp_path):
+    pytest.importorskip("transformers")
+    proc = subprocess.run([sys.executable, str(BENCH / "check_cost.py"), "--rounds", "1",
+                           "--servers", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (run,) = json.loads((tmp_path / "check_cost.json").read_text())
+    assert run["hazards_before_forks"] == []          # the server could fork its jobs
+    assert [c["model"] for c in run["children"]] == ["gpt2-small-v50304", "gpt2-small",
+                                                      "llama-300m"]
+    assert all(c["seconds"] > 0 and c["driver_initialised"] is False for c in run["children"])
+    assert any("parse_spec" in line for line in run["profiles"][0]["profile"])
+    assert "| gpt2-small |" in (tmp_path / "check_cost.md").read_text()

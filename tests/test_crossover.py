@@ -565,4 +565,4 @@ def test_a_models_cells_of_one_precision_are_told_apart_by_setting_and_experimen
     assert "amp-bf16 at batch size 32, compile max-autotune 36.2%" in sentence
     v50304 = df[df["model"] == "gpt2-small-v50304"]
     assert list(fp8_findings._cell_names(v50304, long=False).values()) == \
-        ["bs 32, compile default", "bs 32, compile max-autotune"]
+        ["amp-bf16 (bs 32, compile default)", "amp-bf16 (bs 32, compile max-autotune)"]

@@ -11,16 +11,18 @@
 #   fidelity  tcbench against a plain training loop (lab/bench/host_fidelity.py)
 #   hf_check  a GPT-2 small job's fixed cost when forked, its parameter check above all (a few
 #             steps, lab/bench/job_cost.py --forked; transformers must be installed)
+#   check_cost  where that parameter check spends its time in a forked child, profiled
+#             (lab/bench/check_cost.py, about 1 minute)
 #
 # On an H200 host the first three take about 340 s, fidelity 160 s more; as with study.sh, give
 # the batch job or remote command at least 60 s more than SECONDS.
 set -uo pipefail
-usage="usage: lab/bench/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity|hf_check ...]"
+usage="usage: lab/bench/checks.sh --out DIR SECONDS [server|probe|fork_ab|fidelity|hf_check|check_cost ...]"
 if [ "${1:-}" != --out ] || [ $# -lt 3 ]; then echo "$usage" >&2; exit 2; fi
 dest=$(realpath -m "$2"); budget=$3; shift 3
 case $budget in ''|*[!0-9]*) echo "checks.sh: SECONDS=$budget is not a whole number; $usage" >&2; exit 2 ;; esac
 for step in "$@"; do
-  case $step in server|probe|fork_ab|fidelity|hf_check) ;; *) echo "checks.sh: unknown step $step; $usage" >&2; exit 2 ;; esac
+  case $step in server|probe|fork_ab|fidelity|hf_check|check_cost) ;; *) echo "checks.sh: unknown step $step; $usage" >&2; exit 2 ;; esac
 done
 cd "$(dirname "$0")/../.."
 t0=$(date +%s)
@@ -59,6 +61,9 @@ for step in "$@"; do
         --spec '{"experiment": "tf_gpt2_small", "cell": "amp-bf16_bs4", "workload": "transformers",
                  "precision": "amp-bf16", "batch_size": 4, "params": {"model": "gpt2-small",
                  "seq_len": 1024, "steps": 5, "warmup_steps": 2}}' 2>&1 | tail -8 ;;
+    check_cost)
+      HF_HUB_OFFLINE=1 timeout $(( $(left) - 20 )) python3 lab/bench/check_cost.py \
+        --out "$B/check_cost" --rounds 3 --servers 2 2>&1 | tail -8 ;;
   esac
 done
 echo "done after $(( $(date +%s) - t0 )) s"

@@ -327,7 +327,8 @@ def _cell_names(g: pd.DataFrame, long: bool = True) -> dict:
     def name(r):
         if long:
             return config(r, axes) + (f" ({r['experiment']})" if several else "")
-        return setting_text(r, axes) + (f", {r['experiment']}" if several else "")
+        return (f"{r['precision']} ({setting_text(r, axes)}"
+                + (f", {r['experiment']})" if several else ")"))
 
     return {i: name(r) if twice[i] else str(r["precision"]) for i, r in g.iterrows()}
 
@@ -346,11 +347,8 @@ def transformer_table(df: pd.DataFrame) -> Table | None:
             & df["precision"].astype(str).isin([V.FP8_BASELINE, *claims.FP8])]
     if lm.empty:
         return None
-    names = {}
-    for _, g in lm.groupby("model", sort=False):
-        names |= {i: (str(g.at[i, "precision"]) if n == str(g.at[i, "precision"])
-                      else f"{g.at[i, 'precision']} ({n})")
-                  for i, n in _cell_names(g, long=False).items()}
+    names = {i: n for _, g in lm.groupby("model", sort=False)
+             for i, n in _cell_names(g, long=False).items()}
     rows = []
     for i, r in lm.iterrows():       # in the tables' order: experiment, setting, precision
         fp8 = str(r["precision"]) in claims.FP8
