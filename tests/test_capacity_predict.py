@@ -498,3 +498,6 @@ def test_precisions_that_fit_the_same_batch_are_named_together():
     fp16 = planted("resnet50", "amp-fp16", 2880, 2944, 48e6)
     sec = capacity_findings.section(C.table([*PLANTED, fp16]))
     assert "resnet50, amp-fp16 and amp-bf16: 1.88× (2,880 against 1,536)" in sec.sentences[0]
+    three = planted("resnet50", "fp8-tensorwise", 2880, 2944, 50e6)
+    sec = capacity_findings.section(C.table([*PLANTED[:3], fp16, three]))
+    assert "resnet50, amp-fp16, amp-bf16 and fp8-tensorwise: 1.88×" in sec.sentences[0]

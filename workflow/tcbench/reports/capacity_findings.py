@@ -64,7 +64,8 @@ def _gain(d: pd.DataFrame) -> str | None:
     best = found.loc[ratios[found.index].idxmax()]
     # precisions that fit the same batch (amp-fp16 and amp-bf16 store alike) are named together
     tied = found[found["largest_batch_size"] == best["largest_batch_size"]]["precision"]
-    names = " and ".join(dict.fromkeys(map(str, tied)))
+    *others, last = dict.fromkeys(map(str, tied))
+    names = f"{', '.join(others)} and {last}" if others else last
     return (f"{_name(best)}, {names}: {times(ratios[best.name])} "
             f"({_largest(best)} against {_largest(base.iloc[0])})")
 
