@@ -36,6 +36,7 @@ def figure(df, out_dir: Path) -> list[Path]:
         g = df[(df["workload"] == workload) & df.get("setting", pd.Series(index=df.index))
                .isna()]
         g = g.set_index(g["precision"].astype(str))
+        tall = False
         for i, prec in enumerate(precisions):
             if prec not in g.index:
                 continue
@@ -51,9 +52,12 @@ def figure(df, out_dir: Path) -> list[Path]:
                 top = max(v for v in (value, first_oom, predicted) if pd.notna(v))
                 label = (f"{int(value):,}" if status == "found"
                          else f"≥{int(value):,}\n({status})")
-                # above the dotted out-of-memory line and the diamond, not on them
+                # above the dotted out-of-memory line and the diamond, not on them; upright
+                # where a wide number would run into its neighbour's
+                upright = len(label) > 5 and len(precisions) > 3
+                tall = tall or upright
                 ax.annotate(label, (i, top), xytext=(0, 3), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=6)
+                            ha="center", va="bottom", fontsize=6, rotation=90 * upright)
                 if pd.notna(predicted):
                     ax.plot(i, predicted, marker="D", ms=3, color="0.1", ls="none", zorder=3)
             else:
@@ -69,7 +73,7 @@ def figure(df, out_dir: Path) -> list[Path]:
         ax.set_ylabel(f"largest batch ({unit})", fontsize=7)
         ax.tick_params(axis="y", labelsize=6)
         ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
-        ax.margins(y=0.15)
+        ax.margins(y=0.3 if tall else 0.15)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.text(0.5, 0.0, "dotted: smallest batch size tried that ran out of memory; "
              "diamond: the batch size predicted from two small probes",
