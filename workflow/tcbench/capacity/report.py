@@ -199,7 +199,7 @@ def capacity_table(df):
     limits = sorted({int(v) for v in df["memory_limit_bytes"].dropna()})
     budgets = sorted({int(v) for v in df["budget_bytes"].dropna()})
     starts = ", ".join(sorted({str(v) for v in df["probe_process_start"].dropna()})) or "none"
-    plain = df[df["setting"].isna()] if df["setting"].notna().any() else df  # a row's own
+    plain = df[df["setting"].isna()]   # the searches without a setting of their own
     notes = [f"Searched to within {_resolutions(df, known)}. Each probe is a "
              f"process of its own ({starts}), eager; cuDNN autotuning "
              f"{', '.join(sorted(set(plain['cudnn_benchmark'].dropna())))} "
@@ -212,8 +212,8 @@ def capacity_table(df):
              f"b; peak memory is that of the largest batch that fit. Search time is each "
              f"search's wall time, probes included."]
     notes += [f"Budget: {_budgets(df, known)}."] if budgets else []
-    notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is {numbers.separated(r.prediction_basis)}, "
-              f"checked first" for r in df.itertuples()
+    notes += [f"{r.shown_as} {r.precision} ({r.setting}): predicted is "
+              f"{numbers.separated(r.prediction_basis)}, checked first" for r in df.itertuples()
               if isinstance(getattr(r, "prediction_basis", None), str)]
     notes += _reasons(df, known)
     return Table(f"Largest batch size that trains without running out of memory on {device}"

@@ -45,6 +45,12 @@ def said_once(pairs) -> dict[str, list[str]]:
     return said
 
 
+def listed(items) -> str:
+    """Items as prose lists them: "a", "a and b", "a, b and c"."""
+    *others, last = items
+    return f"{', '.join(others)} and {last}" if others else last
+
+
 def to_markdown(t: Table, heading: str | None = "###") -> str:
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     marks = {"l": ":---", "r": "---:", "c": ":---:"}

@@ -16,7 +16,7 @@ from .. import vocabulary as V
 from ..analysis import claims
 from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, runs_note, times
 from ..render.settings import changes, setting_text
-from ..render.table import Table
+from ..render.table import Table, listed
 from .findings import Findings
 from .phrases import (accuracy_against, claim_said, decided, judged_ratio, limits,
                       memory_against, same_cell)
@@ -199,20 +199,20 @@ def bottom_line(rows: list[Answer]) -> str:
     for words, kinds in GROUPS:
         named = [_named(a) for a in rows if a.claim in kinds]
         if named:
-            parts.append(f"{words} {_list(named)}")
+            parts.append(f"{words} {listed(named)}")
     gated = [f"{a.experiment} ({GATE_WORDS[a.claim]})" for a in rows if a.claim in GATE_WORDS]
     if gated:
-        parts.append(f"is not judged in {_list(gated)}")
+        parts.append(f"is not judged in {listed(gated)}")
     nothing = [a.experiment for a in rows if a.judgement is None]
     said = ("Reduced precision " + "; it ".join(parts) + "." if parts else
             "No experiment has a reduced-precision cell to judge.")
     # the crossover map's shapes are the FP8 clause's (fp8_findings.starts_to_pay_short)
-    slow = [f"{a.experiment} ({_list(s)})" for a in rows
+    slow = [f"{a.experiment} ({listed(s)})" for a in rows
             if not a.experiment.startswith(V.CROSSOVER_PREFIX) and (s := _other_slowdowns(a))]
     if slow:
-        said += f" Slower than its baseline: {_list(slow)}."
+        said += f" Slower than its baseline: {listed(slow)}."
     if nothing and parts:
-        said += f" Nothing to judge in {_list(nothing)} (no reduced precision against fp32)."
+        said += f" Nothing to judge in {listed(nothing)} (no reduced precision against fp32)."
     return said
 
 
@@ -224,7 +224,3 @@ def _other_slowdowns(a: Answer) -> list[str]:
     return [f"{s.row['precision']} at bs {int(s.row['batch_size'])} against {s.baseline}"
             for s in a.findings.slowdowns
             if j is None or not same_cell(s.row, j.row) or s.baseline != j.baseline]
-
-
-def _list(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

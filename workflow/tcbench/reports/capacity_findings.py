@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import vocabulary as V
 from ..render.numbers import MISSING, memory, missing, times
-from ..render.table import Table, said_once
+from ..render.table import Table, listed, said_once
 from .findings import Section
 
 TITLE = "How much larger a batch fits"
@@ -64,9 +64,8 @@ def _gain(d: pd.DataFrame) -> str | None:
     best = found.loc[ratios[found.index].idxmax()]
     # precisions that fit the same batch (amp-fp16 and amp-bf16 store alike) are named together
     tied = found[found["largest_batch_size"] == best["largest_batch_size"]]["precision"]
-    *others, last = dict.fromkeys(map(str, tied))
-    names = f"{', '.join(others)} and {last}" if others else last
-    return (f"{_name(best)}, {names}: {times(ratios[best.name])} "
+    return (f"{_name(best)}, {listed(list(dict.fromkeys(map(str, tied))))}: "
+            f"{times(ratios[best.name])} "
             f"({_largest(best)} against {_largest(base.iloc[0])})")
 
 

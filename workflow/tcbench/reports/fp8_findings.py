@@ -324,6 +324,7 @@ def _cell_names(g: pd.DataFrame, long: bool = True) -> dict:
     axes = [a for a in shown_axes(g) if a != "model"]
     several = g["experiment"].nunique() > 1
     twice = g.duplicated(["precision"], keep=False)
+
     def name(r):
         if long:
             return config(r, axes) + (f" ({r['experiment']})" if several else "")

@@ -16,7 +16,7 @@ import pandas as pd
 from .. import stats
 from ..analysis import crossover as fp8_crossover
 from ..render.numbers import num
-from ..render.table import Table, to_html, to_markdown
+from ..render.table import Table, listed, to_html, to_markdown
 from . import answer
 from . import fp8_findings
 
@@ -100,8 +100,8 @@ def _fp8(crossover: pd.DataFrame | None) -> str:
             pays.append(f"{int(c.row['width'])}×{int(c.row['tokens']):,} ({mode})")
         elif c.kind in ("none", "unjudged"):
             none.append(mode)
-    said = ([f"from Linear width × tokens {_join(pays)}"] if pays else []) + \
-        ([f"at none of the shapes measured ({_join(none)})"] if none else [])
+    said = ([f"from Linear width × tokens {listed(pays)}"] if pays else []) + \
+        ([f"at none of the shapes measured ({listed(none)})"] if none else [])
     return f" FP8 pays off against {fp8_crossover.BASELINE} {', and '.join(said)}." if said else ""
 
 
@@ -121,7 +121,7 @@ def headline(rows: list[answer.Answer], crossover: pd.DataFrame | None = None,
         # "pays off in 3, is faster … in 1, slower in 2": the first state after a verb of its own
         k = 1 if parts and parts[0].startswith(HEADLINE[0][0]) else 0
         parts[k:k + 1] = [f"is {p}" for p in parts[k:k + 1]]
-        text = ("Reduced precision " + _join(parts)
+        text = ("Reduced precision " + listed(parts)
                 if parts else "No experiment has a reduced-precision cell to judge")
         if nothing and parts:
             text += f"; {len(nothing)} ha{'s' if len(nothing) == 1 else 've'} nothing to judge"
@@ -130,10 +130,6 @@ def headline(rows: list[answer.Answer], crossover: pd.DataFrame | None = None,
         if words(text) <= limit:
             return text
     return text
-
-
-def _join(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 # ------------------------------------------------------------------------------ the page
