@@ -184,11 +184,10 @@ def test_the_capacity_answer_is_capacity_csv():
         if pd.notna(c["predicted_batch_size"]):
             assert r[at["predicted"]] == (f"{int(c['predicted_batch_size']):,} "
                                           f"({c['prediction']})"), r
-    # the verdict's sentence names each workload's largest gain over fp32
     # the verdict's sentence names each workload's largest gain over fp32, and every
     # precision that fits that same batch
     main = df[plain].assign(r=df["largest_batch_size"] / df["workload"].map(fp32))
-    for w, g in main[main["precision"] != "fp32"].dropna(subset=["r"]).groupby("workload"):
+    for _, g in main[main["precision"] != "fp32"].dropna(subset=["r"]).groupby("workload"):
         top = g[g["r"] == g["r"].max()]
         *others, last = top["precision"]
         names = f"{', '.join(others)} and {last}" if others else last
