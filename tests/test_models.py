@@ -375,6 +375,18 @@ def test_the_check_is_cached_per_model(monkeypatch):
         classify.ByName._forward_check.cache_clear()  # no entry made with the stand-in kept
 
 
+def test_the_trial_step_is_the_only_check_a_made_job_skips(tmp_path):
+    """resolve_params(trial=False), as a job the workflow made: a model that cannot take its
+    input passes (the workflow's own check stopped it), a misspelt parameter still does not."""
+    broken = {"file": write(tmp_path, "m.py", "import torch\ninput_shape = (3, 32, 32)\n"
+                                              "def model(n):\n    return torch.nn.Linear(7, n)\n")}
+    with pytest.raises(ValueError, match="one training step fails"):
+        workloads.resolve_params("custom", broken)
+    assert workloads.resolve_params("custom", broken, trial=False)["file"] == broken["file"]
+    with pytest.raises(ValueError, match="did you mean image_size"):
+        workloads.resolve_params("custom", broken | {"image_sise": 32}, trial=False)
+
+
 # ------------------------------------------------------------------------ through Snakemake
 @pytest.mark.slow
 @pytest.mark.parametrize("params,fragments", [

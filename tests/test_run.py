@@ -58,6 +58,37 @@ def test_one_job_per_workload_writes_a_valid_record(tmp_path, workload, precisio
     assert all(v >= 0 for v in phases.values())
     assert phases["training"] >= m["total_time_s"]
     assert h["process_start_to_main_s"] is None or h["process_start_to_main_s"] >= 0
+    assert h["trial_step"] == "job"   # a spec made by hand: its check is the whole check
+
+
+def test_a_job_the_workflow_made_does_not_repeat_the_trial_step(tmp_path, monkeypatch):
+    """The workflow tries each model's training step on the meta device when it makes the
+    jobs; a job it made (--checked) skips that step, which a transformer job paid every time,
+    and its record says where the step ran. The cheap checks still run in the job."""
+    from tcbench.workloads import classify, custom
+
+    tried = []
+    real = classify.forward_check
+    monkeypatch.setattr(classify, "forward_check",
+                        lambda what, *a, **k: tried.append(what) or real(what, *a, **k))
+    monkeypatch.setattr(custom, "_CHECKED", set())
+    model = tmp_path / "m.py"
+    model.write_text("import torch\ninput_shape = (8,)\n"
+                     "def model(n):\n    return torch.nn.Linear(8, n)\n")
+    spec = {"workload": "custom", "precision": "fp32", "batch_size": 4,
+            "params": {"file": str(model), "num_classes": 3, "steps": 2, "warmup_steps": 1}}
+    for checked, where in ((True, "workflow"), (False, "job")):
+        out = tmp_path / f"{where}.json"
+        assert run.main(["--spec", json.dumps(spec), "--out", str(out)]
+                        + ["--checked"] * checked) == 0
+        rec = R.read(out)
+        assert rec["status"] == "ok", rec["status_reason"]
+        assert rec["harness"]["trial_step"] == where
+        assert len(tried) == (0 if checked else 1), tried
+    bad = spec | {"params": spec["params"] | {"num_clases": 3}}
+    out = tmp_path / "bad.json"
+    assert run.main(["--spec", json.dumps(bad), "--checked", "--out", str(out)]) != 0
+    assert not out.exists()
 
 
 def test_unsupported_mode_is_a_record_not_a_failure(tmp_path):

@@ -7,7 +7,9 @@ small job forked on an H200, against 0.2 s on a CPU laptop. This script does wha
 server does (``tcbench.launch.preload.preload`` for the transformers workload, in a fresh
 interpreter each time), then per model and round forks a child that times ``parse_spec`` of a
 1024-token job, profiles it, and says whether the check started the CUDA driver (which a fork
-server must never do, but a forked job may).
+server must never do, but a forked job may). Each round also times the check a job the workflow
+made runs (``tcbench.job.run --checked``: the model's trial step on the meta device ran when
+the workflow made the job, and is not repeated).
 
     python lab/bench/check_cost.py --out results/bench/nvidia-h200/check-cost --rounds 3
 
@@ -47,7 +49,9 @@ def server(rounds: int) -> dict:
            "hazards_before_forks": preload.fork_hazards(), "children": []}
     for r in range(rounds):
         for model in MODELS:
-            out["children"].append(in_child(lambda m=model: child(m)) | {"round": r + 1})
+            for trial in (True, False):
+                out["children"].append(in_child(lambda m=model, t=trial: child(m, trial=t))
+                                       | {"round": r + 1})
     # one more child a model under cProfile (which slows it), for where the time goes
     out["profiles"] = [in_child(lambda m=model: child(m, profile=True)) for model in MODELS]
     return out
@@ -70,7 +74,7 @@ def in_child(fn) -> dict:
     return json.loads(data or b'{"error": "the child died"}')
 
 
-def child(model: str, profile: bool = False) -> dict:
+def child(model: str, profile: bool = False, trial: bool = True) -> dict:
     from tcbench.job.spec import parse_spec
     from tcbench.launch import preload
 
@@ -80,16 +84,21 @@ def child(model: str, profile: bool = False) -> dict:
     t = time.perf_counter()
     if prof:
         prof.enable()
-    parse_spec(spec)
+    parse_spec(spec, trial)
     if prof:
         prof.disable()
-    out = {"model": model, "seconds": round(time.perf_counter() - t, 4),
+    out = {"model": model, "trial": trial, "seconds": round(time.perf_counter() - t, 4),
            "driver_initialised": preload.driver_initialised()}
     if prof:
         text = io.StringIO()
         pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
         out["profile"] = text.getvalue().splitlines()[:70]
     return out
+
+
+def spread(seconds: list[float]) -> str:
+    return (f"{statistics.median(seconds):.3f} ({min(seconds):.3f}–{max(seconds):.3f})"
+            if seconds else "—")
 
 
 def main(argv=None) -> int:
@@ -115,17 +124,23 @@ def main(argv=None) -> int:
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "check_cost.json").write_text(json.dumps(runs, indent=1) + "\n")
+    from importlib.metadata import version
+
+    from tcbench.host import environment
+
     lines = ["# A forked transformer job's parameter check", "",
+             f"{environment.device_slug()}, {os.cpu_count()} CPUs, torch {version('torch')}, "
+             f"transformers {version('transformers')}.", "",
              f"Seconds of `parse_spec` in a forked child, median (min–max) over {args.rounds} "
              f"rounds × {args.servers} servers (fresh interpreters; their preload in s: "
              f"{', '.join(str(r['preload_s']) for r in runs)}).", "",
-             "| model | parse_spec s | driver initialised |", "|---|---|---|"]
+             "| model | a job's own check s | a job the workflow made (`--checked`) s "
+             "| driver initialised |", "|---|---|---|---|"]
     for model in MODELS:
         kids = [c for r in runs for c in r["children"] if c.get("model") == model]
-        s = [c["seconds"] for c in kids]
+        cols = [spread([c["seconds"] for c in kids if c["trial"] is t]) for t in (True, False)]
         drv = sorted({str(c["driver_initialised"]) for c in kids})
-        lines.append(f"| {model} | {statistics.median(s):.3f} ({min(s):.3f}–{max(s):.3f}) | "
-                     f"{', '.join(drv)} |")
+        lines.append(f"| {model} | {' | '.join(cols)} | {', '.join(drv)} |")
     (args.out / "check_cost.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

@@ -105,7 +105,8 @@ def run_one(spec: dict, out: Path, cache: Path, timeout: float, fork: dict | Non
     record, log = out / f"{name}.json", out / f"{name}.log"
     record.unlink(missing_ok=True)
     launcher = "tcbench.launch.forkclient" if fork else "tcbench.job.run"
-    cmd = [sys.executable, "-m", launcher, "--spec", json.dumps(spec),
+    # --checked, as the workflow runs its jobs: main checked every spec first, trial step included
+    cmd = [sys.executable, "-m", launcher, "--spec", json.dumps(spec), "--checked",
            "--compile-cache", str(cache), "--out", str(record)]
     # a PYTHONPATH of the caller's stays behind tcbench's (a host's extra site-packages)
     env = os.environ | (fork or {}) | {"PYTHONPATH": os.pathsep.join(
@@ -205,9 +206,14 @@ def main(argv=None) -> int:
         ensure_inputs(jobs)
         specs = [j.spec("job-cost") for j in jobs]
     else:
+        from tcbench.job.spec import parse_spec
+
+        given = [json.loads(s) for s in args.spec]
+        for spec in given:   # as the workflow checks its jobs' specs when it makes them
+            parse_spec(spec)
         specs = [spec | {"repeat": r, "cell": re.sub(r"_r\d+$", "", spec.get("cell", "adhoc"))
                          + f"_r{r}"}
-                 for spec in map(json.loads, args.spec) for r in range(1, args.repeats + 1)]
+                 for spec in given for r in range(1, args.repeats + 1)]
     work = (args.work or Path(tempfile.mkdtemp(prefix="job_cost-"))).resolve()
     jobs_dir = work / "jobs"
     jobs_dir.mkdir(parents=True, exist_ok=True)

@@ -30,8 +30,10 @@ rule train:
         gpu=1,
     # round-robin: every cell's first repeat, then every second one, ... (added repeats last)
     priority: lambda wc: wave_priority(job_of(wc).repeat)
+    # --checked: the spec was checked when the jobs were made (tcbench.launch.matrix), the
+    # model's trial step on the meta device included, so the job does not repeat it
     shell:
-        "python -m {params.launcher:q} --spec {params.spec:q} "
+        "python -m {params.launcher:q} --spec {params.spec:q} --checked "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 
@@ -62,7 +64,7 @@ rule interleave:
         gpu=1,
     priority: lambda wc: wave_priority(comparison_of(wc).replicate)
     shell:
-        "python -m {params.launcher:q} --spec {params.spec:q} "
+        "python -m {params.launcher:q} --spec {params.spec:q} --checked "
         "--compile-cache {params.compile_cache:q} --out {output:q} > {log:q} 2>&1"
 
 

@@ -51,9 +51,10 @@ class ProcessProbe:
         path = self.dir / f"bs{bs}.json"
         path.unlink(missing_ok=True)
         # forked from the workflow's preloaded interpreter (which never touched CUDA) where the
-        # plan says one can serve it, else fresh; either way a process of its own
+        # plan says one can serve it, else fresh; either way a process of its own. --checked:
+        # the plan's check ran the model's trial step (tcbench.capacity.plan), for any batch
         cmd = [sys.executable, "-m", self.s.get("launcher") or "tcbench.job.run",
-               "--spec", json.dumps(probe_spec(self.s, bs)), "--out", str(path)]
+               "--spec", json.dumps(probe_spec(self.s, bs)), "--checked", "--out", str(path)]
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True,

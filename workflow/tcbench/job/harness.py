@@ -32,6 +32,9 @@ class Phases:
         self.started_s = started_s  # process start to the first mark's origin
         self.t = time.perf_counter()
         self.spans: dict[str, float] = {}
+        # where the model's trial step on the meta device ran: "job" (in parameter_check) or
+        # "workflow" (when the workflow made the job, on the same parameters; not repeated)
+        self.trial_step: str | None = None
 
     def mark(self, name: str) -> None:
         now = time.perf_counter()
@@ -40,7 +43,8 @@ class Phases:
 
     def result(self) -> dict:
         return {"process": origin(), "process_start_to_main_s": self.started_s,
-                "phases_s": {k: round(v, 6) for k, v in self.spans.items()}}
+                "phases_s": {k: round(v, 6) for k, v in self.spans.items()}} | (
+                    {"trial_step": self.trial_step} if self.trial_step else {})
 
 
 # ------------------------------------------------------------------------------------ compile cache
@@ -117,6 +121,9 @@ def job_arguments(prog: str, doc: str, what: str, argv: list[str] | None) -> arg
     src.add_argument("--spec", help=f"the {what} as a JSON object")
     src.add_argument("--spec-file", type=Path, help=f"the {what} as a JSON file")
     ap.add_argument("--out", type=Path, required=True, help="where the JSON record goes")
+    ap.add_argument("--checked", action="store_true",
+                    help=f"the {what}'s parameters were checked when the workflow made it, the "
+                         "model's trial step on the meta device included: skip repeating it")
     ap.add_argument("--compile-cache", type=Path, metavar="DIR",
                     help="torch.compile's caches (Inductor, Triton) in DIR, shared by the jobs "
                          "that name it; default: torch's own (a per-user folder in /tmp)")

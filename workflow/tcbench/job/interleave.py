@@ -74,9 +74,9 @@ def settings(given: dict | None) -> dict:
     return out
 
 
-def parse(spec: dict) -> dict:
+def parse(spec: dict, trial: bool = True) -> dict:
     """Check an interleaved comparison's spec; ValueError naming the culprit. Every arm's cell
-    spec is checked as ``tcbench.job.run`` would check it."""
+    spec is checked as ``tcbench.job.run`` would check it (``trial``: see ``parse_spec``)."""
     from .spec import parse_spec
 
     if not isinstance(spec, dict):
@@ -96,7 +96,7 @@ def parse(spec: dict) -> dict:
                             "workload")), "workload": spec.get("workload"), "precision": p,
                          "batch_size": spec.get("batch_size"), "params": spec.get("params"),
                          "device": out["device"], "repeat": k,
-                         "cell": f"{p}_{spec.get('setting') or 'interleaved'}_r{k}"})
+                         "cell": f"{p}_{spec.get('setting') or 'interleaved'}_r{k}"}, trial)
              for p in arms]
     out["experiment"] = cells[0]["experiment"]
     out["setting"] = spec.get("setting") or f"bs{spec['batch_size']}"
@@ -287,15 +287,17 @@ def segment(arm: Arm, position: int, marks: Marks, lead_in: int) -> dict:
             "host_probe_ops_per_s": host_speed}
 
 
-def compare(spec: dict, phases: Phases | None = None) -> dict:
-    """Run one interleaved comparison and return its record (not yet written)."""
+def compare(spec: dict, phases: Phases | None = None, checked: bool = False) -> dict:
+    """Run one interleaved comparison and return its record (not yet written); ``checked`` as
+    in ``tcbench.job.run.run_job``."""
     phases = phases or Phases()
     import torch
 
     from .spec import pick_device
 
     phases.mark("imports")
-    spec = parse(spec)
+    spec = parse(spec, trial=not checked)
+    phases.trial_step = "workflow" if checked else "job"
     phases.mark("parameter_check")
     s = spec["interleave"]
     where = placement.place(spec["params"]["cpu_placement"], spec["device"])
@@ -365,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        made["record"] = compare(spec, phases)
+        made["record"] = compare(spec, phases, args.checked)
 
     try:
         status = cli.main("tcbench.job.interleave", comparison, (ValueError, json.JSONDecodeError))

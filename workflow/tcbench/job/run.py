@@ -332,8 +332,9 @@ class Job:
             "evidence_repeat": self.evidence_repeat}
 
 
-def run_job(spec: dict, phases: Phases | None = None) -> dict:
-    """Run one cell and return its record (not yet written)."""
+def run_job(spec: dict, phases: Phases | None = None, checked: bool = False) -> dict:
+    """Run one cell and return its record (not yet written). ``checked``: the workflow made
+    the spec and ran the model's trial step on its parameters; not repeated here."""
     phases = phases or Phases()
     import torch  # noqa: F401
 
@@ -342,7 +343,8 @@ def run_job(spec: dict, phases: Phases | None = None) -> dict:
 
     phases.mark("imports")
     # the workload's own check (a transformers model imports its library's registry here)
-    spec = parse_spec(spec)
+    spec = parse_spec(spec, trial=not checked)
+    phases.trial_step = "workflow" if checked else "job"
     phases.mark("parameter_check")
     # before CUDA starts its threads
     where = placement.place(spec["params"]["cpu_placement"], spec["device"])
@@ -370,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         gpus.pin()  # before anything initialises CUDA: one GPU per job, held until exit
         phases.mark("gpu_pinning")
         spec = json.loads(args.spec if args.spec else args.spec_file.read_text())
-        ran.append(run_job(spec, phases))
+        ran.append(run_job(spec, phases, args.checked))
 
     try:
         if status := cli.main("tcbench.job.run", job, (ValueError, DataMissingError)):

@@ -13,8 +13,9 @@ OOM_MARKERS = ("out of memory", "CUBLAS_STATUS_ALLOC_FAILED", "CUDNN_STATUS_ALLO
                "DefaultCPUAllocator: can't allocate memory", "DefaultCPUAllocator: not enough memory")
 
 
-def parse_spec(spec: dict) -> dict:
-    """Check a job spec and resolve its parameters; raises ValueError naming the culprit."""
+def parse_spec(spec: dict, trial: bool = True) -> dict:
+    """Check a job spec and resolve its parameters; raises ValueError naming the culprit.
+    ``trial``: the workload's trial step too (see tcbench.workloads.resolve_params)."""
     from .. import workloads
     from . import memlimit, precision
 
@@ -32,7 +33,7 @@ def parse_spec(spec: dict) -> dict:
     precision.get(spec["precision"])
     memlimit.check(spec.get("memory_limit_bytes"))
     out = {"run": "adhoc", "experiment": spec["workload"], "repeat": 1, "device": "auto"} | spec
-    out["params"] = workloads.resolve_params(spec["workload"], spec.get("params"))
+    out["params"] = workloads.resolve_params(spec["workload"], spec.get("params"), trial)
     out.setdefault("cell", f"{out['precision']}_bs{bs}_r{out['repeat']}")
     return out
 

@@ -3,9 +3,11 @@
 A workload module has ``DEFAULTS`` (every parameter it accepts, with its default),
 ``LOADERS`` (the loader kinds it accepts) and ``build(params, batch_size, device) -> Workload``.
 Optionally ``derive(params) -> dict``: values for parameters whose default depends on the
-others (their ``DEFAULTS`` entry is None; e.g. a model's own input size), and
-``check(params)``: raises ValueError naming a bad value. Both run before any job, at the
-workflow's parse time, so they must be cheap (cache what is slow).
+others (their ``DEFAULTS`` entry is None; e.g. a model's own input size),
+``check(params)``: raises ValueError naming a bad value, and ``trial(params)``: one training
+step of the model on PyTorch's meta device, raising ValueError where the model cannot take its
+input. All run before any job, at the workflow's parse time, so they must be cheap (cache what
+is slow); a job the workflow made skips the trial step (it ran there, on the same parameters).
 """
 
 from __future__ import annotations
@@ -97,9 +99,10 @@ def preload_modules(names) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def resolve_params(name: str, overrides: dict | None) -> dict:
+def resolve_params(name: str, overrides: dict | None, trial: bool = True) -> dict:
     """Defaults merged with ``overrides``; an unknown key or an out-of-range value is an error
-    that names it, raised before anything is built."""
+    that names it, raised before anything is built. ``trial``: also the module's trial step
+    on the meta device (false only where it already passed on these parameters)."""
     mod = module(name)
     defaults = COMMON_DEFAULTS | mod.DEFAULTS
     overrides = dict(overrides or {})
@@ -138,6 +141,8 @@ def resolve_params(name: str, overrides: dict | None) -> dict:
                          f"choose one of {', '.join(placement.PLACEMENTS)}")
     if hasattr(mod, "check"):
         mod.check(params)
+    if trial and hasattr(mod, "trial"):
+        mod.trial(params)
     return params
 
 

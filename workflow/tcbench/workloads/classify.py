@@ -292,7 +292,7 @@ class ByName:
     """A library of models by name (torchvision, timm): ``names()`` lists them,
     ``default_image_size(name)`` reads a model's own input size from the library's config,
     ``create(name, num_classes, **kwargs)`` builds one without pretrained weights. The workload
-    modules hand their ``derive``, ``check`` and ``build`` to this."""
+    modules hand their ``derive``, ``check``, ``trial`` and ``build`` to this."""
 
     workload: str
     names: Callable[[], tuple]
@@ -325,6 +325,8 @@ class ByName:
             raise ValueError(f"workload {self.workload!r}: model_kwargs="
                              f"{params['model_kwargs']!r} must be a mapping of the model "
                              f"builder's arguments")
+
+    def trial(self, params: dict) -> None:
         self._forward_check(params["model"], params["image_size"], params["num_classes"],
                             json.dumps(params["model_kwargs"], sort_keys=True))
 

@@ -179,6 +179,13 @@ def check(params: dict) -> None:
     if params["data"] == "imagefolder" and shape is not None and shape[0] != 3:
         raise ValueError(f"workload 'custom': {source(params)} declares input_shape={shape}, "
                          f"but an image folder gives 3-channel (RGB) images")
+
+
+def trial(params: dict) -> None:
+    """One training step on the meta device with the file's own batch and loss, where it has
+    them (each failure names the hook that failed)."""
+    user = load(params)
+    shape = input_shape(user, params)
     key = (params["file"] and str(Path(params["file"]).resolve()), params["module"],
            params["model"], sample_shape(user, params), params["num_classes"],
            params["data"], params["loss"], params["label_smoothing"], id(user))

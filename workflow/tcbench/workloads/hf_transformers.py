@@ -177,6 +177,9 @@ def check(params: dict) -> None:
                          f"model {params['model']!r}'s max_position_embeddings={longest}; set "
                          f"seq_len <= {longest} or config: {{max_position_embeddings: "
                          f"{params['seq_len']}}}")
+
+
+def trial(params: dict) -> None:
     _forward_check(params["model"], json.dumps(params["config"] or {}, sort_keys=True),
                    params["task"], params["attn_implementation"], params["seq_len"])
 

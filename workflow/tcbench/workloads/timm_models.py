@@ -50,7 +50,7 @@ def create(name: str, num_classes: int, **kwargs):
 
 LIBRARY = classify.ByName("timm", names, default_image_size, create,
                           examples=("resnet50d", "nfnet_l0"), size_arg="img_size")
-check = LIBRARY.check
+check, trial = LIBRARY.check, LIBRARY.trial
 
 
 def derive(params: dict) -> dict:

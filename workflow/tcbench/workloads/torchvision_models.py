@@ -49,4 +49,4 @@ def create(name: str, num_classes: int, **kwargs):
 
 LIBRARY = classify.ByName("torchvision", names, default_image_size, create,
                           examples=("resnet18", "vit_b_16"), size_arg="image_size")
-derive, check, build = LIBRARY.derive, LIBRARY.check, LIBRARY.build
+derive, check, trial, build = LIBRARY.derive, LIBRARY.check, LIBRARY.trial, LIBRARY.build
