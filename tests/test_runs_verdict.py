@@ -105,6 +105,10 @@ def test_three_runs_judge_the_experiment_across_them_and_mark_it(tmp_path):
                           f"{mine}, interleaved")
     md = v.markdown()
     assert ratio in md and notes[0] in md
+    # the experiment's own section says what its marks mean too, read on its own
+    (section,) = [s for s in v.sections if s.title.startswith("amp_recipe ")]
+    assert any(V.RUNS_MARK in c for row in section.table.rows for c in row)
+    assert section.table.notes == notes
     assert f"{len(ARMS)} by interleaved comparisons judged across runs of the study on " \
         "different machines" in md
     # the overview figure: the same ratio and mark, this machine's own drawn beside it

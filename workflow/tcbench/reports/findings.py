@@ -21,7 +21,7 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..analysis import throughput
-from ..render.numbers import memory, times
+from ..render.numbers import memory, runs_note, times
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
 from .evidence import brief
@@ -180,15 +180,19 @@ def cell_table(x: Findings) -> Table:
     cols = ["setting", "precision", "n", throughput.unit(speed), "× its baseline", "claim",
             "how it was decided", "peak memory ×", *(["Δ accuracy (points)"] if acc else []),
             "limited by"]
-    rows = []
+    rows, across = [], []
     for _, r in x.df.iterrows():     # in the verdict's order: setting, then precision
         j = x.judgement(r) if n_ok(r) else None
+        if j is not None and j.estimate.method == stats.RUNS:
+            across.append(j.estimate.n)
         rows.append([setting_text(r, x.axes), str(r["precision"]), n_status(r),
                      throughput_text(r, speed), "" if j is None else judged_ratio(j), claim_said(j),
                      "" if j is None else decided(j, x.all),
                      "" if j is None else memory_against(j, x.all),
                      *([_accuracy(r)] if acc else []), limits(r, x.all)])
-    return Table("", cols, rows, align="lllrrllr" + "r" * acc + "l")
+    # a section read on its own says what its marks mean, as the answer table does
+    return Table("", cols, rows, align="lllrrllr" + "r" * acc + "l",
+                 notes=[runs_note(across)] if across else [])
 
 
 def experiment_section(df: pd.DataFrame, experiment: str,
