@@ -140,8 +140,9 @@ class Blocks:
         ``README_COLUMNS``, each cell at most ``README_CELL_CHARS`` long, without its notes (the
         full table, ``answer_full``, has them)."""
         table, _ = screen.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
-        # a ratio judged across runs keeps the footnote that says what its interval is
-        table.notes = [n for n in table.notes if n.startswith(V.RUNS_MARK)]
+        # a ratio judged across runs, or in one process, keeps the footnote that says what its
+        # interval is
+        table.notes = [n for n in table.notes if n[:1] in (V.RUNS_MARK, V.ONE_PROCESS_MARK)]
         return _table(table)
 
     def answer_full(self) -> str:

@@ -19,7 +19,7 @@ from tcbench.analysis import claims, runs
 from tcbench.analysis.best import best
 from tcbench.analysis.speedup import speedup
 from tcbench.references import CompareError
-from tcbench.render.numbers import times, with_interval
+from tcbench.render.numbers import one_process_note, times, with_interval
 from tcbench.reports import overview_figure, tables, verdict
 from test_reproduce import ARMS, planted
 
@@ -108,7 +108,10 @@ def test_three_runs_judge_the_experiment_across_them_and_mark_it(tmp_path):
     # the experiment's own section says what its marks mean too, read on its own
     (section,) = [s for s in v.sections if s.title.startswith("amp_recipe ")]
     assert any(V.RUNS_MARK in c for row in section.table.rows for c in row)
-    assert section.table.notes == notes
+    # this machine's own ratio beside it rests on one process: marked and said so, both places
+    assert V.ONE_PROCESS_MARK in mine and one_process_note() in section.table.notes
+    assert section.table.notes == [*notes, one_process_note()]
+    assert any(n.startswith(one_process_note()) for n in v.answer.notes)
     assert f"{len(ARMS)} by interleaved comparisons judged across runs of the study on " \
         "different machines" in md
     # the overview figure: the same ratio and mark, this machine's own drawn beside it
@@ -235,3 +238,59 @@ def test_the_rules_that_judge_read_the_sibling_runs_and_a_missing_named_one_stop
                     "require_gpu=false", "run=smk", "runs_with=[nope]", check=False)
     assert bad.returncode != 0
     assert "runs_with names 'nope'" in bad.stdout + bad.stderr
+
+
+# ------------------------------------------- what one process's interval is worth, measured
+def processes(run: str, ratios, half: float = 0.01, setting: str = "bs512") -> pd.DataFrame:
+    """interleaved_processes.csv rows of one setting's comparison in ``run``: one process a
+    ratio, each with an interval of ±``half`` (relative) around it."""
+    return pd.DataFrame([{"run": run, "experiment": "amp_recipe", "workload": "amp_recipe",
+                          "data": "synthetic", "model": "amp_recipe", "batch_size": 512,
+                          "setting": setting, "replicate": i + 1, "precision": "tf32", "baseline": "fp32", "ratio": r,
+                          "ratio_low": r * (1 - half), "ratio_high": r * (1 + half),
+                          "rounds": 20, "status": V.OK} for i, r in enumerate(ratios)])
+
+
+def test_one_process_intervals_are_held_against_the_mean_over_the_runs():
+    # the runs' ratios 2.0, 2.2 and 2.4 (each its processes' geometric mean): their mean is
+    # about 2.19, which only the processes at 2.2 hold within ±1%
+    own = processes("gpu", [2.0, 2.0, 2.0])
+    others = [processes("gpu-rerun", [2.2, 2.2, 2.2]), processes("gpu-rerun2", [2.4] * 3)]
+    c = runs.process_coverage(own, others)
+    assert (c.held, c.total, c.level, c.runs, c.processes, c.rounds) == (3, 9, "runs", 3, 3, 20)
+    assert "3 processes of 20 rounds on each of 3 machines" in c.text()
+    assert "held the mean over the machines 3 of 9 times (33%)" in c.text()
+    # wide enough intervals hold it every time; a failed process counts for nothing
+    wide = runs.process_coverage(processes("gpu", [2.0] * 3, half=0.2),
+                                 [processes("gpu-rerun", [2.2] * 3, half=0.2),
+                                  processes("gpu-rerun2", [2.4] * 3, half=0.2)
+                                  .assign(status=["ok", "ok", "failed"])])
+    assert (wide.held, wide.total) == (8, 8)
+
+
+def test_with_too_few_runs_the_sets_own_processes_are_the_level_and_one_process_is_none():
+    own = processes("gpu", [1.9, 2.0, 2.1])
+    c = runs.process_coverage(own, [processes("gpu-rerun", [3.0] * 3)])
+    # two runs are too few: the set's own three processes, whose mean is 2.0, the rerun unread
+    assert (c.held, c.total, c.level, c.runs) == (1, 3, "processes", 1)
+    assert "held the mean of the processes 1 of 3 times (33%)" in c.text()
+    # a comparison of one process has no higher level to be held against
+    assert runs.process_coverage(processes("gpu", [2.0]), []) is None
+    assert runs.process_coverage(None, []) is None
+
+
+def test_a_ratio_judged_in_one_process_is_marked_and_footnoted_everywhere(tmp_path):
+    r = results(tmp_path, "gpu")
+    v = judged(r / "gpu")
+    a = amp_recipe(v)
+    assert a.judgement.estimate.method == stats.PAIRED
+    ratio = a.cells[verdict.answer.COLUMNS.index(RATIO_HEAD)]
+    assert V.ONE_PROCESS_MARK in ratio and V.RUNS_MARK not in ratio
+    assert any(n.startswith(one_process_note()) for n in v.answer.notes)
+    md = v.markdown()
+    assert md.count(one_process_note()) >= 1 + sum(
+        any(V.ONE_PROCESS_MARK in c for row in s.table.rows for c in row)
+        for s in v.sections if s.table is not None)
+    # the README's answer keeps the footnote with the mark
+    row = next(x for x in overview_figure.rows(v.answers) if x.label.startswith("amp_recipe"))
+    assert V.ONE_PROCESS_MARK in row.text

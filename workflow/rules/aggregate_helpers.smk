@@ -19,3 +19,10 @@ def sibling_runs(wildcards):
     tables with pandas, which nothing needs while the workflow is read."""
     runs = importlib.import_module("tcbench.analysis.runs")
     return runs.sibling_tables(RESULTS, config.get("runs_with") or [])
+
+
+def sibling_processes(wildcards):
+    """The interleaved_processes.csv beside each of ``sibling_runs``: each process's own ratio
+    and interval, which the verdict holds against the runs' mean (tcbench.analysis.runs)."""
+    beside = [Path(p).parent / V.SET_TABLES["interleaved_processes"] for p in sibling_runs(wildcards)]
+    return [str(p) for p in beside if p.exists()]

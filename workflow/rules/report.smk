@@ -127,6 +127,9 @@ rule verdict:
         # where FP8 starts to pay (crossover.smk), where the set has the crossover study
         crossover=CROSSOVER_TABLE or [],
         runs=sibling_runs,
+        # each process's own interval, here and in the other runs: how often one held the mean
+        processes=rules.aggregate.output.interleaved_processes,
+        runs_processes=sibling_processes,
         # the overview figure heads it: linked beside summary.md, embedded in summary.html
         overview=rules.overview_figure.output.png,
         # how much larger a batch fits, where the set has the capacity study

@@ -337,8 +337,9 @@ CPU_UNMEASURED = "not measured on a CPU"
 COMPARE_OVERVIEW = "overview"
 # the marks a reader meets, one meaning each: a number that rests on one run (figures), a set
 # of published numbers (a reference, in the comparison's tables and figures), a ratio judged
-# across runs of the study on other machines (render.numbers.runs_note)
-SINGLE_RUN_MARK, REFERENCE_MARK, RUNS_MARK = "†", "‡", "§"
+# across runs of the study on other machines (render.numbers.runs_note), an interval from one
+# process's rounds, which a rerun can fall outside (render.numbers.one_process_note)
+SINGLE_RUN_MARK, REFERENCE_MARK, RUNS_MARK, ONE_PROCESS_MARK = "†", "‡", "§", "¶"
 FIGURE_FORMATS: tuple[str, ...] = ("pdf", "svg", "png")
 TABLE_FORMATS: tuple[str, ...] = ("md", "tex", "html")
 # tcbench.aggregate's tables (CSV) and their Markdown views (tcbench.reports.tables)

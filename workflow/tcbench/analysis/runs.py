@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .. import resultset, stats
@@ -252,3 +253,71 @@ def sibling_tables(folder, runs_with=()) -> list[str]:
     """The interleaved.csv of every run of ``siblings``: what a verdict judged across runs
     reads (the workflow's inputs)."""
     return [str(f / V.SET_TABLES["interleaved"]) for f in siblings(folder, runs_with)]
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How often one interleaved process's own 95% interval held the mean of the level above
+    it (``process_coverage``): the measured cost of judging a ratio from one process."""
+
+    held: int
+    total: int
+    level: str           # "runs": the mean over the study's runs; "processes": over the set's
+    runs: int            # the runs pooled (1 at the processes level)
+    processes: int       # a comparison's processes in a run (the most common count)
+    rounds: int          # a process's rounds (the most common count)
+
+    def text(self) -> str:
+        share = f"{self.held} of {self.total} times ({100 * self.held / self.total:.0f}%)"
+        each = f"{self.processes} processes of {self.rounds} rounds"
+        if self.level == "runs":
+            return (f"Measured: where a comparison ran as {each} on each of {self.runs} "
+                    f"machines, one process's interval held the mean over the machines {share}.")
+        return (f"Measured: where a comparison ran as {each}, one process's interval held the "
+                f"mean of the processes {share}.")
+
+
+def process_coverage(own: pd.DataFrame | None, others=()) -> Coverage | None:
+    """How often each process's own interval (interleaved_processes.csv) held the mean of its
+    ratio at the highest level measured: over the runs, where ``MIN_RUNS`` or more runs (the
+    set, ``own``, and ``others``) measured it, each run's ratio the geometric mean of its
+    processes; else over the set's own processes, where ``MIN_RUNS`` or more measured it. None
+    where neither level was measured (a set of one process a setting)."""
+    if own is None or own.empty:
+        return None
+    frames = [f for f in (own, *others) if f is not None and not f.empty]
+    rows = pd.concat(frames, ignore_index=True)
+    rows = rows[rows["status"].astype(str) == V.OK] if "status" in rows else rows
+    rows = rows[[all(stats.finite(r.get(c)) for c in ("ratio", "ratio_low", "ratio_high"))
+                 for _, r in rows.iterrows()]]
+    if rows.empty:
+        return None
+    rows = rows.assign(key=[_key(r) for _, r in rows.iterrows()],
+                       log=np.log(rows["ratio"].astype(float)))
+    by_run = rows.groupby(["key", "run"])["log"].mean()
+    per_key = by_run.groupby(level="key").agg(["mean", "count"])
+    level, means = "runs", per_key.loc[per_key["count"] >= MIN_RUNS, "mean"]
+    if means.empty:      # too few runs: the set's own processes are the highest level it has
+        level = "processes"
+        rows = rows[rows["run"].isin(set(own["run"]))]
+        per_key = rows.groupby("key")["log"].agg(["mean", "count"])
+        means = per_key.loc[per_key["count"] >= MIN_RUNS, "mean"]
+    judged = rows[rows["key"].isin(means.index)]
+    if judged.empty:
+        return None
+    mean = np.exp(judged["key"].map(means).astype(float))
+    held = int(((judged["ratio_low"] <= mean) & (mean <= judged["ratio_high"])).sum())
+    counts = judged.groupby(["key", "run"]).size()
+    return Coverage(held, len(judged), level, int(judged["run"].nunique()) if level == "runs"
+                    else 1, int(counts.mode().iloc[0]), int(judged["rounds"].mode().iloc[0]))
+
+
+def read_coverage(interleaved: Path | None, others=()) -> Coverage | None:
+    """``process_coverage`` of the interleaved_processes.csv beside the interleaved.csv
+    ``interleaved`` and each of ``others`` (a set without one: None)."""
+    name = V.SET_TABLES["interleaved_processes"]
+    paths = [Path(p).parent / name for p in (interleaved, *(others or ())) if p is not None]
+    if not paths or not paths[0].exists() or not paths[0].stat().st_size:
+        return None
+    frames = [resultset.read_raw(p) for p in paths if p.exists() and p.stat().st_size]
+    return process_coverage(frames[0], frames[1:])

@@ -193,8 +193,9 @@ def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> st
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     ranges = (stats.RANGE, stats.SPREAD)
-    # an interval across runs on other machines carries its mark wherever it is printed
-    mark = V.RUNS_MARK if kind == stats.RUNS else ""
+    # an interval across runs on other machines, or from one process's rounds, carries its mark
+    # wherever it is printed: the second cannot see what differs between processes
+    mark = {stats.RUNS: V.RUNS_MARK, stats.PAIRED: V.ONE_PROCESS_MARK}.get(kind, "")
     if kind in (*stats.INTERVAL_METHODS, *ranges) and not (missing(low) or missing(high)):
         text, lo, hi = interval_parts(value, low, high, fmt, kind)
         if lo == hi:
@@ -288,14 +289,24 @@ def runs_note(runs) -> str:
             "is made from it.")
 
 
+ONE_PROCESS_WHAT = "95% block-bootstrap interval over one process's rounds"
+
+
+def one_process_note(evidence: str = "") -> str:
+    """The footnote of ``V.ONE_PROCESS_MARK``; ``evidence``: how often such an interval held
+    the mean of a higher level where the study measured one (``analysis.runs.Coverage``)."""
+    return (f"{V.ONE_PROCESS_MARK} {ONE_PROCESS_WHAT}: it cannot see what differs between processes (allocations, library choices, clocks, "
+            "the core), so a rerun can fall outside it; the claim is made from it all the same."
+            + (f" {evidence}" if evidence else ""))
+
+
 PAIRED_NOTE = ("An interleaved ratio compares two precision arms run side by side in one "
                "process, alternated in rounds, so host drift hits both arms of a round alike. "
                "Where a setting ran several such processes, the ratio is the geometric mean of "
                "their per-process medians with a 95% t interval across the processes, the level "
                "a rerun varies at; where it ran one, the median of its per-round ratios with a "
-               "95% block-bootstrap interval, which covers that process's rounds only and "
-               "cannot see what differs between processes (allocations, library choices, "
-               "clocks, the core), so a rerun can fall outside it. Each process's own ratio is "
+               f"95% block-bootstrap interval over that process's rounds only ({V.ONE_PROCESS_MARK}"
+               "). Each process's own ratio is "
                "in interleaved_processes.csv, each segment with its dispatch probe in "
                "interleaved_rounds.csv; where a host-bound arm meets a GPU-bound one, the host's "
                "speed moves the ratio itself, and the claim, not the last digit, is what "

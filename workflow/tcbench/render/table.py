@@ -65,7 +65,7 @@ def to_markdown(t: Table, heading: str | None = "###") -> str:
 _LATEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
           "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
           "×": r"$\times$", "–": "--", "—": "---", "†": r"\textsuperscript{\dag}", "‡": r"\textsuperscript{\ddag}",
-          "§": r"\S{}",
+          "§": r"\S{}", "¶": r"\P{}",
           "≥": r"$\geq$", "≤": r"$\leq$", "·": r"$\cdot$", "±": r"$\pm$", "µ": r"\textmu{}",
           "Δ": r"$\Delta$", "→": r"$\rightarrow$", "<": r"\textless{}", ">": r"\textgreater{}",
           # the ratio interval's formula (stats.RATIO_INTERVAL) and other notes' mathematics

@@ -14,7 +14,8 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, runs_note, times
+from ..render.numbers import (INTERVAL_NOTE, MISSING, PAIRED_NOTE, one_process_note, runs_note,
+                              times)
 from ..render.settings import changes, setting_text
 from ..render.table import Table, listed
 from .findings import Findings
@@ -157,7 +158,9 @@ def answers(facts: list[dict]) -> list[Answer]:
     return [answer(f["experiment"], f["findings"]) for f in facts]
 
 
-def table(rows: list[Answer]) -> Table:
+def table(rows: list[Answer], evidence: str = "") -> Table:
+    """``evidence``: how often one process's interval held a higher level's mean
+    (``analysis.runs.Coverage``), said under the mark of such intervals."""
     notes = [INTERVAL_NOTE, stats.CLAIM_NOTE]
     if any(a.judgement is not None and a.judgement.decided_by == claims.INTERLEAVED
            for a in rows):
@@ -166,6 +169,8 @@ def table(rows: list[Answer]) -> Table:
             if a.judgement is not None and a.judgement.estimate.method == stats.RUNS]
     if runs:
         notes.append(runs_note(runs))
+    if any(V.ONE_PROCESS_MARK in c for a in rows for c in a.cells):
+        notes.append(one_process_note(evidence))
     return Table("The answer, per experiment", COLUMNS, [a.cells for a in rows],
                  align="lllrllll", notes=notes)
 

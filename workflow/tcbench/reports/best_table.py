@@ -124,7 +124,7 @@ def best_table(b: pd.DataFrame) -> Table:
             "plain fp32 baseline", "changed besides precision", "memory × baseline",
             WARMUP_HEAD]
     notes = [INTERVAL_NOTE, stats.CLAIM_NOTE, WARMUP_NOTE, *([EAGER_NOTE] if eager else []),
-             *ratio_cells.runs_notes(b)]
+             *ratio_cells.mark_notes(b)]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in b.iterrows()) else []
     rows = []
     for _, r in b.iterrows():

@@ -36,7 +36,7 @@ from ..analysis import crossover
 from ..analysis import interleaved
 from .. import stats
 from ..render import plot
-from ..render.numbers import missing, num, times, with_interval
+from ..render.numbers import missing, num, one_process_note, times, with_interval
 from ..render.table import Table
 from . import fp8_findings
 
@@ -188,7 +188,8 @@ def _source_note(table: pd.DataFrame) -> str:
     which = "Every measured ratio" if every else f"{il} of {measured} ratios"
     many, one = fp8_findings.level_counts(table)
     how = [*([f"{many} across processes (95% t CI)"] if many else []),
-           *([f"{one} in one process (block-bootstrap 95% CI)"] if one else [])]
+           *([f"{one} in one process ({V.ONE_PROCESS_MARK} block-bootstrap 95% CI over its "
+                f"rounds, which cannot see what differs between processes)"] if one else [])]
     return (f"{which}: interleaved, {' and '.join(how)}"
             f"{'' if every else '; the rest: per-process repeats'}.")
 
@@ -249,15 +250,18 @@ def map_table(table: pd.DataFrame) -> Table:
                         "processes: the geometric mean of their medians, t interval across "
                         "them; one process: the median of its per-round ratios, block-bootstrap "
                         "interval), or, marked 'per process', the ratio of the per-process "
-                        "repeats' means."])
+                        "repeats' means.",
+                        *([one_process_note()] if (table.get("ratio_interval") == stats.PAIRED)
+                          .any() else [])])
 
 
 def sentences(table: pd.DataFrame) -> str:
     source = fp8_findings.sources(table)
     per_mode = [s for m in crossover.FP8_MODES for s in (
         fp8_findings.starts_to_pay(table, m), fp8_findings.where_it_loses(table, m)) if s]
-    return "\n\n".join([*per_mode, fp8_findings.prediction(table),
-                        *([source] if source else [])]) + "\n"
+    one = (table.get("ratio_interval") == stats.PAIRED).any()
+    return "\n\n".join([*per_mode, fp8_findings.prediction(table), *([source] if source else []),
+                        *([one_process_note()] if one else [])]) + "\n"
 
 
 def write(records, calibration: Path | None, out: Path | None = None, *,

@@ -21,7 +21,7 @@ from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims, diagnosis
 from ..analysis import throughput
-from ..render.numbers import memory, runs_note, times
+from ..render.numbers import memory, one_process_note, runs_note, times
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table
 from .evidence import brief
@@ -191,8 +191,9 @@ def cell_table(x: Findings) -> Table:
                      "" if j is None else memory_against(j, x.all),
                      *([_accuracy(r)] if acc else []), limits(r, x.all)])
     # a section read on its own says what its marks mean, as the answer table does
+    one = any(V.ONE_PROCESS_MARK in c for row in rows for c in row)
     return Table("", cols, rows, align="lllrrllr" + "r" * acc + "l",
-                 notes=[runs_note(across)] if across else [])
+                 notes=([runs_note(across)] if across else []) + ([one_process_note()] if one else []))
 
 
 def experiment_section(df: pd.DataFrame, experiment: str,

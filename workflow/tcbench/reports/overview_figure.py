@@ -24,7 +24,7 @@ import matplotlib.ticker
 from .. import cli, stats
 from .. import vocabulary as V
 from ..analysis import claims, runs
-from ..render.numbers import runs_note
+from ..render.numbers import ONE_PROCESS_WHAT, runs_note
 from ..render.plot import (TWO_COLUMN_IN, Line2D, NotDrawn, fitted_legend, log_ticks, plt,
                            save_as, style, wrapped)
 from . import answer
@@ -178,6 +178,8 @@ def figure(answers: list[answer.Answer], title: str | None = None):
         handles.append(Line2D([], [], marker="o", markersize=3.5, color="0.3", lw=0,
                               markerfacecolor="none", label="this machine's own ratio"))
         handles.append(Line2D([], [], lw=0, label=runs_note(across).split(":")[0]))
+    if any(V.ONE_PROCESS_MARK in r.text for r in rs):
+        handles.append(Line2D([], [], lw=0, label=f"{V.ONE_PROCESS_MARK} {ONE_PROCESS_WHAT}"))
     handles += [Line2D([], [], label="1× (same speed)", **same),
                 Line2D([], [], label=f"{stats.GAIN:.2f}× (pays-off threshold)", **gain)]
     fitted_legend(fig, handles, borderaxespad=0.2)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import MISSING, missing, modes_text, runs_note, times, with_interval
+from ..render.numbers import (MISSING, missing, modes_text, one_process_note, runs_note, times,
+                              with_interval)
 
 JUDGED_HEAD, HOW_HEAD, PER_PROCESS_HEAD = "× baseline, as judged", "judged by", "× per process"
 JUDGED_NOTE = (f"× baseline, as judged: the ratio the verdict judges, over the cell's one "
@@ -70,9 +71,11 @@ def any_interleaved(rows) -> bool:
 STEMS_SHOWN = (*claims.INTERLEAVED_STEMS.values(), "fair", "gain")
 
 
-def runs_notes(rows) -> list[str]:
-    """The footnote of ``V.RUNS_MARK`` (``runs_note``) where a ratio of ``rows`` (a table's
-    frame) is judged across runs, else none."""
-    ns = [r.get(f"{s}_n") for _, r in rows.iterrows() for s in STEMS_SHOWN
-          if r.get(f"{s}_interval") == stats.RUNS]
-    return [runs_note(ns)] if ns else []
+def mark_notes(rows) -> list[str]:
+    """The footnotes of the marks a ratio of ``rows`` (a table's frame) carries: ``runs_note``
+    where one is judged across runs, ``one_process_note`` where one rests on one process."""
+    kinds = [(r.get(f"{s}_interval"), r.get(f"{s}_n")) for _, r in rows.iterrows()
+             for s in STEMS_SHOWN]
+    ns = [n for k, n in kinds if k == stats.RUNS]
+    one = any(k == stats.PAIRED for k, _ in kinds)
+    return ([runs_note(ns)] if ns else []) + ([one_process_note()] if one else [])

@@ -17,7 +17,7 @@ from ..render.axes import ratio_lines, reference_room, value_axis
 from ..render.bars import (UNJUDGED_EDGE, UNJUDGED_HATCH, clear_of_lines, grouped_bars,
                            interval_kind, present_precisions, run_dots, slot_width, slot_x)
 from ..render.legend import legend
-from ..render.numbers import num, runs_note
+from ..render.numbers import ONE_PROCESS_WHAT, num, runs_note
 from ..render.plot import HEIGHT_IN, NotDrawn, figure_width, plt, set_title
 from .figure_cells import NO_RUNS, Runs, all_values, bar_figure, groups_of, room_for_panels
 
@@ -235,6 +235,7 @@ def _panel(ax, exp: str, panel, groups, plan, runs, marks: dict) -> list[str]:
     marks["paired"] |= bool(paired)
     marks["runs"] += [r["ratio_n"] for _, r in rows.iterrows()
                       if r["ratio_interval"] == stats.RUNS]
+    marks["one"] |= bool(paired) and (rows["ratio_interval"] == stats.PAIRED).any()
     marks["point"] |= log
     set_title(ax, f"{exp}: {what}")
     return drawn["precisions"]
@@ -259,7 +260,7 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
                              figsize=(figure_width(slots, width),
                                       HEIGHT_IN + 1.3 * (len(panels) - 1)))
     marks = {"intervals": set(), "dotted": False, "per_process": False, "unjudged": [],
-             "paired": False, "point": False, "lines": [], "runs": []}
+             "paired": False, "point": False, "lines": [], "runs": [], "one": False}
     precisions = []
     for ax, panel in zip(axes[:, 0], panels):
         drawn = _panel(ax, exp, panel, groups, plan, runs, marks)
@@ -267,12 +268,14 @@ def fig_speedup(sp, exp, width="auto", plan=None, runs=None):
     extra = [*marks["lines"]]
     if marks["paired"]:
         # judged across runs on other machines, the interval is theirs (runs_note)
-        what = runs_note(marks["runs"]).split(": ")[0] if marks["runs"] else "95% CI"
-        # the runs' interval on a line of its own: a one-column figure is narrow
+        # or from one process's rounds (one_process_note)
+        what = runs_note(marks["runs"]).split(": ")[0] if marks["runs"] else \
+            f"{V.ONE_PROCESS_MARK} {ONE_PROCESS_WHAT}" if marks["one"] else "95% CI"
+        # such an interval on a line of its own: a one-column figure is narrow
+        long = marks["runs"] or marks["one"]
         extra.append(Patch(facecolor="0.6", label=f"{'point' if marks['point'] else 'bar'}: "
                                                   f"interleaved ratio (judged)"
-                                                  + (f",\n{what}" if marks["runs"] else
-                                                     f", {what}")))
+                                                  + (f",\n{what}" if long else f", {what}")))
     extra += [PER_PROCESS_HANDLE] if marks["per_process"] else []
     extra += [unjudged_handle(marks["unjudged"])] if marks["unjudged"] else []
     legend(fig, [p for p in V.PRECISIONS if p in precisions], extra, marks["intervals"],

@@ -178,7 +178,7 @@ def speed_table(e: Experiment) -> Table:
         rows.append([_no_value(r, c) if i > 2 and c else c for i, c in enumerate(cells)])
     notes = _speed_notes(e, has_mem, speeds)
     notes += [ratio_cells.JUDGED_NOTE] if shown else []
-    notes += ratio_cells.runs_notes(pd.DataFrame(list(e.ratios.values()))) if shown else []
+    notes += ratio_cells.mark_notes(pd.DataFrame(list(e.ratios.values()))) if shown else []
     if any(noisy_text(r) for _, r in s.iterrows()):
         notes.append(NOISY_NOTE)
     if not shown:
@@ -310,7 +310,7 @@ def speedup_table(sp: pd.DataFrame) -> Table:
     cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(throughput.unit, speeds),
             ratio_cells.JUDGED_HEAD, ratio_cells.HOW_HEAD, ratio_cells.PER_PROCESS_HEAD, "claim",
             "memory × fp32"]
-    notes = [INTERVAL_NOTE, ratio_cells.JUDGED_NOTE, stats.CLAIM_NOTE, *ratio_cells.runs_notes(sp)]
+    notes = [INTERVAL_NOTE, ratio_cells.JUDGED_NOTE, stats.CLAIM_NOTE, *ratio_cells.mark_notes(sp)]
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in sp.iterrows()) else []
     return Table("Speedup over each cell's baseline at the same setting", cols, rows,
                  align="lllr" + "r" * len(speeds) + "rlrlr", notes=notes)

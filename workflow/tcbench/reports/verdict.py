@@ -26,8 +26,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import atomic, cli, stats, resultset, vocabulary as V
-from ..analysis import claims, runs
-from ..analysis import conditions as run_conditions
+from ..analysis import claims, conditions as run_conditions, runs
 from ..closing import BOTTOM_LINE
 from ..render.numbers import missing, num, percent
 from ..render.table import Table, page, to_html, to_markdown
@@ -324,10 +323,10 @@ def sections(df: pd.DataFrame) -> tuple[list[Section], list[dict]]:
 
 def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | None = None,
           crossover: pd.DataFrame | None = None, interleaved: pd.DataFrame | None = None,
-          capacity: pd.DataFrame | None = None) -> Verdict:
-    """``crossover``: the set's FP8 crossover map (tables/fp8_crossover.csv), where it has one;
-    ``interleaved``: its interleaved comparisons (interleaved.csv), where speedup.csv does not
-    carry them already; ``capacity``: its capacity study (capacity.csv), where it has one."""
+          capacity: pd.DataFrame | None = None, evidence: str = "") -> Verdict:
+    """Where the set has them: ``crossover``, its FP8 crossover map (tables/fp8_crossover.csv);
+    ``interleaved``, its interleaved comparisons (interleaved.csv) if speedup.csv lacks them;
+    ``capacity``, its capacity study (capacity.csv); ``evidence``, ``runs.Coverage.text``."""
     df = claims.attach_interleaved(joined(summary, speedup), interleaved)
     run = str(df["run"].iloc[0])
     device = df["device_name"].dropna().astype(str)
@@ -339,7 +338,7 @@ def build(summary: pd.DataFrame, speedup: pd.DataFrame, metrics: pd.DataFrame | 
     precision, cap = noisy.section(summary), capacity_findings.section(capacity)
     return Verdict(f"{TITLE_HEAD}{run} on {device}",
                    [answer.bottom_line(rows), *fp8_findings.bottom_line(crossover)],
-                   answer.table(rows), intro(df, metrics, run, device, rows, interleaved),
+                   answer.table(rows, evidence), intro(df, metrics, run, device, rows, interleaved),
                    secs + [s for s in (zoo, fp8, cap, precision) if s], rows,
                    screen.headline(rows, crossover))
 
@@ -351,8 +350,9 @@ def read(metrics: Path | None, summary: Path, speedup: Path, crossover: Path | N
     cap = capacity_findings.check(pd.read_csv(capacity), str(capacity)) if capacity else None
     m = resultset.read_raw(metrics) if metrics is not None and Path(metrics).exists() else None
     x = resultset.read_raw(crossover) if crossover is not None else None
-    il = runs.read_across(interleaved, siblings)
-    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il, cap)
+    il, cov = runs.read_across(interleaved, siblings), runs.read_coverage(interleaved, siblings)
+    return build(resultset.read_raw(summary), resultset.read_raw(speedup), m, x, il, cap,
+                 cov.text() if cov else "")
 
 
 def write(metrics: Path | None, summary: Path, speedup: Path, md: Path | None = None,
