@@ -151,3 +151,16 @@ def test_a_study_plan_is_the_crossing_less_its_excludes_and_must_cover_the_recor
     assert any(c.startswith("amp-bf16_bs8192") for c in fastest)
     assert matrix.plan_of("fp8_mlp", {"fp32_bs1_compile-default"}, studies) is None
     assert matrix.plan_of("no_such_experiment", set(), studies) is None
+
+
+def test_a_gpu_study_of_fp8_modes_without_torchao_stops_before_any_job(monkeypatch):
+    real = matrix.importlib.util.find_spec
+    monkeypatch.setattr(matrix.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torchao" else real(name, *a))
+    cfg = {"experiments": [exp(name="f", precisions=["fp32", "amp-bf16", "fp8-rowwise"])]}
+    with pytest.raises(ValueError, match=r"experiments\[0\] \(f\)\.precisions: fp8-rowwise "
+                                         r"need\(s\) torchao.*pip install -e '\.\[fp8\]'"):
+        expand(cfg | {"require_gpu": True})
+    # a CPU study records its FP8 cells unsupported whatever is installed; no FP8 mode, no need
+    assert expand(cfg | {"require_gpu": False})
+    assert expand({"experiments": [exp(precisions=["fp32"])], "require_gpu": True})

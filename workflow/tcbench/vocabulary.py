@@ -65,6 +65,7 @@ MODES: tuple[Mode, ...] = (
          autocast="bfloat16", min_capability=(8, 9), fp8_recipe="rowwise"),
 )
 PRECISIONS: tuple[str, ...] = tuple(m.name for m in MODES)
+FP8_INSTALL = "pip install -e '.[fp8]'"   # torchao, which the FP8 modes convert their layers with
 BASELINE = "fp32"                       # every speedup and memory ratio is against this mode
 FP8_BASELINE = "amp-bf16"               # the mode an FP8 mode replaces: it is judged against this first
 # Equivalence margins: a ratio is "equivalent" where its 95% interval lies inside

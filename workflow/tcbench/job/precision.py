@@ -25,7 +25,7 @@ GENERATIONS = {(7, 0): "Volta", (7, 5): "Turing", (8, 0): "Ampere", (8, 9): "Ada
 
 # FP8 through torchao (an optional extra). 0.17 is the first torchao built against torch's
 # stable ABI, for torch >= 2.11; older torchao releases each fit exactly one torch release.
-FP8_INSTALL = "pip install -e '.[fp8]'"
+FP8_INSTALL = V.FP8_INSTALL
 MIN_TORCHAO = (0, 17)
 MIN_TORCH_FOR_TORCHAO = (2, 11)
 # torch._scaled_mm, hence torchao's Float8Linear, needs both matrix dimensions divisible by 16

@@ -14,6 +14,7 @@ only this module knows are checked here, still before any job runs, and a bad va
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -252,6 +253,16 @@ def studies(folder: Path) -> dict[str, dict]:
     return out
 
 
+def _needs_torchao(config: dict, precisions, where: str) -> None:
+    """A GPU study's FP8 modes need torchao: without it every FP8 cell would train for nothing
+    but an ``unsupported`` record, so the study stops before any job (a CPU study records
+    them unsupported anyway: FP8 needs an FP8 GPU)."""
+    fp8 = [p for p in precisions if V.mode(p).fp8_recipe]
+    if fp8 and config.get("require_gpu") and importlib.util.find_spec("torchao") is None:
+        raise ConfigError(f"{where}.precisions: {', '.join(fp8)} need(s) torchao, which is not "
+                          f"installed: {V.FP8_INSTALL}, or drop the FP8 modes")
+
+
 def expand(config: dict) -> dict[str, Cell]:
     """Every cell of the study (one training job each), keyed by ``experiment/cell``, in config
     order.
@@ -271,6 +282,7 @@ def expand(config: dict) -> dict[str, Cell]:
             raise ConfigError(f"{where}: experiment name {name!r} is used twice")
         seen_names.add(name)
         workload, precisions, sizes = exp["workload"], exp["precisions"], exp["batch_sizes"]
+        _needs_torchao(config, precisions, where)
         repeats = exp.get("repeats", config.get("repeats", 1))
         axes, exclude = _axes_and_exclude(exp)
         params = dict(exp.get("params") or {})
