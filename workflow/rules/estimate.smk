@@ -92,6 +92,10 @@ class StudyClock(logging.Filter):
         jobs, outputs = self.dag()
         extra, _ = possible(outputs)
         tasks = [t for t in map(task_of, jobs) if t is not None]
+        # repeats join only through a look, which follows a cell's repeats: a DAG with neither
+        # (a report, a comparison) adds none
+        if not tasks and not any(j.rule.name == "repeats_look" for j in jobs):
+            extra = []
         optional = [tcestimate.task(m) for m in extra]
         shelf = tcestimate.books("results", RUN, environment.device_slug())
         here, there = tcestimate.choose([*tasks, *optional], shelf)
