@@ -164,3 +164,13 @@ def test_a_gpu_study_of_fp8_modes_without_torchao_stops_before_any_job(monkeypat
     # a CPU study records its FP8 cells unsupported whatever is installed; no FP8 mode, no need
     assert expand(cfg | {"require_gpu": False})
     assert expand({"experiments": [exp(precisions=["fp32"])], "require_gpu": True})
+
+
+def test_every_bad_experiment_is_named_in_one_stop():
+    cfg = {"experiments": [exp(name="a"), exp(name="b", params={"nope": 1}),
+                           exp(name="c", batch_sizes=[8, 16], exclude=[{"batch_size": 61}])]}
+    with pytest.raises(matrix.ConfigError) as err:
+        expand(cfg)
+    said = err.value.mistakes
+    assert len(said) == 2 and said[0].startswith("experiments[1] (b)") and "nope=1" in said[0]
+    assert said[1].startswith("experiments[2] (c).exclude[0]")

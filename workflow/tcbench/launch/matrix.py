@@ -263,6 +263,56 @@ def _needs_torchao(config: dict, precisions, where: str) -> None:
                           f"installed: {V.FP8_INSTALL}, or drop the FP8 modes")
 
 
+def _add_experiment(config: dict, i: int, exp: dict, cells: dict[str, Cell],
+                    seen_names: set[str]) -> None:
+    """``expand``'s work for experiment ``i``: its cells into ``cells``, or a ConfigError."""
+    from .. import workloads
+
+    name = exp.get("name", exp["workload"])
+    where = f"experiments[{i}] ({name})"
+    if name in seen_names:
+        raise ConfigError(f"{where}: experiment name {name!r} is used twice")
+    seen_names.add(name)
+    workload, precisions, sizes = exp["workload"], exp["precisions"], exp["batch_sizes"]
+    _needs_torchao(config, precisions, where)
+    repeats = exp.get("repeats", config.get("repeats", 1))
+    axes, exclude = _axes_and_exclude(exp)
+    params = dict(exp.get("params") or {})
+    for a in V.AXES:
+        if a.onoff and a.name in params:
+            params[a.name] = V.onoff(params[a.name])
+    clash = sorted(set(params) & set(axes))
+    if clash:
+        raise ConfigError(f"{where}: {', '.join(clash)} set both in params and in axes")
+    if workload == "mnist_cnn" and params.get("data") == "mnist-format-random":
+        params.setdefault("data_dir", RANDOM_MNIST_DIR)
+    elif workload == "mnist_cnn" and "data_dir" not in params and config.get("data_dir"):
+        params["data_dir"] = config["data_dir"]
+    excluded = [0] * len(exclude)
+    resolved_by_axes: dict[tuple, dict] = {}
+    for combo in itertools.product(*axes.values()):   # every combination, excluded or not
+        axis_values = dict(zip(axes, combo))
+        try:
+            resolved_by_axes[combo] = workloads.resolve_params(workload, params | axis_values)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    for precision, bs, axis_values in crossed(precisions, sizes, axes, exclude, excluded):
+        resolved = resolved_by_axes[tuple(axis_values.values())]
+        for rep in range(1, repeats + 1):
+            # Each repeat its own seed, the same for every precision: repeats are
+            # independent runs, and precisions compare paired by seed.
+            seeded = resolved | {"seed": resolved["seed"] + rep - 1}
+            cell = Cell(name, cell_name(precision, bs, axis_values, rep), workload, precision,
+                        bs, rep, tuple(sorted(seeded.items())))
+            if cell.id in cells:
+                raise ConfigError(f"{where}: job {cell.id} appears twice")
+            cells[cell.id] = cell
+    for j, count in enumerate(excluded):
+        if not count:  # a typo in an exclude would otherwise run the cells it meant to drop
+            raise ConfigError(f"{where}.exclude[{j}]={exp['exclude'][j]!r}: matches "
+                              f"no cell of {name} (its precisions, batch_sizes and axes)")
+
+
 def expand(config: dict) -> dict[str, Cell]:
     """Every cell of the study (one training job each), keyed by ``experiment/cell``, in config
     order.
@@ -271,54 +321,17 @@ def expand(config: dict) -> dict[str, Cell]:
     defaults are the schema's); what is checked here is what the schema cannot say: experiment
     names used twice, a parameter set both in ``params`` and in ``axes``, workload parameters (the
     workload's own rules), an ``exclude`` that matches no cell, and a study left empty."""
-    from .. import workloads
-
     cells: dict[str, Cell] = {}
     seen_names: set[str] = set()
+    mistakes: list[str] = []
     for i, exp in enumerate(config["experiments"]):
-        name = exp.get("name", exp["workload"])
-        where = f"experiments[{i}] ({name})"
-        if name in seen_names:
-            raise ConfigError(f"{where}: experiment name {name!r} is used twice")
-        seen_names.add(name)
-        workload, precisions, sizes = exp["workload"], exp["precisions"], exp["batch_sizes"]
-        _needs_torchao(config, precisions, where)
-        repeats = exp.get("repeats", config.get("repeats", 1))
-        axes, exclude = _axes_and_exclude(exp)
-        params = dict(exp.get("params") or {})
-        for a in V.AXES:
-            if a.onoff and a.name in params:
-                params[a.name] = V.onoff(params[a.name])
-        clash = sorted(set(params) & set(axes))
-        if clash:
-            raise ConfigError(f"{where}: {', '.join(clash)} set both in params and in axes")
-        if workload == "mnist_cnn" and params.get("data") == "mnist-format-random":
-            params.setdefault("data_dir", RANDOM_MNIST_DIR)
-        elif workload == "mnist_cnn" and "data_dir" not in params and config.get("data_dir"):
-            params["data_dir"] = config["data_dir"]
-        excluded = [0] * len(exclude)
-        resolved_by_axes: dict[tuple, dict] = {}
-        for combo in itertools.product(*axes.values()):   # every combination, excluded or not
-            axis_values = dict(zip(axes, combo))
-            try:
-                resolved_by_axes[combo] = workloads.resolve_params(workload, params | axis_values)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: {exc}") from None
-        for precision, bs, axis_values in crossed(precisions, sizes, axes, exclude, excluded):
-            resolved = resolved_by_axes[tuple(axis_values.values())]
-            for rep in range(1, repeats + 1):
-                # Each repeat its own seed, the same for every precision: repeats are
-                # independent runs, and precisions compare paired by seed.
-                seeded = resolved | {"seed": resolved["seed"] + rep - 1}
-                cell = Cell(name, cell_name(precision, bs, axis_values, rep), workload, precision,
-                            bs, rep, tuple(sorted(seeded.items())))
-                if cell.id in cells:
-                    raise ConfigError(f"{where}: job {cell.id} appears twice")
-                cells[cell.id] = cell
-        for j, count in enumerate(excluded):
-            if not count:  # a typo in an exclude would otherwise run the cells it meant to drop
-                raise ConfigError(f"{where}.exclude[{j}]={exp['exclude'][j]!r}: matches "
-                                  f"no cell of {name} (its precisions, batch_sizes and axes)")
+        # every experiment is checked, so one run of the check names every mistake
+        try:
+            _add_experiment(config, i, exp, cells, seen_names)
+        except ConfigError as exc:
+            mistakes += exc.mistakes
+    if mistakes:
+        raise ConfigError(*mistakes)
     if not cells:
         raise ConfigError("experiments: every cell is excluded; the study is empty")
     return cells
