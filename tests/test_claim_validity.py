@@ -237,12 +237,12 @@ def test_a_host_bound_cell_is_decided_by_its_interleaved_ratio(via):
     v = build(recipe(), interleaved_rows(), via=via)
     row = row_of(v, "amp_recipe")
     assert row["best mode and setting"] == "tf32, bs 512"
-    assert row["× its baseline [95% CI]"] == "2.57× [2.53, 2.67] fp32"
+    assert row["× its baseline [95% CI]"] == "2.57× [2.53, 2.67]¶ fp32"
     assert (row["claim"], row["how it was decided"]) == \
         ("pays off", "interleaved in one process, 40 rounds: its interval cannot see "
          "differences between processes")
     bf16 = cells(v, "amp_recipe")[("bs 512", "amp-bf16")]
-    assert bf16["× its baseline"] == "2.13× [2.08, 2.17] fp32"
+    assert bf16["× its baseline"] == "2.13× [2.08, 2.17]¶ fp32"
     # the per-process repeats still give the absolute throughput with its spread
     assert bf16["samples/s"].startswith("370,000 [")
     intro = " ".join(v.intro)
@@ -317,7 +317,7 @@ def test_the_fastest_of_a_host_bound_experiment_is_decided_by_its_interleaved_co
     assert top["claim"] == "pays off"
     # the plain fp32 baseline is fp32 at this very setting: the paired ratio, not the
     # per-process one that carries the host's drift
-    assert top["× plain fp32"] == "2.57× [2.53, 2.67]"
+    assert top["× plain fp32"] == "2.57× [2.53, 2.67]¶"
     assert top["changed besides precision"] == "nothing"
 
 
