@@ -142,3 +142,21 @@ def test_an_older_records_matrix_share_is_a_bound_in_its_table_and_figure(tmp_pa
     assert dashed == {plot.PALETTE["amp-bf16"].lower()}
     assert any("at most" in t.get_text() for t in fig.legends[0].get_texts())
     plot.plt.close("all")
+
+
+def test_an_fp8_cells_non_matrix_share_says_its_casts_as_its_one_line_limit_does():
+    """tf_gpt2's fp8-tensorwise cell: its limit reads "non-matrix 35%, ... casts and scales
+    24%", its sentence "59% ... no matrix work": the same time, the casts inside the second;
+    the sentence says so with the same number."""
+    from tcbench.reports import evidence
+
+    row = {"precision": "fp8-tensorwise", "gpu_busy_share": 0.98, "compute_capability": 9.0,
+           "tensor_core_share": 0.35, "matmul_share": 0.41, "fp8_gemm_share": 0.05,
+           "fp8_scaling_share": 0.24, "kernel_classes_from": "all kernels"}
+    shares = dict(diagnosis.kernel_shares(row))
+    assert shares["non_matrix"] == pytest.approx(0.35) and shares["fp8_scaling"] == 0.24
+    text = evidence.limit(row, "non_matrix")
+    assert "and 59% of its kernel time went to kernels that do no matrix work" in text
+    assert "the FP8 casts and scales among them 24% of kernel time" in text
+    bf16 = row | {"precision": "amp-bf16", "fp8_gemm_share": None, "fp8_scaling_share": None}
+    assert "FP8 casts and scales" not in evidence.limit(bf16, "non_matrix")

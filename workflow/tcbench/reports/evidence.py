@@ -102,13 +102,21 @@ def limit(row, kind) -> str:
                 f"kernels ({OTHER_MATRIX}), the GPU busy {busy}",
         "non_matrix": f"non-matrix kernels: the GPU was busy {busy}, and {non} of its kernel "
                       f"time went to kernels that do no matrix work (elementwise, "
-                      f"normalisation, pooling, optimiser, casts{_top(row)}); whether they are "
-                      f"bound by memory bandwidth is not measured",
+                      f"normalisation, pooling, optimiser, casts{_top(row)}){_casts(row)}; "
+                      f"whether they are bound by memory bandwidth is not measured",
         "mixed": f"no one kind of kernel: the GPU was busy {busy}; of its kernel time {tc} "
                  f"went to Tensor Core kernels" + (f", {simt} to other matrix kernels and "
                                                    f"{non} to non-matrix kernels"
                                                    if simt != "–" else "") + _bound(row),
         None: "not measurable without a kernel profile"}[kind]
+
+
+def _casts(row) -> str:
+    """Of an FP8 cell's non-matrix time, its casts and scales, which its one-line limit
+    (``diagnosis.kernel_shares``) gives apart: the same time, said both ways."""
+    scaling = dict(diagnosis.kernel_shares(row)).get("fp8_scaling")
+    return f", the FP8 casts and scales among them {percent(scaling)} of kernel time" if scaling \
+        else ""
 
 
 def fp8_split(row, what: str) -> str | None:
