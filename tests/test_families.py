@@ -1,10 +1,18 @@
 """The verdict's model-family table (``reports.families``): one row per model of a model zoo,
-each reduced mode against fp32 with its claim, the judged mode's memory and what limits it with
-the kernel shares and busy share it rests on; absent from a set without a zoo."""
+fp32's throughput in the unit its workload counts, each reduced mode against its one baseline
+(amp-bf16 for an FP8 mode, else fp32) with its claim, the judged mode's memory and what limits
+it with the kernel shares and busy share it rests on; absent from a set without a zoo."""
 
 from __future__ import annotations
 
+import pandas as pd
+
+from tcbench import resultset
+from tcbench.analysis.speedup import speedup
+from tcbench.analysis.summarise import summarise
+from tcbench.analysis.throughput import add_tokens
 from tcbench.reports import families
+from tcbench.reports import verdict as verdict_report
 from test_verdict import build, repeats   # the synthetic rows every verdict test builds on
 
 MIB = 2**20
@@ -73,3 +81,41 @@ def test_a_set_without_a_model_zoo_has_no_family_section():
     rows = [*repeats("one", "fp32", [1000, 1010, 990], tc=0.0, mm=0.8, busy=0.99),
             *repeats("one", "amp-bf16", [2000, 2010, 1990], tc=0.6, mm=0.7, busy=0.99)]
     assert section(rows) is None
+
+
+def transformer(model, precision, thrs, **kw):
+    """A GPT-2-like family of a second zoo: 16 sequences of 1024 tokens a step."""
+    rows = repeats("lm", precision, thrs, bs=16, **kw)
+    for r in rows:
+        r.update(model=model, workload="transformers", tokens_per_sample=1024)
+    return rows
+
+
+def test_an_fp8_ratio_is_labelled_and_ranked_over_amp_bf16_and_a_transformer_in_tokens():
+    """An FP8 mode's ratio is over amp-bf16 (``claims.baseline_of``): its column says so and
+    it is not ranked among the ratios over fp32; a transformer's fp32 throughput is in
+    tokens/s, as its own section gives it."""
+    rows = [*zoo_set(),
+            *transformer("gpt", "fp32", [40.0, 40.2, 39.8], tc=0.0, mm=0.7, busy=0.98),
+            *transformer("gpt", "amp-bf16", [120.0, 121.0, 119.0], tc=0.45, mm=0.45, busy=0.98),
+            *transformer("gptv", "amp-bf16", [100.0, 101.0, 99.0], tc=0.5, mm=0.5, busy=0.99),
+            *transformer("gptv", "fp8-tensorwise", [92.0, 92.5, 91.5], tc=0.41, mm=0.41,
+                         busy=0.99)]
+    m = add_tokens(resultset.order(pd.DataFrame(rows)))
+    s = summarise(m)
+    sec = next(x for x in verdict_report.build(s, speedup(m, s), m).sections
+               if x.title == families.TITLE)
+    t = sec.table
+    assert t.columns[2:4] == ["fp32 samples/s", "fp32 tokens/s"]
+    assert "fp8-tensorwise × amp-bf16" in t.columns and "fp8-tensorwise × fp32" not in t.columns
+    table = {r[0]: dict(zip(t.columns, r)) for r in t.rows}
+    gpt, gptv, dense = table["gpt"], table["gptv"], table["densenet"]
+    assert gpt["fp32 tokens/s"].startswith("41,000 ") and gpt["fp32 samples/s"] == "–"
+    assert dense["fp32 samples/s"].startswith("1,000 ") and dense["fp32 tokens/s"] == "–"
+    assert gptv["fp8-tensorwise × amp-bf16"].startswith("0.920× [")
+    assert gptv["fp8-tensorwise × amp-bf16"].endswith(": slower")
+    over_fp32, over_bf16 = sec.sentences[:2]
+    assert over_fp32.startswith("The judged mode against fp32,") and "gptv" not in over_fp32
+    assert "gpt 3.00× (amp-bf16, pays off; 45%)" in over_fp32
+    assert over_bf16.startswith("The judged mode against amp-bf16 (an FP8 mode's baseline),")
+    assert "gptv 0.920× (fp8-tensorwise, slower; 41%)" in over_bf16

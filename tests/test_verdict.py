@@ -12,13 +12,15 @@ import pytest
 import gpu_like
 from tcbench import closing
 from tcbench import resultset
-from tcbench.analysis import diagnosis
+from tcbench import stats
+from tcbench.analysis import claims, diagnosis
 from tcbench.analysis.speedup import speedup
 from tcbench.analysis.summarise import summarise
 from tcbench.reports import answer
 from tcbench.reports import findings
 from tcbench.reports import noisy
 from tcbench.reports import verdict as verdict_report
+from tcbench.reports.phrases import judged_ratio
 
 MIB = 2**20
 
@@ -217,6 +219,28 @@ def test_the_bottom_line_says_each_experiments_claim(verdict):
     assert "cannot be judged from fewer than three repeats in membound" in line
     assert "is not judged in host (host-bound, no interleaved comparison)" in line
     assert "no difference" not in line
+
+
+def test_the_bottom_line_prints_each_ratio_as_the_answer_table_does():
+    """Its value at the digits its interval carries (``render.numbers.carried_place``), with
+    the interval's mark, never three digits the interval does not carry."""
+    v = build([*repeats("wide", "fp32", [1000, 1010, 990]),
+               *repeats("wide", "amp-bf16", [2000, 3000, 2600])])
+    assert answers(v)["wide"]["× its baseline [95% CI]"] == "2.5× [1.5, 4.1] fp32"
+    assert " ".join(v.bottom_line) == "Reduced precision pays off in wide (amp-bf16, 2.5× fp32)."
+
+    def named(exp, precision, e, base):
+        j = claims.Judgement(pd.Series({"precision": precision}), base, e, stats.claim(e),
+                             "interleaved_speedup", claims.INTERLEAVED)
+        return answer.Answer(exp, [], j, None)
+
+    rows = [named("across", "tf32", stats.Estimate(2.91, 2.2, 3.8, 3, stats.RUNS), "fp32"),
+            named("one", "fp8-tensorwise", stats.Estimate(1.263, 1.258, 1.268, 1, stats.PAIRED),
+                  "amp-bf16")]
+    line = answer.bottom_line(rows)
+    assert "across (tf32, 2.9×§ fp32)" in line
+    assert "one (fp8-tensorwise, 1.26×¶ amp-bf16)" in line
+    assert judged_ratio(rows[0].judgement) == "2.9× [2.2, 3.8]§ fp32"
 
 
 def test_rules_of_thumb():

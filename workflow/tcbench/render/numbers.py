@@ -178,6 +178,24 @@ def shown_value(value, low, high, kind, fmt=num) -> str:
     return fmt(value)
 
 
+def interval_mark(kind) -> str:
+    """The mark an interval of ``kind`` (a ``stats`` method) carries wherever it is printed:
+    ``V.RUNS_MARK`` across runs on other machines, ``V.ONE_PROCESS_MARK`` from one process's
+    rounds (which cannot see what differs between processes); "" for any other."""
+    return {stats.RUNS: V.RUNS_MARK, stats.PAIRED: V.ONE_PROCESS_MARK}.get(kind, "")
+
+
+def marked_value(e: stats.Estimate, fmt=num) -> str:
+    """An estimate's value alone, in a sentence that leaves its interval out, as
+    ``with_interval`` prints it: at the digits its interval carries (``shown_value``), with
+    the interval's mark where it has one: "2.9×§", "1.26×¶", "0.97×"."""
+    if e.value is None:
+        return MISSING
+    carried = e.method in stats.INTERVAL_METHODS and not (missing(e.low) or missing(e.high))
+    return shown_value(e.value, e.low, e.high, e.method, fmt) + \
+        (interval_mark(e.method) if carried else "")
+
+
 def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> str:
     """A value and its interval, saying what the interval is: ``5,730 [5,700, 5,760]`` (95% CI,
     n >= 3), ``5,730 (range 5,700–5,760)`` (n = 2), ``5,730 (1 run)``; ``kind`` (a
@@ -193,9 +211,7 @@ def with_interval(value, low, high, n, fmt=num, kind=None, sep: str = " ") -> st
     n = 0 if missing(n) else int(n)
     kind = kind if kind in stats.METHOD_TEXT else stats.method(n)
     ranges = (stats.RANGE, stats.SPREAD)
-    # an interval across runs on other machines, or from one process's rounds, carries its mark
-    # wherever it is printed: the second cannot see what differs between processes
-    mark = {stats.RUNS: V.RUNS_MARK, stats.PAIRED: V.ONE_PROCESS_MARK}.get(kind, "")
+    mark = interval_mark(kind)
     if kind in (*stats.INTERVAL_METHODS, *ranges) and not (missing(low) or missing(high)):
         text, lo, hi = interval_parts(value, low, high, fmt, kind)
         if lo == hi:

@@ -14,8 +14,8 @@ import pandas as pd
 from .. import stats
 from .. import vocabulary as V
 from ..analysis import claims
-from ..render.numbers import (INTERVAL_NOTE, MISSING, PAIRED_NOTE, one_process_note, runs_note,
-                              times)
+from ..render.numbers import (INTERVAL_NOTE, MISSING, PAIRED_NOTE, marked_value,
+                              one_process_note, runs_note, times)
 from ..render.settings import changes, setting_text
 from ..render.table import Table, listed
 from .findings import Findings
@@ -177,12 +177,13 @@ def table(rows: list[Answer], evidence: str = "") -> Table:
 
 # ---------------------------------------------------------------------------- bottom line
 def _named(a: Answer) -> str:
+    """An experiment with its judged mode and ratio, the ratio as the answer table prints it
+    without its interval: its digits and mark ("2.9×§ fp32", ``marked_value``)."""
     j = a.judgement
     base = "plain fp32" if j.stem == "gain" else j.baseline
-    value = j.estimate.value
     mode = j.row["precision"] + (" with other knobs changed" if j.stem == "gain" else "")
-    return f"{a.experiment} ({mode}, {times(value)} {base})" if value is not None else \
-        f"{a.experiment} ({mode})"
+    return f"{a.experiment} ({mode}, {marked_value(j.estimate, times)} {base})" \
+        if j.estimate.value is not None else f"{a.experiment} ({mode})"
 
 
 GROUPS = (("pays off in", (stats.PAYS_OFF,)),
