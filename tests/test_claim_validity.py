@@ -190,6 +190,42 @@ def test_an_unsteady_window_withholds_the_claim_and_is_marked_where_shown():
     assert row_of(old, "u")["claim"] == "pays off"
 
 
+def test_an_unsteady_cell_whose_interval_is_inconclusive_is_not_judged_wherever_shown():
+    """mnist_seed as committed: amp-fp16 0.97× [0.77, 1.23] fp32, every window of both sides
+    unsteady. The verdict (answer, bottom line, first screen, section, overview figure) called
+    it "inconclusive" while speedup.csv's gate, speedup.md's "judged by" and the speedup figure
+    said it was not judged: every output now names the gate, as the printed rule says."""
+    import matplotlib.colors
+
+    from tcbench.render import bars, plot
+    from tcbench.reports import figure_cells, overview_figure, speed_figures, tables
+
+    rows = [*with_(repeats("seed", "fp32", [12500, 15500, 14000], busy=0.95), steady=False),
+            *with_(repeats("seed", "amp-fp16", [11800, 15300, 13600], busy=0.95), steady=False)]
+    m = resultset.order(pd.DataFrame(rows))
+    s = summarise(m)
+    sp = speedup(m, s)
+    e = stats.from_row(sp[sp["precision"] == "amp-fp16"].iloc[0], "speedup")
+    assert stats.claim(e) == stats.INCONCLUSIVE                  # what the interval alone says
+    v = verdict.build(s, sp, m)
+    assert row_of(v, "seed")["claim"] == stats.UNSTEADY
+    assert "is not judged in seed (unsteady windows)" in " ".join(v.bottom_line)
+    assert "is not judged in 1 of the 1 answers below (seed)" in v.headline
+    assert "it is not judged: a timed window of its repeats was not steady" in said(v, "seed")
+    assert "inconclusive" not in " ".join([*v.bottom_line, said(v, "seed")])
+    assert [r.group for r in overview_figure.rows(v.answers)] == ["not judged"]
+    table = tables.speedup_table(sp)
+    fp16 = next(dict(zip(table.columns, r)) for r in table.rows if r[2] == "amp-fp16")
+    assert fp16["claim"] == fp16["judged by"] == stats.UNSTEADY
+    plot.style()
+    fig = speed_figures.fig_speedup(figure_cells.experiment_rows(sp), "seed")
+    hatched = [p for p in fig.axes[0].patches if p.get_hatch() == bars.UNJUDGED_HATCH]
+    assert [matplotlib.colors.to_hex(p.get_facecolor()) for p in hatched] == \
+        [matplotlib.colors.to_hex(bars.washed(plot.PALETTE["amp-fp16"]))]
+    assert "not judged (unsteady windows)" in [x.get_text() for x in fig.legends[0].get_texts()]
+    plot.plt.close("all")
+
+
 # ---------------------------------------------------- host-bound: interleaved, and the cure
 def recipe(graphs=False):
     """The recipe on a drifting host: fp32 GPU-bound; tf32 and amp-bf16 host-bound and wide.

@@ -648,6 +648,31 @@ def test_a_cell_the_verdict_does_not_judge_is_drawn_hatched_and_named(gpu_tables
     plot.plt.close("all")
 
 
+def test_a_cell_of_too_few_repeats_is_drawn_hatched_and_named(gpu_tables):
+    """zoo's resnet18 amp-fp16 (n = 2, claim "n < 3") was drawn as a solid bar like a judged
+    one: a cell with too few repeats for a claim is washed out and cross-hatched like any cell
+    the verdict does not judge, the legend naming "n < 3" beside the gates."""
+    from tcbench.render import bars
+
+    plot.style()
+    sp = _cells(gpu_tables, "amp_recipe", "speedup")
+    fp16, bf16 = sp["precision"] == "amp-fp16", sp["precision"] == "amp-bf16"
+    sp = sp.assign(speedup_n=np.where(fp16, 2, sp["speedup_n"]),
+                   speedup_interval=np.where(fp16, stats.RANGE, sp["speedup_interval"]),
+                   speedup_gate=np.where(bf16, stats.UNSTEADY, None))
+    fig = figures.fig_speedup(sp, "amp_recipe")
+    ax = fig.axes[0]
+    hatched = {matplotlib.colors.to_hex(p.get_facecolor()) for p in ax.patches
+               if p.get_hatch() == bars.UNJUDGED_HATCH}
+    assert hatched == {matplotlib.colors.to_hex(bars.washed(plot.PALETTE[p]))
+                       for p in ("amp-fp16", "amp-bf16")}
+    assert all(p.get_hatch() is None for p in _bar_of(ax, "tf32"))
+    assert "not judged (n < 3; unsteady windows)" in \
+        [t.get_text() for t in fig.legends[0].get_texts()]
+    assert figure_text.problems(fig) == []
+    plot.plt.close("all")
+
+
 def test_no_printed_value_is_struck_through_by_a_reference_line(gpu_tables):
     """tf_gpt2's 0.909 sat on the 1× line: a value whose label a reference line crosses is
     lifted above it, and the pays-off line keeps room above it where every bar is below."""
@@ -693,6 +718,8 @@ def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
     """fp8_mlp: the FP8-over-bf16 ratio is its own panel (amp-bf16 at n = 2: the range), and
     no FP8 bar stands over fp32; the panel over fp32 has amp-bf16 alone, on a log axis that
     says so."""
+    from tcbench.render import bars
+
     plot.style()
     m, sp = _fp8_set()
     fig = figures.fig_speedup(sp, "fp8_mlp", runs=figures.Runs(m))
@@ -705,10 +732,15 @@ def test_fp8_is_drawn_over_amp_bf16_and_fp32_only_for_the_others():
     assert over_fp32.get_ylabel() == "× fp32 (log scale)"
     # a bar from a log axis's arbitrary floor would misstate its length: a point
     assert not over_fp32.patches
+    # amp-bf16 ran twice: no claim of it, so its point is washed out and crossed (n < 3), and
+    # every FP8 bar over it hatched
     points = [ln for ln in over_fp32.get_lines() if ln.get_marker() == "o"
-              and ln.get_markerfacecolor() == plot.PALETTE["amp-bf16"]]
+              and ln.get_markerfacecolor() == bars.washed(plot.PALETTE["amp-bf16"])]
     assert [round(float(ln.get_ydata()[0]), 3) for ln in points] == [
         round(sp.loc[sp["precision"].astype(str) == "amp-bf16", "speedup"].iloc[0], 3)]
+    assert len([ln for ln in over_fp32.get_lines() if ln.get_marker() == "x"]) == 1
+    assert {p.get_hatch() for p in over_bf16.patches} == {bars.UNJUDGED_HATCH}
+    assert "not judged (n < 3)" in [t.get_text() for t in fig.legends[0].get_texts()]
     assert len(_dots(over_bf16)) == 6 and len(_dots(over_fp32)) == 2
     assert {1.0, stats.GAIN} <= _hlines(over_bf16)
     assert figure_text.problems(fig) == []

@@ -154,14 +154,18 @@ def test_single_runs_and_ranges_are_marked(gpu_tables):
 
 def test_claims_follow_the_interval(gpu_tables):
     _, sp, _ = gpu_tables
-    claims = {(r["experiment"], r["precision"]): r["claim"]
-              for r in rows_of(tables.speedup_table(sp))
-              if r["setting"] in ("bs 64", "bs 512", "bs 512, gpu-resident")}
+    rows = {(r["experiment"], r["precision"]): r for r in rows_of(tables.speedup_table(sp))
+            if r["setting"] in ("bs 64", "bs 512", "bs 512, gpu-resident")}
+    claims = {k: r["claim"] for k, r in rows.items()}
     assert claims[("resnet50", "amp-fp16")] == "pays off"
-    # [0.989, 1.04]: straddles 1 and reaches past the 3% margin, so neither side is shown
-    assert claims[("digits", "amp-bf16")] == "inconclusive"
+    # [0.989, 1.04] straddles 1 and reaches past the 3% margin (inconclusive), but the cell is
+    # host-bound with no interleaved comparison: not judged, whatever its interval says
+    assert claims[("digits", "amp-bf16")] == stats.HOST_BOUND
     assert claims[("mnist_seed", "amp-fp16")] == "n < 3"
-    assert claims[("mnist_loaders", "amp-fp16")] == "n < 3"
+    # two repeats and host-bound: a gated cell is its gate's "not judged", n < 3 or not
+    assert claims[("mnist_loaders", "amp-fp16")] == stats.HOST_BOUND
+    # judged by its repeats all the same: the claim says why none is made
+    assert rows[("mnist_seed", "amp-fp16")][ratio_cells.HOW_HEAD] == "repeats over fp32"
 
 
 def test_accuracy_difference_is_paired_by_seed(gpu_tables):

@@ -48,6 +48,8 @@ STEMS = {V.BASELINE: "speedup", V.FP8_BASELINE: "bf16_speedup"}
 INTERLEAVED_STEMS = {b: f"interleaved_{STEMS.get(b) or b.replace('-', '_') + '_speedup'}"
                      for b in V.INTERLEAVED_BASELINES}
 REPEATS, INTERLEAVED = "repeats", "interleaved"
+# the claims that claim nothing of a ratio (``unjudged``): too few repeats, a gate, no baseline
+NO_CLAIM = (stats.UNJUDGED, *stats.GATES, stats.NO_BASELINE)
 # a column of this machine's own interleaved ratio where the judged one is across runs
 OWN = "own_"
 
@@ -161,13 +163,15 @@ def shown(row, stem: str) -> Judgement | None:
 
 
 def unjudged(j: Judgement | None) -> str | None:
-    """Why the verdict makes no claim from the ratio ``j`` shows (a ``stats.GATES`` "not
-    judged" of its repeats, or no baseline run); None where it judges it. An interleaved
-    ratio is never gated: the comparison measures what the gates guard against."""
+    """Why the verdict makes no claim from the ratio ``j`` shows: its claim where that claims
+    nothing (``NO_CLAIM``: fewer than three repeats on a side, a ``stats.GATES`` "not judged"
+    of its repeats, no baseline run), or the gate of repeats that claim only that every run
+    was slower (the fact is said, the ratio is not judged); None where it judges it. An
+    interleaved ratio is never gated: the comparison measures what the gates guard against."""
     if j is None:
         return None
-    if j.claim == stats.NO_BASELINE:
-        return stats.NO_BASELINE
+    if j.claim in NO_CLAIM:
+        return j.claim
     return j.gate if j.decided_by == REPEATS else None
 
 

@@ -29,8 +29,8 @@ VALUE_FONT = 5.5               # pt, values printed on bars
 VALUE_BOX = dict(boxstyle="square,pad=0.08", fc="white", ec="none", alpha=0.85)
 
 REFERENCE_HATCH = "//////"
-# a cell the verdict makes no claim of (its repeats are gated, or its baseline did not run):
-# its colour washed out and cross-hatched, so that it never reads as an ordinary result
+# a cell the verdict makes no claim of (too few repeats, its repeats are gated, or its baseline
+# did not run): its colour washed out and cross-hatched, so it never reads as an ordinary result
 UNJUDGED_HATCH, UNJUDGED_EDGE, UNJUDGED_WASH = "xxxx", "0.35", 0.55
 
 SINGLE = V.SINGLE_RUN_MARK

@@ -44,8 +44,9 @@ def judged(row) -> tuple[str, str]:
           f"{j.baseline}"
     if j.estimate.method == stats.RUNS:
         how = f"interleaved, across {j.estimate.n} runs{V.RUNS_MARK} over {j.baseline}"
+    # fewer than three repeats: judged by them all the same, the claim column says "n < 3"
     why = claims.unjudged(j)
-    return _estimate_text(j.estimate, row, j.stem), why or how
+    return _estimate_text(j.estimate, row, j.stem), how if why in (None, stats.UNJUDGED) else why
 
 
 def per_process(row) -> str:

@@ -119,14 +119,13 @@ def claim(e: Estimate, pairs: tuple[float, float] | None = None) -> str:
 
 
 def gated(c: str, gate: str | None) -> str:
-    """A claim where the repeats cannot decide it (``gate``, one of ``GATES``): a decided
-    claim (pays off, faster, equivalent, slower) becomes the gate's "not judged"; what claims
-    nothing (inconclusive, n < 3) and the plain fact that every run was slower stay, except
-    that two modes are said as such."""
-    if gate and c in (PAYS_OFF, FASTER, EQUIVALENT, SLOWER):
-        return gate
-    # two modes leave no pooled interval, so "n < 3" would misname why there is no claim
-    return gate if gate == TWO_MODES and c in (UNJUDGED, INCONCLUSIVE) else c
+    """A claim where the repeats cannot decide it (``gate``, one of ``GATES``): the gate's
+    "not judged", whatever the interval would have said (pays off, faster, equivalent,
+    slower, inconclusive) or whether there was one (n < 3), as ``CLAIM_NOTE`` says, so the
+    verdict, the tables and the figures name one claim for the cell. Only the plain fact that
+    every run was slower than every run of the baseline (``ALL_SLOWER``) stays: it is said
+    whatever the gate, since no interval of the repeats is needed for it."""
+    return gate if gate and c not in ("", ALL_SLOWER) else c
 
 
 def direction(e: Estimate) -> str:
