@@ -365,6 +365,22 @@ def test_an_interleaved_comparison_that_separates_no_arm_names_no_fastest():
         "fastest: its interleaved comparison shows no arm faster than every other)"
 
 
+def test_two_modes_their_own_comparison_ranks_are_no_tie_whatever_their_intervals_over_fp32():
+    """amp_recipe on the H200: tf32 2.9× [2.2, 3.8] and amp-bf16 2.4× [1.8, 3.2] over fp32
+    overlap, yet the comparison that ran both put amp-bf16 ÷ tf32 at 0.86 [0.76, 0.97]: ranked,
+    so not tied; without that row the overlap alone is a tie, as before."""
+    wide = {("tf32", "fp32"): (2.57, 2.30, 2.90), ("amp-bf16", "fp32"): (2.40, 2.20, 2.60),
+            ("amp-bf16", "tf32"): (0.93, 0.90, 0.96)}
+    rows = [r | dict(zip(("ratio", "ratio_low", "ratio_high"),
+                         wide[r["precision"], r["baseline"]])) for r in interleaved_rows()]
+    j = next(a.judgement for a in build(recipe(), rows).answers if a.experiment == "amp_recipe")
+    assert (str(j.row["precision"]), j.tied) == ("tf32", ())
+    rows = [r for r in rows if r["baseline"] != "tf32"]
+    j = next(a.judgement for a in build(recipe(), rows).answers if a.experiment == "amp_recipe")
+    assert {str(j.row["precision"]), *(str(t.row["precision"]) for t in j.tied)} == \
+        {"tf32", "amp-bf16"} and len(j.tied) == 1
+
+
 # ------------------------------------ compiled records made before the window's compile check
 COMPILED = Path(__file__).parent / "data" / "h200_mnist_fastest_compiled_r1.json"
 

@@ -188,7 +188,8 @@ def _tied(g: pd.DataFrame, top, fastest_by: str) -> str | None:
         return None
     e = stats.from_row(top, V.HEADLINE)
     names = [_named_apart(r, top) for _, r in g.iterrows() if cell_key(r) != cell_key(top)
-             and stats.tied(stats.from_row(r, V.HEADLINE), e)]
+             and stats.tied(stats.from_row(r, V.HEADLINE), e)
+             and not claims.told_apart(r, top)]
     return "; ".join(names) or None
 
 

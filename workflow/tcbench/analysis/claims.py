@@ -184,6 +184,21 @@ def judgements(df: pd.DataFrame) -> list[Judgement]:
     return [j for j in map(judgement, _rows(df)) if j is not None]
 
 
+# the modes of a cell's setting that its interleaved comparison tells it apart from (a ratio
+# whose 95% interval excludes 1, either way): ``told_apart``
+APART = "interleaved_apart"
+
+
+def told_apart(a, b) -> bool:
+    """Whether two cells of one setting were ranked by their own interleaved comparison,
+    which overlapping intervals against a common baseline cannot undo (``attach_interleaved``'s
+    ``APART``): then they are no tie."""
+    if any(str(a.get(k)) != str(b.get(k)) for k in V.BASELINE_KEYS):
+        return False
+    said = lambda r: str(r.get(APART) or "").split("; ")  # noqa: E731
+    return str(b["precision"]) in said(a) or str(a["precision"]) in said(b)
+
+
 def strongest(df: pd.DataFrame) -> Judgement | None:
     """The strongest claim the experiment's intervals support (see the module doc). Where
     others of the same claim cannot be told from it (``stats.tied``: their intervals overlap),
@@ -197,7 +212,7 @@ def strongest(df: pd.DataFrame) -> Judgement | None:
     # only a decided claim ties: two inconclusive ratios are no pick to choose between
     ties = [j for j in pool if j is not top and j.claim == top.claim
             and top.claim in (stats.PAYS_OFF, stats.FASTER, stats.EQUIVALENT)
-            and stats.tied(j.estimate, top.estimate)]
+            and stats.tied(j.estimate, top.estimate) and not told_apart(j.row, top.row)]
     if not ties:
         return top
     pick = max([top, *ties], key=lambda j: stats.finite(j.row.get(V.HEADLINE)) or 0.0)
@@ -246,12 +261,14 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
     il = resultset.order(interleaved)
     if "status" in il:
         il = il[il["status"].astype(str) == V.OK]
-    found = {}
+    found, apart = {}, {}
     for _, r in il.iterrows():
+        e = stats.from_row(r, "ratio")
+        if stats.clears(e, 1.0) or stats.clears(e, 1.0, above=False):   # the arms are ranked
+            apart.setdefault(resultset.cell_key(r), set()).add(str(r["baseline"]))
         stem = INTERLEAVED_STEMS.get(str(r["baseline"]))
         if stem is None:
             continue
-        e = stats.from_row(r, "ratio")
         found.setdefault(resultset.cell_key(r), {}).update(
             e.as_dict(stem) | {f"{stem}_interval": e.method,
                                "interleaved_processes": r.get("processes", 1),
@@ -263,6 +280,8 @@ def attach_interleaved(df: pd.DataFrame, interleaved: pd.DataFrame | None) -> pd
             found[resultset.cell_key(r)].update(
                 own.as_dict(OWN + stem) | {f"{OWN}{stem}_interval": own.method,
                                            "interleaved_runs": r.get("runs")})
+    for key, modes in apart.items():
+        found.setdefault(key, {})[APART] = "; ".join(sorted(modes))
     out = df.copy()
     cols = sorted({c for v in found.values() for c in v})
     for c in cols:
