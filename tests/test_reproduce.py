@@ -25,6 +25,7 @@ from tcbench.analysis.summarise import summarise
 from tcbench.references import CompareError
 from tcbench.reports import reproduce as reproduce_report
 from tcbench.reports.reproduce_figure import figure
+from tcbench.render.numbers import one_process_note
 
 AMP = {"experiment": "amp_recipe", "workload": "amp_recipe", "data": "synthetic",
        "batch_size": 512, "model": "amp_recipe", "loader": "synthetic",
@@ -143,6 +144,9 @@ def test_an_estimate_outside_the_reference_interval(tmp_path):
     failed = md.split("## What did not reproduce")[1].split("\n## ")[0]
     assert "| throughput | resnet50 | bs 64 | amp-fp16 | samples/s |" in failed
     assert "−20.00%" in failed or "-20.00%" in failed
+    # the planted interleaved ratios rest on one process each: marked, and the mark said
+    assert V.ONE_PROCESS_MARK in md.split("## How to read it")[0]
+    assert md.rstrip().endswith(one_process_note())
 
 
 def test_a_changed_claim_of_a_judged_ratio_and_of_the_answer(tmp_path):

@@ -28,8 +28,8 @@ from ..analysis import reproduce
 from ..analysis import runs as runs_level
 from ..references import CompareError
 from ..render import plot
-from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, times, \
-    with_interval
+from ..render.numbers import INTERVAL_NOTE, MISSING, PAIRED_NOTE, missing, num, one_process_note, \
+    times, with_interval
 from ..render.settings import setting_text, shown_axes
 from ..render.table import Table, to_markdown
 from . import answer
@@ -290,6 +290,8 @@ def markdown(frame: pd.DataFrame, tol: reproduce.Tolerance, ref: reproduce.Resul
                     to_markdown(table(rows, tol, axes), heading=None)]
     out += ["## How to read it", "", INSIDE_NOTE, "", INTERVAL_NOTE, "", PAIRED_NOTE, "",
             stats.CLAIM_NOTE, ""]
+    # a mark said in a row is said under them all, as every table of the verdict says it
+    out += [one_process_note(), ""] if any(V.ONE_PROCESS_MARK in x for x in out) else []
     return "\n".join(out)
 
 
