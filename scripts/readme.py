@@ -38,7 +38,7 @@ from tcbench.render import numbers  # noqa: E402
 from tcbench.render.table import Table, to_markdown  # noqa: E402
 from tcbench.reports import capacity_findings, holdback, tables  # noqa: E402
 from tcbench.reports import screen  # noqa: E402
-from tcbench.reports.verdict import build as build_verdict, code_line, conditions  # noqa: E402
+from tcbench.reports.verdict import code_line, conditions, read as read_verdict  # noqa: E402
 
 # the generated files, and the README's first screen: its answer table's columns and width,
 # and its bottom line's words
@@ -46,6 +46,8 @@ FILES = (REPO / "README.md", REPO / "docs" / "results.md")
 README_COLUMNS = ("experiment", "best mode and setting", "× its baseline [95% CI]", "claim",
                   "peak memory ×", "what limits it")
 README_CELL_CHARS = 60
+# a footnote under the answer table is one paragraph in lines of at most this many characters
+README_NOTE_CHARS = 197
 README_WORDS = 60
 # the seed's own experiment, whose finding the README holds the set to (Blocks.seed_finding)
 SEED_EXPERIMENT = "mnist_seed"
@@ -142,7 +144,8 @@ class Blocks:
         table, _ = screen.compact(self.verdict().answer, README_CELL_CHARS, README_COLUMNS)
         # a ratio judged across runs, or in one process, keeps the footnote that says what its
         # interval is
-        table.notes = [n for n in table.notes if n[:1] in (V.RUNS_MARK, V.ONE_PROCESS_MARK)]
+        table.notes = [textwrap.fill(n, width=README_NOTE_CHARS, break_long_words=False)
+                       for n in table.notes if n[:1] in (V.RUNS_MARK, V.ONE_PROCESS_MARK)]
         return _table(table)
 
     def answer_full(self) -> str:
@@ -159,21 +162,14 @@ class Blocks:
         return self.verdicts[folder]
 
     def _verdict(self, folder: Path):
-        optional = {k: folder / f for k, f in (("crossover", V.CROSSOVER_FILES["csv"]),
-                                               ("interleaved", V.SET_TABLES["interleaved"]))}
-        read = {k: resultset.read_raw(f) if f.exists() else None for k, f in optional.items()}
-        # judged across the study's other runs, as the set's summary.md is (tcbench.analysis.runs)
-        read["interleaved"] = runs.read_across(optional["interleaved"],
-                                               runs.sibling_tables(folder))
-        metrics = self.metrics if folder == self.dir else \
-            pd.read_csv(folder / V.SET_TABLES["metrics"])
-        # the capacity study where the set has one, as the set's summary.md reads it
-        capacity = folder / capacity_study.FILES["csv"]
-        capacity = capacity_findings.check(pd.read_csv(capacity), str(capacity)) \
-            if capacity.exists() else None
-        return build_verdict(resultset.read_raw(folder / V.SET_TABLES["summary"]),
-                             resultset.read_raw(folder / V.SET_TABLES["speedup"]), metrics,
-                             read["crossover"], read["interleaved"], capacity)
+        """Made as the set's summary.md is (``verdict.read``): judged across the study's other
+        runs, with its crossover map and capacity study where it has them."""
+        def have(name: str) -> Path | None:
+            return folder / name if (folder / name).exists() else None
+        return read_verdict(have(V.SET_TABLES["metrics"]), folder / V.SET_TABLES["summary"],
+                            folder / V.SET_TABLES["speedup"], have(V.CROSSOVER_FILES["csv"]),
+                            have(V.SET_TABLES["interleaved"]), runs.sibling_tables(folder),
+                            have(capacity_study.FILES["csv"]))
 
     def host_bound(self) -> str:
         """The host-bound study's one-screen table (config/host_bound.yaml on the same GPU,
