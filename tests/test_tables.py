@@ -152,6 +152,18 @@ def test_single_runs_and_ranges_are_marked(gpu_tables):
     assert {r["setting"] for r in loaders} == {"bs 512, gpu-resident", "bs 512, synthetic"}
 
 
+def test_the_speedup_table_prints_each_throughput_as_the_experiment_table_does(gpu_tables):
+    # one number, one way: with its interval (or its n), never a bare mean of more digits
+    s, sp, _ = gpu_tables
+    whole = {(r["experiment"], r["setting"], r["precision"]): r["samples/s"]
+             for r in rows_of(tables.speedup_table(sp, s))}
+    for exp in ("resnet50", "mnist_loaders", "mnist_seed"):
+        for r in rows_of(tables.experiment_tables(s, sp, exp)[0]):
+            assert whole[(exp, r["setting"], r["precision"])] == r["samples/s"]
+    assert any("(range " in v for v in whole.values())
+    assert any("(1 run)" in v for v in whole.values())
+
+
 def test_claims_follow_the_interval(gpu_tables):
     _, sp, _ = gpu_tables
     rows = {(r["experiment"], r["precision"]): r for r in rows_of(tables.speedup_table(sp))

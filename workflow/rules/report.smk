@@ -14,6 +14,7 @@ rule set_tables:
     message:
         "speedup and best tables of {wildcards.run}"
     input:
+        summary=rules.aggregate.output.summary,
         speedup=rules.aggregate.output.speedup,
         best=rules.aggregate.output.best,
     output:
@@ -29,8 +30,8 @@ rule set_tables:
         ),
     shell:
         "python -m tcbench.reports.tables "
-        "--speedup {input.speedup:q} --best {input.best:q} --targets {params.targets:q} "
-        "--speedup-md {output.speedup_md:q} --best-md {output.best_md:q} > {log:q} 2>&1"
+        "--summary {input.summary:q} --speedup {input.speedup:q} --best {input.best:q} "
+        "--targets {params.targets:q} --speedup-md {output.speedup_md:q} --best-md {output.best_md:q} > {log:q} 2>&1"
 
 
 rule table:

@@ -7,7 +7,7 @@ without a number says why. Each table is a ``render.table.Table``, written in ev
         --md tables/E.md --tex tables/E.tex --html tables/E.html
     python -m tcbench.reports.tables --summary S.csv --speedup P.csv \\
         --combined-md tables.md --combined-tex tables.tex
-    python -m tcbench.reports.tables --speedup P.csv --best B.csv \\
+    python -m tcbench.reports.tables --summary S.csv --speedup P.csv --best B.csv \\
         --speedup-md speedup.md --best-md best.md
 
 Adding a table: a function here that returns a ``Table``, and its rule's output.
@@ -22,11 +22,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import atomic, cli, kernels, stats
-from .. import resultset
-from .. import vocabulary as V
-from ..analysis import claims, diagnosis
-from ..analysis import throughput
+from .. import atomic, cli, kernels, resultset, stats, vocabulary as V
+from ..analysis import claims, diagnosis, throughput
 from ..render.numbers import (GIB, INTERVAL_NOTE, MIB, MISSING, WARMUP_HEAD,  # noqa: F401
                               WARMUP_MISS_HEAD, WARMUP_NOTE, has_misses, memory_unit, missing,
                               modes_text, num, pct, percent, points, share, times, warmup_text,
@@ -36,16 +33,13 @@ from ..render.table import Table, to_latex_all, to_markdown, write_formats, writ
 from .best_table import best_table  # noqa: F401 - the set's best.md, written by write_views
 from . import ratio_cells
 from .holdback import holdback_table
-from .phrases import (NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating,
-                      throughput_text)
+from .phrases import NOISY_NOTE, PREDATE_NOTE, n_status, noisy_text, predating, throughput_text
 
 
 def _no_value(row, text: str, why: str = "not measured") -> str:
     """A cell with no number: ``why`` where the run finished but has no such measurement; a
     dash where the run did not finish (the status column says why)."""
-    if text != MISSING:
-        return text
-    return why if row.get("repeats_ok", 0) else MISSING
+    return text if text != MISSING else why if row.get("repeats_ok", 0) else MISSING
 
 
 def _miss_cell(r) -> str:
@@ -169,8 +163,7 @@ def speed_table(e: Experiment) -> Table:
     rows = []
     for (_, r), ratio in zip(s.iterrows(), ratios):
         cells = [setting_text(r, e.axes), str(r["precision"]), n_status(r),
-                 *(throughput_text(r, c) + (f", {noisy_text(r)}" if noisy_text(r) and i == 0
-                                            else "") for i, c in enumerate(speeds)),
+                 *(_speed(r, c, i == 0) for i, c in enumerate(speeds)),
                  *ratio[:len(heads)],
                  _hit_cell(r, misses)]
         cells += [_miss_cell(r)] if misses else []
@@ -292,9 +285,11 @@ def experiment_tables(summary: pd.DataFrame, speedup: pd.DataFrame, experiment: 
 
 
 # ----------------------------------------------------------------------- whole-set tables
-def speedup_table(sp: pd.DataFrame) -> Table:
-    """Every cell against fp32 at the same setting, with the claim its interval allows."""
+def speedup_table(sp: pd.DataFrame, summary: pd.DataFrame | None = None) -> Table:
+    """Every cell against fp32 at the same setting, with the claim its interval allows; each
+    throughput as the verdict prints it, with its interval, from ``summary`` (summary.csv)."""
     sp = resultset.order(sp)
+    cells = {} if summary is None else {resultset.cell_key(r): r for _, r in summary.iterrows()}
     speeds = throughput.columns(sp)  # a tokens/s column where the set has a token workload
     rows = []
     for exp, g in sp.groupby("experiment", sort=False):
@@ -303,8 +298,9 @@ def speedup_table(sp: pd.DataFrame) -> Table:
             rows.append([str(exp), setting_text(r, axes), str(r["precision"]),
                          f"{int(r['repeats_ok'])}/{int(r.get('baseline_repeats_ok') or 0)}"
                          + ("" if str(r["status"]) == V.OK else f" {r['status']}"),
-                         *(_marked(num(r.get(c)), r, i == 0) if r.get("repeats_ok")
-                           else MISSING for i, c in enumerate(speeds)),
+                         *(_speed(cells[resultset.cell_key(r)], c, i == 0)
+                           if resultset.cell_key(r) in cells else _marked(num(r.get(c)), r, i == 0)
+                           if r.get("repeats_ok") else MISSING for i, c in enumerate(speeds)),
                          *_ratio_cells(r, r), claim(r), times(r.get("memory_ratio"))
                          if str(r["precision"]) != V.BASELINE else ""])
     cols = ["experiment", "setting", "precision", "n (cell/fp32)", *map(throughput.unit, speeds),
@@ -314,6 +310,12 @@ def speedup_table(sp: pd.DataFrame) -> Table:
     notes += [PREDATE_NOTE] if any(predating(r) for _, r in sp.iterrows()) else []
     return Table("Speedup over each cell's baseline at the same setting", cols, rows,
                  align="lllr" + "r" * len(speeds) + "rlrlr", notes=notes)
+
+
+def _speed(r, column: str, first: bool) -> str:
+    """A cell's throughput in ``column`` with its interval (none: a dash), noise beside."""
+    return MISSING if missing(r.get(column)) else \
+        throughput_text(r, column) + (f", {noisy_text(r)}" if first and noisy_text(r) else "")
 
 
 def _marked(text: str, r, first: bool) -> str:
@@ -343,14 +345,14 @@ def write_combined(summary, speedup, md: Path | None, tex: Path | None) -> list[
 
 
 def write_views(speedup: pd.DataFrame | None, best: pd.DataFrame | None,
-                speedup_md: Path | None, best_md: Path | None,
-                targets: dict | None = None) -> list[Path]:
-    """The whole set's speedup and best tables, as Markdown beside their CSVs; best.md then
-    what holds each fastest configuration back (``holdback``, against the config's
-    ``targets``: experiment -> its target)."""
+                speedup_md: Path | None, best_md: Path | None, targets: dict | None = None,
+                summary: pd.DataFrame | None = None) -> list[Path]:
+    """The whole set's speedup and best tables, as Markdown beside their CSVs (throughputs from
+    ``summary``); best.md then what holds each fastest configuration back (``holdback``,
+    against the config's ``targets``: experiment -> its target)."""
     written = []
     if speedup_md is not None:
-        written.append(write_markdown(speedup_table(speedup), speedup_md))
+        written.append(write_markdown(speedup_table(speedup, summary), speedup_md))
     if best_md is not None:
         held = holdback_table(best, targets)
         written.append(write_markdown([best_table(best), *([held] if held else [])], best_md))
@@ -387,7 +389,8 @@ def main(argv=None) -> int:
             write_experiment(read["summary"], read["speedup"], args.experiment, formats)
         if args.combined_md or args.combined_tex:
             write_combined(read["summary"], read["speedup"], args.combined_md, args.combined_tex)
-        write_views(read["speedup"], read["best"], args.speedup_md, args.best_md, args.targets)
+        write_views(read["speedup"], read["best"], args.speedup_md, args.best_md, args.targets,
+                    read["summary"])
 
     return cli.main("tcbench.reports.tables", write, (ValueError, FileNotFoundError, TypeError))
 
