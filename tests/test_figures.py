@@ -1084,3 +1084,14 @@ def test_a_throughput_whose_windows_were_unsteady_is_drawn_hatched_and_a_log_axi
     assert ax.get_yscale() == "log" and not ax.patches
     assert len([ln for ln in ax.get_lines() if ln.get_marker() == "x"]) == 1
     plot.plt.close("all")
+
+
+def test_a_bars_label_carries_its_intervals_mark_as_the_tables_do():
+    from tcbench.render import bars
+    from tcbench.render.numbers import num
+
+    row = {"ratio_low": 2.2, "ratio_high": 3.8, "ratio_n": 4}
+    assert bars._value_label(num, 2.91, row | {"ratio_interval": stats.RUNS}, "ratio") == "2.9§"
+    one = row | {"ratio_low": 1.25, "ratio_high": 1.27, "ratio_interval": stats.PAIRED}
+    assert bars._value_label(num, 1.262, one, "ratio") == "1.26¶"
+    assert bars._value_label(num, 2.91, row | {"ratio_interval": stats.CI}, "ratio") == "2.9"

@@ -167,11 +167,14 @@ def _interval_bar(ax, x: float, v: float, r, interval: str, annotate, drawn: dic
 
 def _value_label(annotate, v: float, r, interval: str | None) -> str:
     """A bar's value as the tables print it: at the digits its confidence interval carries
-    (``numbers.carried_place``), else as ``annotate`` prints a value alone."""
-    if not interval or interval_kind(r, interval) not in stats.CONFIDENCE_METHODS:
+    (``numbers.carried_place``), with that interval's mark (§ across runs, ¶ one process's
+    rounds), else as ``annotate`` prints a value alone."""
+    kind = interval_kind(r, interval) if interval else None
+    if kind not in stats.CONFIDENCE_METHODS:
         return annotate(v)
-    return numbers.shown_value(v, r.get(f"{interval}_low"), r.get(f"{interval}_high"),
-                               interval_kind(r, interval), annotate)
+    low, high = r.get(f"{interval}_low"), r.get(f"{interval}_high")
+    return numbers.shown_value(v, low, high, kind, annotate) + \
+        ("" if numbers.missing(low) or numbers.missing(high) else numbers.interval_mark(kind))
 
 
 def washed(colour: str) -> tuple:
