@@ -172,9 +172,8 @@ def _value_label(annotate, v: float, r, interval: str | None) -> str:
     kind = interval_kind(r, interval) if interval else None
     if kind not in stats.CONFIDENCE_METHODS:
         return annotate(v)
-    low, high = r.get(f"{interval}_low"), r.get(f"{interval}_high")
-    return numbers.shown_value(v, low, high, kind, annotate) + \
-        ("" if numbers.missing(low) or numbers.missing(high) else numbers.interval_mark(kind))
+    return numbers.marked_value(stats.Estimate(v, r.get(f"{interval}_low"),
+                                               r.get(f"{interval}_high"), 0, kind), annotate)
 
 
 def washed(colour: str) -> tuple:
